@@ -1,0 +1,100 @@
+"""The finding: the one record every parser, rule and report speaks.
+
+A finding is a plain dict (JSON-ready, safe to return from an Ansible module):
+
+    {"category": one of CATEGORIES,
+     "severity": one of SEVERITIES,
+     "kind": short snake_case id of what was seen ("xid", "ib_port_down", ...),
+     "xid": int | None,
+     "gpu": {"pci": "0000:3b:00.0", "index": int | None, "uuid": str | None} | None,
+     "ib": {"device": "mlx5_0", "port": 1} | None,
+     "rank": int | None,
+     "source": "kern.log:12"            # file (or probe) name and 1-based line
+     "evidence": "<the verbatim line>",
+     "message": "what it means, one sentence",
+     "action": "what to do next, one sentence",
+     "rung": one of RUNGS}             # the ladder rung this finding calls for
+
+Parsers are pure: ``parse_x(text, source="name") -> (facts: dict, findings: list)``.
+"""
+
+import re
+
+SEVERITIES = ("ok", "info", "warning", "critical")
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+CATEGORIES = (
+    "healthy", "gpu_hardware", "driver", "ib_network", "nccl_config",
+    "nccl_deadlock", "application", "dataloader", "memory_leak", "unknown",
+)
+
+# Remedy ladder, cheapest and safest first; fix_application sits outside the ladder.
+RUNGS = ("none", "drain", "nccl_env", "timeout", "gpu_reset", "ib_restart",
+         "reboot", "rma", "fix_application")
+RUNG_RANK = {r: i for i, r in enumerate(RUNGS)}
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_PCI_RE = re.compile(
+    r"^(?:(?P<dom>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})(?:\.(?P<fn>[0-7]))?$")
+
+
+def make_finding(category, severity, kind, message, action, evidence="", source="",
+                 xid=None, gpu=None, ib=None, rank=None, rung="none"):
+    """Build a finding dict; validates the enums so a typo fails in the tests."""
+    if category not in CATEGORIES:
+        raise ValueError("unknown category %r" % (category,))
+    if severity not in SEVERITIES:
+        raise ValueError("unknown severity %r" % (severity,))
+    if rung not in RUNGS:
+        raise ValueError("unknown rung %r" % (rung,))
+    return {
+        "category": category, "severity": severity, "kind": kind,
+        "xid": xid, "gpu": gpu, "ib": ib, "rank": rank,
+        "source": source, "evidence": evidence,
+        "message": message, "action": action, "rung": rung,
+    }
+
+
+def gpu_ref(pci=None, index=None, uuid=None):
+    """The ``gpu`` member of a finding, PCI address normalised."""
+    return {"pci": normalize_pci(pci) if pci else None, "index": index, "uuid": uuid}
+
+
+def ib_ref(device, port):
+    return {"device": device, "port": int(port) if port is not None else None}
+
+
+def normalize_pci(addr):
+    """'00000000:3B:00.0' / '0000:3b:00' / '3b:00.0' -> '0000:3b:00.0'. Unparseable -> stripped input."""
+    if addr is None:
+        return None
+    a = addr.strip()
+    m = _PCI_RE.match(a)
+    if not m:
+        return a.lower()
+    dom = (m.group("dom") or "0000")[-4:]
+    return "%s:%s:%s.%s" % (dom.lower(), m.group("bus").lower(), m.group("dev").lower(), m.group("fn") or "0")
+
+
+def strip_ansi(text):
+    return _ANSI_RE.sub("", text)
+
+
+def iter_lines(text):
+    """Yield (lineno, line) with CRLF/CR, ANSI colour and NULs removed; 1-based line numbers."""
+    if text is None:
+        return
+    if "\x1b" in text:
+        text = strip_ansi(text)
+    for n, line in enumerate(text.splitlines(), 1):
+        if "\x00" in line:
+            line = line.replace("\x00", "")
+        yield n, line.rstrip("\r")
+
+
+def worst_severity(findings):
+    best = "ok"
+    for f in findings:
+        if SEVERITY_RANK[f["severity"]] > SEVERITY_RANK[best]:
+            best = f["severity"]
+    return best
