@@ -1,0 +1,50 @@
+# gpu-runbook: `make demo` and `make test` work on a fresh clone.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(CURDIR)/$(VENV)/bin
+STAMP  := $(VENV)/.installed
+# ansible-lint and molecule call ansible-config & co: the venv's bin/ must come first.
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+# Packages the emulated cluster needs (real sshd, real Slurm); installed only as root on Debian/Ubuntu.
+SYSTEM_PACKAGES := openssh-server slurmctld slurmd slurm-client munge iproute2 util-linux procps
+SYSTEM_BINARIES := /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/sbin/munged /usr/bin/unshare
+
+.PHONY: demo test unit lint cluster-test system-deps venv clean bench
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-runbook needs Python >= 3.11 (found %s); run make PYTHON=python3.11" % sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+demo: $(STAMP)
+	$(BIN)/ansible-playbook playbooks/diagnose.yml -i inventory-examples/demo -l gpu-rack3
+
+system-deps:
+	@missing=""; for b in $(SYSTEM_BINARIES); do [ -x $$b ] || missing="$$missing $$b"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing system packages for the emulated cluster (missing:$$missing)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null; \
+	else echo "note: cluster tests need$$missing (root on Debian/Ubuntu installs them); they will be skipped"; fi
+
+lint: $(STAMP)
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint --profile production --offline playbooks roles
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not cluster"
+
+test: $(STAMP) system-deps lint
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_kernlog.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,214 @@
+"""From raw sources to one host's analysis: dispatch to the parsers, turn probe errors
+into findings, decide the verdict. Pure: the caller (module, CLI, tests) supplies text.
+
+``sources`` maps a canonical source name to its text, or to a probe error
+``{"error": "message", "kind": "missing|timeout|denied|failed|unreadable", "cmd": str}``.
+"""
+
+import re
+
+from .findings import iter_lines, make_finding, worst_severity
+from .verdict import host_verdict, sort_findings
+
+SCHEMA = "gpu-runbook/analysis/v1"
+
+# Canonical source names (also the file names a capture directory uses).
+NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-query-gpu.csv")
+COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
+KERNEL_LOG = "kern.log"
+IB_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "perfquery.txt", "iblinkinfo.txt")
+BUG_REPORT = "bug-report.txt"
+HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT,)
+
+# What a failed probe means, by source family. A hung nvidia-smi is the classic sign of a
+# wedged GPU or driver: that is a critical finding in itself, not a tooling problem.
+_PROBE_FAMILY = {
+    "nvidia-smi-q.xml": "gpu", "nvidia-smi-q.txt": "gpu", "nvidia-smi.txt": "gpu",
+    "nvidia-smi-query-gpu.csv": "gpu", COMPUTE_APPS: "gpu_apps", KERNEL_LOG: "kernel",
+    "ib-sysfs.txt": "ib", "ibstat.txt": "ib", "ibv_devinfo.txt": "ib", "perfquery.txt": "ib",
+    "iblinkinfo.txt": "ib",
+}
+
+_DETECTORS = (
+    # (source name, compiled pattern searched in the first 64 KiB)
+    (BUG_REPORT, re.compile(r"nvidia-bug-report\.sh|^_{20,}\s*$", re.M)),
+    ("nvidia-smi-q.xml", re.compile(r"<nvidia_smi_log\b")),
+    ("nvidia-smi-q.txt", re.compile(r"=+NVSMI LOG=+|^Attached GPUs\s*:", re.M)),
+    ("nvidia-smi.txt", re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name", re.M)),
+    ("ib-sysfs.txt", re.compile(r"/ports/\d+/(?:state|counters/\w+):", re.M)),
+    ("ibstat.txt", re.compile(r"^CA '[^']+'", re.M)),
+    ("ibv_devinfo.txt", re.compile(r"^hca_id:\s*\S+", re.M)),
+    ("perfquery.txt", re.compile(r"^# Port (?:extended )?counters:", re.M)),
+    ("nccl.log", re.compile(r"NCCL (?:INFO|WARN)|ProcessGroupNCCL|Watchdog caught collective|"
+                            r"\d+%\|.*it/s\]")),
+    (KERNEL_LOG, re.compile(r"NVRM:|mlx5_core|kernel:|^\[\s*\d+\.\d+\]|^\[\w{3} \w{3} [ \d]\d ", re.M)),
+)
+
+
+def detect_source(text):
+    """Guess which source a text is from its content; None when nothing fits."""
+    head = text[:65536]
+    for name, pattern in _DETECTORS:
+        if pattern.search(head):
+            return name
+    return None
+
+
+def _probe_error_finding(name, err):
+    kind = err.get("kind", "failed")
+    fam = _PROBE_FAMILY.get(name, "other")
+    msg = err.get("error", "probe failed")
+    cmd = err.get("cmd") or name
+    if fam == "gpu" and kind == "timeout":
+        return make_finding(
+            "driver", "critical", "nvidia_smi_hang",
+            "nvidia-smi did not answer (%s): the GPU or its driver is wedged" % msg,
+            "Drain the node; a hung nvidia-smi usually needs a node reboot (a GPU reset cannot reach a wedged driver).",
+            evidence=cmd, source=name, rung="reboot")
+    if fam == "gpu" and kind == "missing":
+        return make_finding(
+            "unknown", "warning", "nvidia_smi_missing",
+            "nvidia-smi is not installed or not on PATH: GPU health was not checked (%s)" % msg,
+            "Check the NVIDIA driver installation on this node.", evidence=cmd, source=name)
+    if fam == "gpu_apps":
+        return make_finding(
+            "unknown", "info", "probe_failed",
+            "compute-process query failed (%s)" % msg, "None needed for diagnosis.",
+            evidence=cmd, source=name)
+    if fam == "kernel":
+        return make_finding(
+            "unknown", "warning" if kind != "missing" else "info", "kernel_log_unavailable",
+            "kernel log could not be read (%s): Xid and link events may be missing" % msg,
+            "Run as root or set kernel.dmesg_restrict=0; check journald and /var/log/kern.log.",
+            evidence=cmd, source=name)
+    if fam == "ib" and kind == "timeout":
+        return make_finding(
+            "ib_network", "critical", "ib_probe_hang",
+            "InfiniBand probe did not answer (%s)" % msg,
+            "Drain the node and check the HCA driver (mlx5_core) and openibd.",
+            evidence=cmd, source=name, rung="ib_restart")
+    return make_finding(
+        "unknown", "info", "probe_failed", "%s: %s" % (name, msg),
+        "None: other sources cover this.", evidence=cmd, source=name)
+
+
+def _parsers():
+    # Imported lazily so one broken parser cannot take the others down at import time.
+    from . import infiniband, kernlog, nvsmi
+    return kernlog, nvsmi, infiniband
+
+
+def _safe(fn, name, *args, **kwargs):
+    """Run a parser; a bug in a parser becomes a finding, never a traceback."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 -- bad input is normal input
+        return {}, [make_finding(
+            "unknown", "warning", "parser_error",
+            "%s could not be parsed: %s: %s" % (name, type(exc).__name__, exc),
+            "Attach the raw %s to a bug report for gpu-runbook." % name, source=name)]
+
+
+def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib_rate=None,
+                 expected_ib_devices=None, ib_thresholds=None, year=None):
+    """-> one host's analysis dict (the ``hosts[]`` item of the analysis schema, plus facts)."""
+    kernlog, nvsmi, infiniband = _parsers()
+    sources = dict(sources)
+    facts = {}
+    findings = []
+    probes = {}
+
+    if isinstance(sources.get(BUG_REPORT), str):
+        from .bugreport import split_bug_report
+        parts, bf = _safe(lambda t: (split_bug_report(t), []), BUG_REPORT, sources.pop(BUG_REPORT))
+        findings.extend(bf)
+        for k, v in (parts or {}).items():
+            sources.setdefault(k, v)
+
+    for name, value in sources.items():
+        if isinstance(value, dict):
+            probes[name] = {"ok": False, "kind": value.get("kind"), "error": value.get("error")}
+            findings.append(_probe_error_finding(name, value))
+        elif value is not None:
+            probes[name] = {"ok": True}
+
+    def text(name):
+        v = sources.get(name)
+        return v if isinstance(v, str) else None
+
+    # GPU: the richest nvidia-smi form present wins; the others add nothing new.
+    for name in NVSMI_SOURCES:
+        t = text(name)
+        if t is not None:
+            f, fs = _safe(nvsmi.parse_nvidia_smi, name, t, source=name, expected_gpus=expected_gpus)
+            facts["gpu"] = f
+            findings.extend(fs)
+            break
+    t = text(COMPUTE_APPS)
+    if t is not None:
+        apps, fs = _safe(lambda x: (nvsmi.parse_compute_apps_csv(x, source=COMPUTE_APPS), []), COMPUTE_APPS, t)
+        facts["compute_apps"] = apps if isinstance(apps, list) else []
+        findings.extend(fs)
+
+    t = text(KERNEL_LOG)
+    if t is not None:
+        f, fs = _safe(kernlog.parse_kernel_log, KERNEL_LOG, t, source=KERNEL_LOG, since=since, year=year)
+        facts["kernel_log"] = f
+        findings.extend(fs)
+
+    ib_kw = {"expected_rate": expected_ib_rate, "expected_devices": expected_ib_devices,
+             "thresholds": ib_thresholds}
+    ib_parsers = (("ib-sysfs.txt", "parse_ib_sysfs"), ("ibstat.txt", "parse_ibstat"),
+                  ("ibv_devinfo.txt", "parse_ibv_devinfo"))
+    for name, fn in ib_parsers:
+        t = text(name)
+        if t is not None and hasattr(infiniband, fn):
+            # sysfs is authoritative; ibstat/ibv_devinfo only when it is absent
+            f, fs = _safe(getattr(infiniband, fn), name, t, source=name, **ib_kw)
+            facts["ib"] = f
+            findings.extend(fs)
+            break
+    for name, fn in (("perfquery.txt", "parse_perfquery"), ("iblinkinfo.txt", "parse_iblinkinfo")):
+        t = text(name)
+        if t is not None and hasattr(infiniband, fn):
+            f, fs = _safe(getattr(infiniband, fn), name, t, source=name, thresholds=ib_thresholds)
+            facts[name.split(".")[0]] = f
+            findings.extend(fs)
+
+    if host is None:
+        host = (facts.get("kernel_log") or {}).get("hostname")
+    findings = sort_findings(findings)
+    v = host_verdict(findings)
+    return {
+        "host": host or "unknown",
+        "verdict": v["verdict"],
+        "severity": v["severity"],
+        "rung": v["rung"],
+        "findings": findings,
+        "facts": facts,
+        "probes": probes,
+    }
+
+
+def unreachable_host(host, message):
+    """A host we could not reach is itself a prime suspect (dead or wedged node)."""
+    f = make_finding(
+        "unknown", "critical", "host_unreachable",
+        "host did not answer: %s" % (message or "unreachable"),
+        "Check the node's console/BMC; drain it in Slurm until it answers.",
+        evidence=(message or "")[:300], source="ansible", rung="drain")
+    return {"host": host, "verdict": "unknown", "severity": "critical", "rung": "drain",
+            "findings": [f], "facts": {}, "probes": {}}
+
+
+def exit_status(hosts):
+    """CLI exit status: 0 clean, 1 warnings, 2 critical."""
+    worst = worst_severity([{"severity": h["severity"]} for h in hosts]) if hosts else "ok"
+    return {"ok": 0, "info": 0, "warning": 1, "critical": 2}[worst]
+
+
+def first_line(text):
+    for _, line in iter_lines(text or ""):
+        if line.strip():
+            return line.strip()
+    return ""

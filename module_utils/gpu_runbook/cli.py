@@ -1,0 +1,129 @@
+"""gpu-runbook command line: the same engine as the Ansible module, on captured files.
+
+    gpu-runbook analyze PATH... [--format json|text] [--lang en|ko] [--since ISO]
+
+Exit status: 0 nothing at warning or above, 1 warnings, 2 critical, 3 unusable input.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from . import __version__
+from .analyze import SCHEMA, analyze_host, exit_status
+from .probes import load_capture_dir
+
+EXIT_UNUSABLE = 3
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # exit 3 with one line, not argparse's 2
+        raise UsageError(message)
+
+
+def _build_parser():
+    p = _Parser(prog="gpu-runbook", description=__doc__.split("\n")[0])
+    p.add_argument("--version", action="version", version="gpu-runbook " + __version__)
+    sub = p.add_subparsers(dest="command")
+    a = sub.add_parser("analyze", help="analyze captured outputs of one or more hosts")
+    a.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a directory of one host's captures (or of per-host subdirectories), or a single file")
+    a.add_argument("--format", choices=("json", "text"), default="text")
+    a.add_argument("--lang", choices=("en", "ko"), default="en")
+    a.add_argument("--since", help="only kernel-log events at/after this time (ISO 8601, e.g. the job start)")
+    a.add_argument("--expected-gpus", type=int, help="GPUs every host should have (e.g. 8)")
+    a.add_argument("--expected-ib-rate", type=float, help="expected IB port rate in Gb/s (e.g. 400)")
+    a.add_argument("--facts", action="store_true", help="include parsed facts in the JSON")
+    return p
+
+
+def _host_dirs(path):
+    """A path -> list of (host name, sources, job files, ignored)."""
+    if os.path.isfile(path):
+        tmp_dir, entry = os.path.split(os.path.abspath(path))
+        sources, jobs, ignored = _load_one_file(tmp_dir, entry)
+        return [(os.path.basename(tmp_dir) or entry, sources, jobs, ignored)]
+    if not os.path.isdir(path):
+        raise UsageError("%s: no such file or directory" % path)
+    sources, jobs, ignored = load_capture_dir(path)
+    if sources or jobs:
+        return [(os.path.basename(os.path.abspath(path)), sources, jobs, ignored)]
+    out = []
+    for entry in sorted(os.listdir(path)):
+        sub = os.path.join(path, entry)
+        if os.path.isdir(sub):
+            s, j, i = load_capture_dir(sub)
+            if s or j:
+                out.append((entry, s, j, i))
+    return out
+
+
+def _load_one_file(directory, entry):
+    # Reuse the capture-dir loader on just this file by filtering its results.
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        os.symlink(os.path.join(directory, entry), os.path.join(tmp, entry))
+        return load_capture_dir(tmp)
+
+
+def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False):
+    hosts, job_files = [], {}
+    for path in paths:
+        found = _host_dirs(path)
+        if not found:
+            raise UsageError("%s: no recognisable capture (kern.log, nvidia-smi-q.txt, ibstat.txt, ...)" % path)
+        for name, sources, jobs, _ignored in found:
+            job_files.update({os.path.join(name, k): v for k, v in jobs.items()})
+            if not sources:
+                continue
+            h = analyze_host(sources, since=since, expected_gpus=expected_gpus,
+                             expected_ib_rate=expected_ib_rate)
+            seen = (h.get("facts", {}).get("kernel_log") or {}).get("hostname")
+            h["host"] = seen or name
+            if not include_facts:
+                h.pop("facts", None)
+                h.pop("probes", None)
+            hosts.append(h)
+    job = None
+    if job_files:
+        from .joblog import parse_job_logs
+        job, job_findings = parse_job_logs(job_files, since=since)
+        job = dict(job)
+        job["findings"] = job_findings
+    return {"schema": SCHEMA, "hosts": hosts, "job": job}
+
+
+def main(argv=None):
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command != "analyze":
+            raise UsageError("usage: gpu-runbook analyze PATH... [--format json|text] [--lang en|ko]")
+        analysis = analyze_paths(args.paths, since=args.since, expected_gpus=args.expected_gpus,
+                                 expected_ib_rate=args.expected_ib_rate, include_facts=args.facts)
+    except UsageError as exc:
+        print("gpu-runbook: %s" % exc, file=sys.stderr)
+        return EXIT_UNUSABLE
+    except (OSError, UnicodeError) as exc:
+        print("gpu-runbook: cannot read input: %s" % exc, file=sys.stderr)
+        return EXIT_UNUSABLE
+    if args.format == "json":
+        json.dump(analysis, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        from .render import render_text
+        print(render_text(analysis, lang=args.lang))
+    status = exit_status(analysis["hosts"])
+    job = analysis.get("job") or {}
+    for f in job.get("findings", []):
+        status = max(status, {"warning": 1, "critical": 2}.get(f["severity"], 0))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Plain-text rendering of analyses (CLI and the playbook's console summary)."""
+
+from .i18n import RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, label, text
+
+
+def one_line(h, lang="en", width=160):
+    """host  verdict  severity  next rung  evidence  -- one line per host."""
+    top = h["findings"][0] if h.get("findings") else None
+    ev = ""
+    if top and h["verdict"] != "healthy":
+        msg, _ = finding_message(top, lang)
+        ev = msg
+        if top.get("evidence"):
+            ev += " | " + top["evidence"].strip()
+    line = "%-18s %-20s %-9s %s: %-26s %s" % (
+        h["host"], label(VERDICT_LABEL, lang, h["verdict"]), label(SEVERITY_LABEL, lang, h["severity"]),
+        text(lang, "next"), label(RUNG_LABEL, lang, h["rung"]), ev)
+    return line.rstrip()[:width]
+
+
+def summary_counts(hosts):
+    crit = sum(1 for h in hosts if h["severity"] == "critical")
+    warn = sum(1 for h in hosts if h["severity"] == "warning")
+    return {"n": len(hosts), "crit": crit, "warn": warn, "ok": len(hosts) - crit - warn}
+
+
+def render_text(analysis, lang="en", verbose=True):
+    hosts = analysis["hosts"]
+    out = [text(lang, "summary", **summary_counts(hosts))]
+    suspects = [h for h in hosts if h["severity"] in ("warning", "critical")]
+    healthy = [h for h in hosts if h not in suspects]
+    for h in suspects:
+        out.append(one_line(h, lang, width=10000))
+        if not verbose:
+            continue
+        for f in h["findings"]:
+            if f["severity"] in ("ok",):
+                continue
+            msg, act = finding_message(f, lang)
+            out.append("    [%s] %s: %s" % (label(SEVERITY_LABEL, lang, f["severity"]), f["kind"], msg))
+            if f.get("evidence"):
+                out.append("        %s: %s  (%s)" % (text(lang, "evidence"), f["evidence"].strip(), f.get("source", "")))
+            if act:
+                out.append("        %s: %s" % (text(lang, "action"), act))
+    if healthy:
+        out.append(text(lang, "healthy_hosts", n=len(healthy), hosts=", ".join(h["host"] for h in healthy)))
+    job = analysis.get("job")
+    if job:
+        out.append("%s: timed_out_ranks=%s culprit_ranks=%s culprit_hosts=%s collective=%s failed_at=%s" % (
+            text(lang, "job"), _ranks(job.get("timed_out_ranks")), job.get("culprit_ranks"),
+            job.get("culprit_hosts"), job.get("collective"), job.get("failed_at")))
+    return "\n".join(out)
+
+
+def _ranks(ranks):
+    ranks = sorted(ranks or [])
+    if len(ranks) <= 12:
+        return ranks
+    return "%d ranks (%s..%s)" % (len(ranks), ranks[0], ranks[-1])

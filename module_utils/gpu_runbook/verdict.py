@@ -1,0 +1,48 @@
+"""Host verdict: one function from a host's findings to verdict, severity and next rung."""
+
+from .findings import RUNG_RANK, SEVERITY_RANK, worst_severity
+
+# The field's suspicion order (GPU Xid/ECC -> IB -> the node -> NCCL settings -> code),
+# weighted like its priors (~60% GPU, ~30% IB, ~10% code/DataLoader/leak).
+SUSPICION = {
+    "gpu_hardware": 9, "driver": 8, "ib_network": 7, "unknown": 5, "memory_leak": 4,
+    "dataloader": 3, "nccl_config": 3, "nccl_deadlock": 2, "application": 1, "healthy": 0,
+}
+
+# A hardware or driver verdict with no specific fix still takes the node out of service.
+_DRAIN_BY_DEFAULT = {"gpu_hardware", "driver", "ib_network", "unknown"}
+
+
+def rank_key(finding):
+    """Sort key: most severe, then most suspect category, then the costliest rung."""
+    return (SEVERITY_RANK[finding["severity"]], SUSPICION.get(finding["category"], 0),
+            RUNG_RANK.get(finding.get("rung") or "none", 0))
+
+
+def primary_finding(findings):
+    """The finding that decides the verdict (None when nothing is at warning or above)."""
+    serious = [f for f in findings if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK["warning"]]
+    if not serious:
+        return None
+    return max(serious, key=rank_key)
+
+
+def host_verdict(findings):
+    """-> {"verdict", "severity", "rung", "primary"} for one host's findings."""
+    severity = worst_severity(findings)
+    top = primary_finding(findings)
+    if top is None:
+        return {"verdict": "healthy", "severity": severity, "rung": "none", "primary": None}
+    # Among the findings that share the verdict's category and severity, the costliest
+    # rung wins: Xid 48 (reset) beside a row-remap failure (RMA) means RMA.
+    peers = [f for f in findings
+             if f["category"] == top["category"] and f["severity"] == top["severity"]]
+    rung = max((f.get("rung") or "none" for f in peers), key=lambda r: RUNG_RANK[r])
+    if rung == "none" and top["category"] in _DRAIN_BY_DEFAULT and top["severity"] == "critical":
+        rung = "drain"
+    return {"verdict": top["category"], "severity": severity, "rung": rung, "primary": top}
+
+
+def sort_findings(findings):
+    """Most important first: the order a report should list them in."""
+    return sorted(findings, key=rank_key, reverse=True)
