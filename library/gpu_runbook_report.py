@@ -26,8 +26,19 @@ options:
     choices: [en, ko]
     default: en
   report_dir:
-    description: Directory to write report.json into (created if missing).
+    description: Directory to write report.json, report.md and report.html into (created if missing).
     type: path
+  job:
+    description: The job as M(gpu_runbook_job) returned it (Slurm nodes, start, StdOut/StdErr).
+    type: dict
+  job_log_dir:
+    description: Directory of the job's logs (one combined file or one file per rank).
+    type: path
+  job_log_files:
+    description: Extra job log files (for example the Slurm StdOut/StdErr paths).
+    type: list
+    elements: path
+    default: []
 """
 
 EXAMPLES = r"""
@@ -54,13 +65,42 @@ summary:
   type: dict
 """
 
-import json
+import datetime
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.cluster import build_cluster
 from ansible.module_utils.gpu_runbook.i18n import text
-from ansible.module_utils.gpu_runbook.render import one_line, summary_counts
+from ansible.module_utils.gpu_runbook.joblog import parse_job_logs
+from ansible.module_utils.gpu_runbook.render import job_line, one_line, summary_counts
+
+_MAX_LOG = 256 * 1024 * 1024
+
+
+def _read_logs(log_dir, files):
+    """{name: text} of the job's logs; unreadable files are reported, not fatal."""
+    found, problems = {}, []
+    paths = list(files or [])
+    if log_dir:
+        if not os.path.isdir(log_dir):
+            problems.append("job_log_dir %s is not a directory" % log_dir)
+        else:
+            for root, _dirs, names in os.walk(log_dir):
+                paths += [os.path.join(root, n) for n in sorted(names)]
+    for path in paths:
+        if not os.path.isfile(path):
+            problems.append("%s: not found" % path)
+            continue
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - _MAX_LOG))  # the end of the log holds the hang
+                found[os.path.relpath(path, log_dir) if log_dir and path.startswith(log_dir) else os.path.basename(path)] = \
+                    fh.read().decode("utf-8", "replace")
+        except OSError as exc:
+            problems.append("%s: %s" % (path, exc.strerror))
+    return found, problems
 
 
 def main():
@@ -69,29 +109,50 @@ def main():
             results=dict(type="dict", required=True),
             lang=dict(type="str", choices=["en", "ko"], default="en"),
             report_dir=dict(type="path"),
+            job=dict(type="dict"),
+            job_log_dir=dict(type="path"),
+            job_log_files=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
     lang = module.params["lang"]
-    analysis = build_cluster(module.params["results"])
+    slurm_job = module.params["job"] or {}
+    job = None
+    logs, problems = _read_logs(module.params["job_log_dir"], module.params["job_log_files"])
+    if logs or slurm_job:
+        job, job_findings = parse_job_logs(logs, since=slurm_job.get("start"))
+        job = dict(job)
+        job["findings"] = job_findings
+        job["job_id"] = slurm_job.get("job_id")
+        job["slurm"] = slurm_job or None
+        job["log_problems"] = problems
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    analysis = build_cluster(module.params["results"], job=job, generated=now)
     hosts = analysis["hosts"]
     suspects = [h for h in hosts if h["host"] in analysis["cluster"]["suspects"]]
     lines = [one_line(h, lang) for h in suspects]
     healthy = analysis["cluster"]["healthy"]
     if healthy:
         lines.append(text(lang, "healthy_hosts", n=len(healthy), hosts=", ".join(healthy)))
+    if analysis["job"]:
+        lines.append(job_line(analysis["job"], lang))
     counts = summary_counts(hosts)
     summary = {
         "hosts": counts["n"], "critical": counts["crit"], "warning": counts["warn"], "healthy": counts["ok"],
         "suspects": analysis["cluster"]["suspects"], "remediate": analysis["cluster"]["remediate"],
         "verdicts": {h["host"]: {"verdict": h["verdict"], "rung": h["rung"]} for h in suspects},
+        "job_verdict": (analysis["job"] or {}).get("verdict"),
+        "culprit_hosts": [c["host"] for c in (analysis["job"] or {}).get("culprits") or [] if c.get("host")],
     }
     changed = False
     if module.params["report_dir"] and not module.check_mode:
-        os.makedirs(module.params["report_dir"], exist_ok=True)
-        path = os.path.join(module.params["report_dir"], "report.json")
-        with open(path, "w") as fh:
-            json.dump(analysis, fh, indent=2, ensure_ascii=False, default=str)
+        try:
+            from ansible.module_utils.gpu_runbook.reports import write_reports
+            summary["report_files"] = write_reports(analysis, module.params["report_dir"], lang)
+        except ImportError as exc:
+            module.fail_json(msg="report_dir needs jinja2 on the controller's Python: %s" % exc)
+        except OSError as exc:
+            module.fail_json(msg="cannot write reports to %s: %s" % (module.params["report_dir"], exc))
         changed = True
     module.exit_json(changed=changed, analysis=analysis, lines=lines, summary=summary)
 

@@ -19,6 +19,7 @@ def host_from_result(host, result):
     if facts:
         h = dict(facts)
         h["host"] = host
+        h["findings"] = [dict(f) for f in facts.get("findings") or []]  # cross_host edits copies
         return h
     if result.get("unreachable"):
         return unreachable_host(host, result.get("msg"))
@@ -64,15 +65,24 @@ def suspect_order(h):
     return (SEVERITY_RANK[h["severity"]], SUSPICION.get(h["verdict"], 0))
 
 
-def build_cluster(results, job=None):
-    """results: {host: registered result} -> analysis dict with a ``cluster`` section."""
+def build_cluster(results, job=None, generated=None, keep_facts=False):
+    """results: {host: registered result}; job: parse_job_logs() output (plus Slurm fields)
+    -> analysis dict (schema v1) with ``job`` joined and a ``cluster`` section."""
     hosts = [host_from_result(name, res) for name, res in sorted(results.items())]
     cluster_findings = cross_host(hosts)
+    if job:
+        job = dict(job)
+        job.update(join_job(hosts, job))
+        cross_host(hosts)  # re-decide verdicts with the job_culprit findings in
+    timeline = build_timeline(hosts, job)
     hosts.sort(key=suspect_order, reverse=True)
     suspects = [h["host"] for h in hosts if SEVERITY_RANK[h["severity"]] >= SEVERITY_RANK["warning"]]
     remediate = [h["host"] for h in hosts if h["severity"] == "critical" and h["rung"] not in ("none", "fix_application")]
+    if not keep_facts:
+        hosts = [{k: h[k] for k in ("host", "verdict", "severity", "rung", "findings")} for h in hosts]
     return {
         "schema": SCHEMA,
+        "generated": generated,
         "hosts": hosts,
         "job": job,
         "cluster": {
@@ -81,5 +91,126 @@ def build_cluster(results, job=None):
             "remediate": remediate,
             "healthy": [h["host"] for h in hosts if h["host"] not in suspects],
             "findings": cluster_findings,
+            "timeline": timeline,
         },
     }
+
+
+# ---------------------------------------------------------------- job join
+def _short(name):
+    return (name or "").split(".")[0]
+
+
+def _match_host(hosts_by_name, name):
+    if name in hosts_by_name:
+        return hosts_by_name[name]
+    short = _short(name)
+    for h, v in hosts_by_name.items():
+        if _short(h) == short:
+            return v
+    return None
+
+
+def _explaining_finding(host, gpu_pci):
+    """The host finding that explains a culprit rank: one on the rank's GPU first, then the
+    host's worst hardware/IB finding."""
+    serious = [f for f in host["findings"] if f["severity"] in ("warning", "critical")
+               and f["kind"] not in ("job_culprit",)]
+    if gpu_pci:
+        on_gpu = [f for f in serious if (f.get("gpu") or {}).get("pci") == gpu_pci]
+        if on_gpu:
+            return on_gpu[0]
+    hw = [f for f in serious if f["category"] in ("gpu_hardware", "driver", "ib_network", "unknown")]
+    return hw[0] if hw else None
+
+
+def join_job(hosts, job):
+    """Tie the job's culprit ranks to hosts, GPUs and their hardware findings; weigh the
+    failure phase. Adds a ``job_culprit`` finding to each culprit's host and returns the
+    job verdict fields (verdict, culprits)."""
+    by_name = {h["host"]: h for h in hosts}
+    rank_map = {int(k): v for k, v in (job.get("rank_map") or {}).items()}
+    culprits = []
+    for rank in job.get("culprit_ranks") or []:
+        info = rank_map.get(int(rank)) or {}
+        host = _match_host(by_name, info.get("host"))
+        gpu_pci = info.get("gpu_pci")
+        entry = {"rank": int(rank), "host": host["host"] if host else info.get("host"), "gpu_pci": gpu_pci,
+                 "explained_by": None, "category": None}
+        if host is not None:
+            why = _explaining_finding(host, gpu_pci)
+            coll = job.get("collective") or {}
+            what = "rank %d (%s%s) is the rank the others waited for%s" % (
+                int(rank), host["host"], " GPU %s" % gpu_pci if gpu_pci else "",
+                " in %s SeqNum %s" % (coll.get("op"), coll.get("seq")) if coll else "")
+            if why is not None:
+                label = "Xid %s" % why["xid"] if why.get("xid") is not None else why["kind"]
+                entry.update(explained_by=label, category=why["category"])
+                f = make_finding(why["category"], "critical", "job_culprit",
+                                 what + "; explained by this host's %s: %s" % (label, why["message"]),
+                                 why["action"], evidence=why["evidence"], source=why["source"],
+                                 xid=why.get("xid"), gpu=why.get("gpu") or ({"pci": gpu_pci, "index": None, "uuid": None} if gpu_pci else None),
+                                 ib=why.get("ib"), rank=int(rank), rung=why.get("rung") or "drain")
+            else:
+                f = make_finding("nccl_deadlock", "critical", "job_culprit",
+                                 what + "; no hardware finding on this host explains it",
+                                 "Drain the node and look at the rank's own log (stack, py-spy dump) before blaming hardware.",
+                                 evidence=_job_evidence(job, rank), source="job", rank=int(rank), rung="drain",
+                                 gpu={"pci": gpu_pci, "index": None, "uuid": None} if gpu_pci else None)
+            host["findings"].append(f)
+        culprits.append(entry)
+    verdict = _job_verdict(job, culprits)
+    return {"culprits": culprits, "verdict": verdict}
+
+
+def _job_evidence(job, rank):
+    for f in job.get("findings") or []:
+        if f.get("rank") == rank and f.get("evidence"):
+            return f["evidence"]
+    return ""
+
+
+def _job_verdict(job, culprits):
+    """Failure phase weighed as the field does: a hardware explanation wins; otherwise an
+    early failure leans to code/data, a falling iteration rate to a leak, erratic stalls
+    to the DataLoader, a late hang with a silent rank to the node."""
+    for c in culprits:
+        if c.get("category") in ("gpu_hardware", "driver", "ib_network"):
+            return c["category"]
+    cats = [f["category"] for f in job.get("findings") or [] if f["severity"] in ("warning", "critical")]
+    for cat in ("gpu_hardware", "ib_network", "driver", "dataloader", "memory_leak", "nccl_config"):
+        if cat in cats:
+            return cat
+    trend = (job.get("iteration_rate") or {}).get("trend")
+    if trend == "falling":
+        return "memory_leak"
+    if trend == "erratic":
+        return "dataloader"
+    if job.get("phase") == "early":
+        return "application"
+    if culprits:
+        return "nccl_deadlock"
+    return "unknown" if job.get("timed_out_ranks") else None
+
+
+# ---------------------------------------------------------------- timeline
+def build_timeline(hosts, job, limit=400):
+    """Merge each host's kernel-log events and the job's events into one ordered list."""
+    events = []
+    for h in hosts:
+        kl = (h.get("facts") or {}).get("kernel_log") or {}
+        for e in kl.get("events") or []:
+            t = e.get("time")
+            if isinstance(t, str) and len(t) >= 10 and t[4] == "-":
+                events.append({"time": t, "host": h["host"], "kind": e.get("kind", ""),
+                               "text": (e.get("text") or "")[:300]})
+    for e in (job or {}).get("events") or []:
+        if e.get("time"):
+            events.append({"time": e["time"], "host": "job", "kind": e.get("kind", ""),
+                           "text": (e.get("text") or "")[:300]})
+    events.sort(key=lambda e: e["time"])
+    for e in events:
+        if e["host"] != "job":
+            e["first_fault"] = True
+            break
+    return events[:limit]

@@ -245,8 +245,7 @@ def _norm_enum(value, by_num, by_word, strip_prefix):
     m = re.match(r"^\s*(\d+)\s*:", v) or re.search(r"\(\s*(\d+)\s*\)", v)
     if m and int(m.group(1)) in by_num:
         return by_num[int(m.group(1))]
-    if key:
-        return word.strip()
+    # unknown words (or a line cut short: "State: Acti") are not guessed at
     return None
 
 
@@ -469,6 +468,8 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
         for p in ports:
             key = (p["device"], p["port"])
             ev = h.ev.get(key, {})
+            if p["state"] is None and p["phys_state"] in ("Polling", "Disabled", "Sleep"):
+                p["state"] = "Down"     # no physical link means the logical port is Down
             st, ph = p["state"], p["phys_state"]
             if st is None or st == "Active":
                 continue
@@ -577,7 +578,17 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
             "Drain the node; check dmesg for mlx5_core errors/PCIe AER on that HCA and the firmware; "
             "reload the driver or reboot, RMA the HCA if it does not come back.",
             evidence=line, source=h.src(ln), ib=ib_ref(dev, None), rung="reboot"))
-    if expected_devices:
+    if isinstance(expected_devices, int) and not isinstance(expected_devices, bool):
+        if expected_devices > len(h.devices) and (h.devices or h.no_devices):
+            ln, line = h.no_devices or (0, "")
+            f.append(make_finding(
+                "ib_network", "critical", "ib_device_missing",
+                "%d HCA(s) found in %s, %d expected (found: %s)"
+                % (len(h.devices), h.source, expected_devices, ", ".join(h.devices) or "none"),
+                "Drain the node; check lspci for the missing HCA(s), dmesg for mlx5_core/PCIe "
+                "errors and the rdma driver; reboot or RMA if they do not come back.",
+                evidence=line, source=h.src(ln), rung="reboot"))
+    elif expected_devices:
         exp = expected_devices
         if isinstance(exp, str):
             exp = [x for x in re.split(r"[\s,]+", exp) if x]
@@ -931,18 +942,21 @@ def parse_perfquery(text, source="perfquery.txt", thresholds=None, device=None,
 
 _ILI_NODE_RE = re.compile(r"^\s*(?P<type>CA|Switch|Router)\s*:\s*(?P<rest>.*?):?\s*$")
 _ILI_LINK_RE = re.compile(
-    r"^\s*(?:(?P<guid>0x[0-9a-fA-F]+)\s+)?(?P<lid>\d+)\s+(?P<port>\d+)\[[^\]]*\]\s*==\(\s*"
-    r"(?P<mid>.*?)\)==>\s*(?P<peer>.*)$")
+    r"^\s*(?:(?P<guid>0x[0-9a-fA-F]+)\s+)?(?:\"(?P<name>[^\"]*)\"\s+)?(?P<lid>\d+)\s+(?P<port>\d+)"
+    r"\[[^\]]*\]\s*==\(\s*(?P<mid>.*?)\)==>\s*(?P<peer>.*)$")
 _ILI_STATE_RE = re.compile(r"(?P<state>Active|Down|Init|Initialize|Armed|ActDefer|ActiveDefer)\s*/\s*"
                            r"(?P<phys>[A-Za-z]+)")
 
 
 @_guard("iblinkinfo")
 def parse_iblinkinfo(text, source="iblinkinfo.txt", thresholds=None, expected_rate=None,
-                     expected_devices=None):
-    """``iblinkinfo`` (fabric view). Switch ports that are Down are normal (unused ports) and
-    only counted; a link running below what both ends support ("Could be ...") is a degraded
-    link; a CA or switch port stuck in Init/Armed points at the subnet manager."""
+                     expected_devices=None, host=None):
+    """``iblinkinfo`` / ``iblinkinfo -l`` (fabric view). Switch ports that are Down are normal
+    (unused ports) and only listed; a link running below what both ends support ("Could be
+    ...") is a degraded link; a port stuck in Init/Armed points at the subnet manager; a CA
+    port Down is a node off the fabric. The fabric view covers other nodes too, so these are
+    warnings only for links that touch ``host`` (matched in the node descriptions), info
+    otherwise."""
     h = _Host("iblinkinfo", source)
     node = None
     ntype = None
@@ -960,14 +974,14 @@ def parse_iblinkinfo(text, source="iblinkinfo.txt", thresholds=None, expected_ra
             if re.search(r"ibwarn|iberror|ibpanic|failed", line, re.I):
                 h.tool_errors.append((n, line))
             continue
-        dev = node or ("lid:%s" % m.group("lid"))
-        if ntype == "CA" and node:
-            # "CA: host mlx5_0" -> the HCA name is the last word when it looks like one
-            words = node.split()
-            if words and re.match(r"^[a-z]+\d*_\d+$", words[-1]):
-                dev = "%s %s" % (" ".join(words[:-1]), words[-1]) if len(words) > 1 else words[-1]
+        if m.group("name") is not None:
+            # --line mode: the node description is quoted on each line; no CA:/Switch: headers
+            dev = m.group("name").strip() or ("lid:%s" % m.group("lid"))
+        else:
+            dev = node or ("lid:%s" % m.group("lid"))
         p = h.port(dev, int(m.group("port")))
-        h.dev_info[dev]["ca_type"] = ntype
+        if ntype and m.group("name") is None:
+            h.dev_info[dev]["ca_type"] = ntype
         mid = m.group("mid")
         ms = _ILI_STATE_RE.search(mid)
         if ms:
@@ -984,25 +998,28 @@ def parse_iblinkinfo(text, source="iblinkinfo.txt", thresholds=None, expected_ra
         h.ev[key]["rate"] = (n, line)
         ref = ib_ref(dev, p["port"])
         peer = m.group("peer")
-        could = re.search(r"Could be\s+([^)]*)", peer, re.I)
+        mine = bool(host) and (str(host).lower() in dev.lower() or str(host).lower() in peer.lower())
+        sev = "warning" if mine else "info"
+        could = re.search(r"\(\s*([^()]*Could be[^()]*?)\s*\)", peer, re.I)
         if could and p["state"] == "Active":
             h.findings.append(make_finding(
-                "ib_network", "warning", "ib_link_degraded",
-                "degraded link: %s port %d runs at %s but could be %s"
+                "ib_network", sev, "ib_link_degraded",
+                "degraded link: %s port %d runs at %s; iblinkinfo says: %s"
                 % (dev, p["port"], re.sub(r"\s+", " ", mid.split("Active")[0]).strip() or "?",
-                   could.group(1).strip()),
+                   re.sub(r"\s+", " ", could.group(1)).strip()),
                 "Reseat/replace the cable or transceiver and reset the link.",
                 evidence=line, source=h.src(n), ib=ref, rung="ib_restart"))
         if p["state"] in ("Init", "Armed") and p["phys_state"] == "LinkUp":
             h.findings.append(make_finding(
-                "ib_network", "warning", "ib_port_not_active",
+                "ib_network", sev, "ib_port_not_active",
                 "%s port %d is %s with the physical link up: the subnet manager has not activated it"
                 % (dev, p["port"], p["state"]),
                 "Check that the subnet manager is running and sweeping.",
                 evidence=line, source=h.src(n), ib=ref, rung="ib_restart"))
-        elif ntype == "CA" and p["state"] == "Down":
+        elif (ntype == "CA" or m.group("name") is not None and "HCA" in dev or
+              re.search(r"\bmlx\d_\d+\b", dev)) and p["state"] == "Down":
             h.findings.append(make_finding(
-                "ib_network", "warning", "ib_port_down",
+                "ib_network", sev, "ib_port_down",
                 "CA port %s/%d is Down (%s) in the fabric view" % (dev, p["port"], p["phys_state"]),
                 "Check whether that node/HCA is up and cabled.",
                 evidence=line, source=h.src(n), ib=ref))

@@ -3,19 +3,17 @@
 from .i18n import RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, label, text
 
 
-def one_line(h, lang="en", width=160):
-    """host  verdict  severity  next rung  evidence  -- one line per host."""
+def one_line(h, lang="en", width=220):
+    """host  verdict  severity  next rung  evidence -- one line per host."""
     top = h["findings"][0] if h.get("findings") else None
     ev = ""
     if top and h["verdict"] != "healthy":
-        msg, _ = finding_message(top, lang)
-        ev = msg
-        if top.get("evidence"):
-            ev += " | " + top["evidence"].strip()
-    line = "%-18s %-20s %-9s %s: %-26s %s" % (
+        ev = finding_message(top, lang)[0]
+    line = "%-16s %-20s %-9s %s: %-24s %s" % (
         h["host"], label(VERDICT_LABEL, lang, h["verdict"]), label(SEVERITY_LABEL, lang, h["severity"]),
         text(lang, "next"), label(RUNG_LABEL, lang, h["rung"]), ev)
-    return line.rstrip()[:width]
+    line = line.rstrip()
+    return line if len(line) <= width else line[:width - 3] + "..."
 
 
 def summary_counts(hosts):
@@ -57,3 +55,20 @@ def _ranks(ranks):
     if len(ranks) <= 12:
         return ranks
     return "%d ranks (%s..%s)" % (len(ranks), ranks[0], ranks[-1])
+
+
+def job_line(job, lang="en"):
+    """The job verdict in one line: where it stopped, who it waited for, why."""
+    parts = ["%s: %s" % (text(lang, "job"), label(VERDICT_LABEL, lang, job.get("verdict") or "unknown"))]
+    fa = job.get("failed_at") or {}
+    if fa.get("epoch") is not None:
+        parts.append("epoch %s %.0f%%" % (fa["epoch"], 100 * (fa.get("progress") or 0)))
+    coll = job.get("collective") or {}
+    if coll:
+        parts.append("%s SeqNum=%s" % (coll.get("op"), coll.get("seq")))
+    if job.get("timed_out_ranks"):
+        parts.append("timed out: %s" % _ranks(job["timed_out_ranks"]))
+    for c in job.get("culprits") or []:
+        parts.append("culprit rank %s -> %s %s%s" % (c["rank"], c.get("host") or "?", c.get("gpu_pci") or "",
+                                                    " (%s)" % c["explained_by"] if c.get("explained_by") else ""))
+    return "; ".join(parts)

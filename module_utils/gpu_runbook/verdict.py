@@ -14,9 +14,10 @@ _DRAIN_BY_DEFAULT = {"gpu_hardware", "driver", "ib_network", "unknown"}
 
 
 def rank_key(finding):
-    """Sort key: most severe, then most suspect category, then the costliest rung."""
+    """Sort key: most severe, then most suspect category, then the costliest rung; at a tie
+    an Xid (NVIDIA's own diagnosis of the GPU) is the best evidence to show."""
     return (SEVERITY_RANK[finding["severity"]], SUSPICION.get(finding["category"], 0),
-            RUNG_RANK.get(finding.get("rung") or "none", 0))
+            RUNG_RANK.get(finding.get("rung") or "none", 0), finding.get("xid") is not None)
 
 
 def primary_finding(findings):

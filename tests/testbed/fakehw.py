@@ -1,0 +1,1268 @@
+#!/usr/bin/python3
+"""Stateful fake GPU / InfiniBand / kernel-log tools for one emulated host.
+
+Runs on the emulated host with /usr/bin/python3 (stdlib only). Every tool is a thin
+``sh`` wrapper in ``/opt/fakehw/bin`` that execs ``python3 fakehw.py <tool> ARGS``.
+The same module is imported on the controller side (``tests.testbed``) with an
+explicit root directory, so tests mutate the state through the same code.
+
+State: ``<root>/state.json`` (written by the scenario loader, mutated by the fakes).
+Every invocation is appended to ``<root>/commands.log`` as one JSON line.
+``<root>/sys`` is the host's ``sysfs_root`` (``class/infiniband/...``), rewritten from
+the state on every invocation (IB counters are ``base + rate * seconds since fault``).
+"""
+import fcntl
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+
+ROOT_DEFAULT = "/opt/fakehw"
+
+# --------------------------------------------------------------------------- state
+
+
+def _root(root=None):
+    return root or os.environ.get("FAKEHW_ROOT") or ROOT_DEFAULT
+
+
+@contextmanager
+def locked(root=None):
+    root = _root(root)
+    fd = os.open(os.path.join(root, "state.lock"), os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def load(root=None):
+    with open(os.path.join(_root(root), "state.json")) as f:
+        return json.load(f)
+
+
+def save(st, root=None):
+    p = os.path.join(_root(root), "state.json")
+    tmp = p + ".%d.tmp" % os.getpid()
+    with open(tmp, "w") as f:
+        json.dump(st, f, indent=1, sort_keys=True)
+    os.replace(tmp, p)
+
+
+def log_command(tool, argv, root=None, host=None):
+    rec = {"t": round(time.time(), 6), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "host": host or os.uname().nodename, "cmd": tool, "argv": [tool] + list(argv),
+           "pid": os.getpid()}
+    line = (json.dumps(rec) + "\n").encode()
+    fd = os.open(os.path.join(_root(root), "commands.log"), os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def add_kernel(st, msg, level="info", t=None):
+    st.setdefault("kernel", []).append({"t": round(t if t is not None else time.time(), 6),
+                                        "level": level, "msg": msg})
+
+
+# --------------------------------------------------------------------------- IB model
+
+IB_COUNTERS = [
+    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+    "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+    "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors", "VL15_dropped", "port_xmit_data", "port_rcv_data",
+    "port_xmit_packets", "port_rcv_packets", "unicast_xmit_packets", "unicast_rcv_packets",
+    "multicast_xmit_packets", "multicast_rcv_packets", "port_xmit_wait",
+]
+# error-counter growth per second while a fault lasts
+FAULT_RATES = {
+    "flapping": {"link_downed": 0.05, "link_error_recovery": 0.2, "symbol_error": 2.0,
+                 "port_rcv_errors": 0.5, "port_xmit_discards": 5.0},
+    "bad_cable": {"symbol_error": 20.0, "link_error_recovery": 0.5, "link_downed": 0.05,
+                  "port_rcv_errors": 3.0, "local_link_integrity_errors": 0.1,
+                  "port_rcv_remote_physical_errors": 0.5, "port_xmit_discards": 8.0},
+    "symbol_errors": {"symbol_error": 5.0, "port_rcv_errors": 0.2},
+    "down": {},
+}
+# traffic counters on a working port (per second since boot); 32-bit-free "extended" values
+TRAFFIC_RATES = {"port_xmit_data": 2.5e9, "port_rcv_data": 2.5e9, "port_xmit_packets": 6.1e5,
+                 "port_rcv_packets": 6.1e5, "unicast_xmit_packets": 6.0e5,
+                 "unicast_rcv_packets": 6.0e5, "multicast_xmit_packets": 3.0,
+                 "multicast_rcv_packets": 3.0, "port_xmit_wait": 1.0e3}
+FLAP_PERIOD = 20.0   # seconds; a flapping port is down for the last FLAP_DOWN seconds of it
+FLAP_DOWN = 4.0
+
+
+def counters(hca, st, now=None):
+    now = now or time.time()
+    up_s = max(0.0, now - st["boot_time"])
+    out = {}
+    base = hca.get("base", {})
+    rates = hca.get("rates", {})
+    fs = hca.get("fault_start")
+    for c in IB_COUNTERS:
+        v = float(base.get(c, 0))
+        if c in TRAFFIC_RATES and hca.get("fault") != "down":
+            v += TRAFFIC_RATES[c] * up_s / 4.0
+        if fs is not None and c in rates:
+            v += rates[c] * max(0.0, now - fs)
+        out[c] = int(v)
+    return out
+
+
+def port_state(hca, st, now=None):
+    """-> (state, phys_state) as sysfs prints them."""
+    now = now or time.time()
+    if not st.get("services", {}).get("openibd", {}).get("active", True):
+        return "1: DOWN", "3: Disabled"
+    f = hca.get("fault")
+    if f == "down":
+        return "1: DOWN", "2: Polling"
+    if f in ("flapping", "bad_cable") and hca.get("fault_start") is not None:
+        ph = (now - hca["fault_start"]) % FLAP_PERIOD
+        if ph >= FLAP_PERIOD - FLAP_DOWN:
+            return "1: DOWN", "2: Polling"
+    return "4: ACTIVE", "5: LinkUp"
+
+
+def freeze_counters(hca, st, now=None):
+    now = now or time.time()
+    c = counters(hca, st, now)
+    up_s = max(0.0, now - st["boot_time"])
+    base = {}
+    for k, v in c.items():
+        if k in TRAFFIC_RATES and hca.get("fault") != "down":
+            v -= TRAFFIC_RATES[k] * up_s / 4.0
+        base[k] = int(v)
+    hca["base"] = base
+    hca["rates"] = {}
+    hca["fault_start"] = None
+
+
+def _wfile(path, text):
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def render_sysfs(st, root=None, now=None):
+    root = _root(root)
+    now = now or time.time()
+    for hca in st.get("hcas", []):
+        d = os.path.join(root, "sys", "class", "infiniband", hca["name"])
+        p = os.path.join(d, "ports", "1")
+        os.makedirs(os.path.join(p, "counters"), exist_ok=True)
+        s, ph = port_state(hca, st, now)
+        _wfile(os.path.join(d, "node_guid"), _guid_colon(hca["guid"]) + "\n")
+        _wfile(os.path.join(d, "fw_ver"), hca["fw"] + "\n")
+        _wfile(os.path.join(d, "hca_type"), "MT4129\n")
+        _wfile(os.path.join(d, "board_id"), "MT_0000000838\n")
+        _wfile(os.path.join(p, "state"), s + "\n")
+        _wfile(os.path.join(p, "phys_state"), ph + "\n")
+        _wfile(os.path.join(p, "rate"), hca.get("rate", "400 Gb/sec (4X NDR)") + "\n")
+        _wfile(os.path.join(p, "link_layer"), hca.get("link_layer", "InfiniBand") + "\n")
+        _wfile(os.path.join(p, "lid"), "0x%x\n" % hca["lid"])
+        _wfile(os.path.join(p, "sm_lid"), "0x1\n")
+        for k, v in counters(hca, st, now).items():
+            _wfile(os.path.join(p, "counters", k), "%d\n" % v)
+
+
+def _guid_colon(g):
+    h = g[2:] if g.startswith("0x") else g
+    h = h.rjust(16, "0")
+    return ":".join(h[i:i + 4] for i in range(0, 16, 4))
+
+
+# --------------------------------------------------------------------------- GPU helpers
+
+def bus_long(g):        # 00000000:3B:00.0
+    return "00000000:%s:00.0" % g["bus"].upper()
+
+
+def bus_short(g):       # 0000:3B:00.0 (error messages)
+    return "0000:%s:00.0" % g["bus"].upper()
+
+
+def select_gpus(st, sel):
+    gpus = st["gpus"]
+    if sel is None:
+        return list(gpus)
+    out = []
+    for tok in sel.split(","):
+        tok = tok.strip()
+        for g in gpus:
+            if tok.isdigit() and int(tok) == g["index"]:
+                out.append(g)
+            elif tok.upper() in (bus_long(g), bus_short(g)) or tok == g["uuid"]:
+                out.append(g)
+    return out
+
+
+def _yn(b):
+    return "Yes" if b else "No"
+
+
+def lost_msg(g):
+    return "Unable to determine the device handle for GPU %s: Unknown Error" % bus_short(g)
+
+
+# --------------------------------------------------------------------------- nvidia-smi
+
+THROTTLE_KEYS = [  # (xml suffix, text label, indent-level)
+    ("gpu_idle", "Idle", 0), ("applications_clocks_setting", "Applications Clocks Setting", 0),
+    ("sw_power_cap", "SW Power Cap", 0), ("hw_slowdown", "HW Slowdown", 0),
+    ("hw_thermal_slowdown", "HW Thermal Slowdown", 1),
+    ("hw_power_brake_slowdown", "HW Power Brake Slowdown", 1), ("sync_boost", "Sync Boost", 0),
+    ("sw_thermal_slowdown", "SW Thermal Slowdown", 0),
+    ("display_clocks_setting", "Display Clock Setting", 0),
+]
+
+
+def _ts():
+    return time.strftime("%a %b %e %H:%M:%S %Y", time.localtime())
+
+
+def smi_table(st, gpus):
+    out = [_ts()]
+    out.append("+-----------------------------------------------------------------------------------------+")
+    out.append("| NVIDIA-SMI %-22s Driver Version: %-14s CUDA Version: %-9s|"
+               % (st["driver_version"], st["driver_version"], st["cuda_version"]))
+    out.append("|-----------------------------------------+------------------------+----------------------+")
+    out.append("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |")
+    out.append("| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |")
+    out.append("|                                         |                        |               MIG M. |")
+    out.append("|=========================================+========================+======================|")
+    for g in gpus:
+        unc = g["ecc"]["volatile"]["dram_unc"] + g["ecc"]["volatile"]["sram_unc"]
+        out.append("| %3d  %-26s  On  |   %s Off | %20s |" % (g["index"], g["name"][:26], bus_long(g), unc))
+        out.append("| N/A   %2dC    P0            %3dW /  700W |  %6dMiB /  81559MiB |    %3d%%      Default |"
+                   % (g["temp"], int(g["power"]), g["mem_used"], g["util"]))
+        out.append("|                                         |                        |             Disabled |")
+        out.append("+-----------------------------------------+------------------------+----------------------+")
+    out.append("")
+    out.append("+-----------------------------------------------------------------------------------------+")
+    out.append("| Processes:                                                                              |")
+    out.append("|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |")
+    out.append("|        ID   ID                                                               Usage      |")
+    out.append("|=========================================================================================|")
+    procs = [(g, p) for g in gpus for p in g.get("processes", [])]
+    if not procs:
+        out.append("|  No running processes found                                                             |")
+    for g, p in procs:
+        out.append("|  %3d   N/A  N/A  %9d      C   %-40s %7dMiB |" % (g["index"], p["pid"], p["name"][:40], p["mem"]))
+    out.append("+-----------------------------------------------------------------------------------------+")
+    return "\n".join(out) + "\n"
+
+
+def _q_sections(g, sections):
+    """Text -q body for one GPU: list of lines (4-space indented)."""
+    L = []
+
+    def kv(indent, k, v):
+        L.append("%s%-*s: %s" % (" " * indent, 42 - indent, k, v))
+
+    def hdr(indent, k):
+        L.append(" " * indent + k)
+    all_ = not sections
+    if all_:
+        kv(4, "Product Name", g["name"])
+        kv(4, "Product Brand", "NVIDIA")
+        kv(4, "Product Architecture", "Hopper")
+        kv(4, "Persistence Mode", "Enabled")
+        kv(4, "Addressing Mode", "None")
+        hdr(4, "MIG Mode")
+        kv(8, "Current", "Disabled")
+        kv(8, "Pending", "Disabled")
+        kv(4, "Serial Number", g["serial"])
+        kv(4, "GPU UUID", g["uuid"])
+        kv(4, "Minor Number", g["index"])
+        kv(4, "VBIOS Version", "96.00.74.00.01")
+        kv(4, "Module ID", g["index"] + 1)
+        hdr(4, "GPU Reset Status")
+        kv(8, "Reset Required", _yn(g["reset_required"]))
+        kv(8, "Drain and Reset Recommended", _yn(g.get("drain_and_reset", False)))
+        hdr(4, "PCI")
+        kv(8, "Bus", "0x" + g["bus"].upper())
+        kv(8, "Device", "0x00")
+        kv(8, "Domain", "0x0000")
+        kv(8, "Device Id", "0x233010DE")
+        kv(8, "Bus Id", bus_long(g))
+        kv(4, "Performance State", "P0")
+    if all_ or "PERFORMANCE" in sections:
+        hdr(4, "Clocks Event Reasons")
+        for key, label, lvl in THROTTLE_KEYS:
+            kv(8 + 4 * lvl, label, "Active" if key in g.get("throttle", []) else "Not Active")
+    if all_ or "MEMORY" in sections:
+        hdr(4, "FB Memory Usage")
+        kv(8, "Total", "81559 MiB")
+        kv(8, "Reserved", "551 MiB")
+        kv(8, "Used", "%d MiB" % g["mem_used"])
+        kv(8, "Free", "%d MiB" % (81559 - 551 - g["mem_used"]))
+    if all_ or "UTILIZATION" in sections:
+        hdr(4, "Utilization")
+        kv(8, "Gpu", "%d %%" % g["util"])
+        kv(8, "Memory", "0 %")
+    if all_ or "ECC" in sections:
+        hdr(4, "ECC Mode")
+        kv(8, "Current", "Enabled")
+        kv(8, "Pending", "Enabled")
+        hdr(4, "ECC Errors")
+        for scope in ("volatile", "aggregate"):
+            e = g["ecc"][scope]
+            hdr(8, scope.capitalize())
+            kv(12, "SRAM Correctable", e["sram_corr"])
+            kv(12, "SRAM Uncorrectable Parity", 0)
+            kv(12, "SRAM Uncorrectable SEC-DED", e["sram_unc"])
+            kv(12, "DRAM Correctable", e["dram_corr"])
+            kv(12, "DRAM Uncorrectable", e["dram_unc"])
+            if scope == "aggregate":
+                kv(12, "SRAM Threshold Exceeded", "No")
+    if all_ or "PAGE_RETIREMENT" in sections:
+        hdr(4, "Retired Pages")
+        kv(8, "Single Bit ECC", "N/A")
+        kv(8, "Double Bit ECC", "N/A")
+        kv(8, "Pending Page Blacklist", "N/A")
+    if all_ or "ROW_REMAPPER" in sections:
+        r = g["remap"]
+        hdr(4, "Remapped Rows")
+        kv(8, "Correctable Error", r["corr"])
+        kv(8, "Uncorrectable Error", r["unc"])
+        kv(8, "Pending", _yn(r["pending"]))
+        kv(8, "Remapping Failure Occurred", _yn(r["failure"]))
+        hdr(8, "Bank Remap Availability Histogram")
+        kv(12, "Max", "%d bank(s)" % (2560 - r["unc"] - r["corr"]))
+        kv(12, "High", "%d bank(s)" % (r["unc"] + r["corr"]))
+        kv(12, "Partial", "0 bank(s)")
+        kv(12, "Low", "0 bank(s)")
+        kv(12, "None", "0 bank(s)")
+    if all_ or "TEMPERATURE" in sections:
+        hdr(4, "Temperature")
+        kv(8, "GPU Current Temp", "%d C" % g["temp"])
+        kv(8, "GPU T.Limit Temp", "%d C" % (87 - g["temp"]))
+        kv(8, "Memory Current Temp", "%d C" % (g["temp"] + 8))
+    if all_ or "POWER" in sections:
+        hdr(4, "GPU Power Readings")
+        kv(8, "Power Draw", "%.2f W" % g["power"])
+        kv(8, "Current Power Limit", "700.00 W")
+    if all_ or "PIDS" in sections:
+        hdr(4, "Processes")
+        if not g.get("processes"):
+            L[-1] = "%-42s: None" % "    Processes"
+        for p in g.get("processes", []):
+            kv(8, "GPU instance ID", "N/A")
+            kv(8, "Compute instance ID", "N/A")
+            kv(8, "Process ID", p["pid"])
+            kv(12, "Type", "C")
+            kv(12, "Name", p["name"])
+            kv(12, "Used GPU Memory", "%d MiB" % p["mem"])
+    return L
+
+
+def smi_q_text(st, gpus, sections):
+    out = ["", "==============NVSMI LOG==============", "",
+           "%-42s: %s" % ("Timestamp", _ts()),
+           "%-42s: %s" % ("Driver Version", st["driver_version"]),
+           "%-42s: %s" % ("CUDA Version", st["cuda_version"]), "",
+           "%-42s: %d" % ("Attached GPUs", len(st["gpus"]))]
+    for g in gpus:
+        out.append("GPU " + bus_long(g))
+        out.extend(_q_sections(g, sections))
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _x(tag, val, ind):
+    return "%s<%s>%s</%s>" % (" " * ind, tag, val, tag)
+
+
+def smi_q_xml(st, gpus, sections):
+    all_ = not sections
+    o = ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">',
+         "<nvidia_smi_log>", _x("timestamp", _ts(), 4), _x("driver_version", st["driver_version"], 4),
+         _x("cuda_version", st["cuda_version"], 4), _x("attached_gpus", len(st["gpus"]), 4)]
+    for g in gpus:
+        o.append('    <gpu id="%s">' % bus_long(g))
+        o += [_x("product_name", g["name"], 8), _x("product_brand", "NVIDIA", 8),
+              _x("product_architecture", "Hopper", 8), _x("persistence_mode", "Enabled", 8),
+              _x("addressing_mode", "None", 8),
+              "        <mig_mode>", _x("current_mig", "Disabled", 12), _x("pending_mig", "Disabled", 12),
+              "        </mig_mode>",
+              _x("serial", g["serial"], 8), _x("uuid", g["uuid"], 8), _x("minor_number", g["index"], 8),
+              _x("vbios_version", "96.00.74.00.01", 8), _x("gpu_module_id", g["index"] + 1, 8),
+              "        <gpu_reset_status>", _x("reset_required", _yn(g["reset_required"]), 12),
+              _x("drain_and_reset_recommended", _yn(g.get("drain_and_reset", False)), 12),
+              "        </gpu_reset_status>",
+              "        <pci>", _x("pci_bus", g["bus"].upper(), 12), _x("pci_device", "00", 12),
+              _x("pci_domain", "0000", 12), _x("pci_device_id", "233010DE", 12),
+              _x("pci_bus_id", bus_long(g), 12), "        </pci>",
+              _x("performance_state", "P0", 8)]
+        if all_ or "PERFORMANCE" in sections:
+            o.append("        <clocks_event_reasons>")
+            for key, _label, _lvl in THROTTLE_KEYS:
+                o.append(_x("clocks_event_reason_" + key,
+                            "Active" if key in g.get("throttle", []) else "Not Active", 12))
+            o.append("        </clocks_event_reasons>")
+        if all_ or "MEMORY" in sections:
+            o += ["        <fb_memory_usage>", _x("total", "81559 MiB", 12), _x("reserved", "551 MiB", 12),
+                  _x("used", "%d MiB" % g["mem_used"], 12),
+                  _x("free", "%d MiB" % (81559 - 551 - g["mem_used"]), 12), "        </fb_memory_usage>"]
+        if all_ or "UTILIZATION" in sections:
+            o += ["        <utilization>", _x("gpu_util", "%d %%" % g["util"], 12),
+                  _x("memory_util", "0 %", 12), "        </utilization>"]
+        if all_ or "ECC" in sections:
+            o += ["        <ecc_mode>", _x("current_ecc", "Enabled", 12), _x("pending_ecc", "Enabled", 12),
+                  "        </ecc_mode>", "        <ecc_errors>"]
+            for scope in ("volatile", "aggregate"):
+                e = g["ecc"][scope]
+                o += ["            <%s>" % scope, _x("sram_correctable", e["sram_corr"], 16),
+                      _x("sram_uncorrectable_parity", 0, 16),
+                      _x("sram_uncorrectable_secded", e["sram_unc"], 16),
+                      _x("sram_uncorrectable", e["sram_unc"], 16),
+                      _x("dram_correctable", e["dram_corr"], 16),
+                      _x("dram_uncorrectable", e["dram_unc"], 16)]
+                if scope == "aggregate":
+                    o.append(_x("sram_threshold_exceeded", "No", 16))
+                o.append("            </%s>" % scope)
+            o.append("        </ecc_errors>")
+        if all_ or "PAGE_RETIREMENT" in sections:
+            o += ["        <retired_pages>", "            <multiple_single_bit_retirement>",
+                  _x("retired_count", "N/A", 16), _x("retired_pagelist", "N/A", 16),
+                  "            </multiple_single_bit_retirement>", "            <double_bit_retirement>",
+                  _x("retired_count", "N/A", 16), _x("retired_pagelist", "N/A", 16),
+                  "            </double_bit_retirement>", _x("pending_blacklist", "N/A", 12),
+                  _x("pending_retirement", "N/A", 12), "        </retired_pages>"]
+        if all_ or "ROW_REMAPPER" in sections:
+            r = g["remap"]
+            o += ["        <remapped_rows>", _x("remapped_row_corr", r["corr"], 12),
+                  _x("remapped_row_unc", r["unc"], 12), _x("remapped_row_pending", _yn(r["pending"]), 12),
+                  _x("remapped_row_failure", _yn(r["failure"]), 12),
+                  "            <row_remapper_histogram>",
+                  _x("row_remapper_histogram_max", "%d bank(s)" % (2560 - r["unc"] - r["corr"]), 16),
+                  _x("row_remapper_histogram_high", "%d bank(s)" % (r["unc"] + r["corr"]), 16),
+                  _x("row_remapper_histogram_partial", "0 bank(s)", 16),
+                  _x("row_remapper_histogram_low", "0 bank(s)", 16),
+                  _x("row_remapper_histogram_none", "0 bank(s)", 16),
+                  "            </row_remapper_histogram>", "        </remapped_rows>"]
+        if all_ or "TEMPERATURE" in sections:
+            o += ["        <temperature>", _x("gpu_temp", "%d C" % g["temp"], 12),
+                  _x("gpu_temp_tlimit", "%d C" % (87 - g["temp"]), 12),
+                  _x("memory_temp", "%d C" % (g["temp"] + 8), 12), "        </temperature>"]
+        if all_ or "POWER" in sections:
+            o += ["        <gpu_power_readings>", _x("power_state", "P0", 12),
+                  _x("power_draw", "%.2f W" % g["power"], 12),
+                  _x("current_power_limit", "700.00 W", 12), "        </gpu_power_readings>"]
+        if all_ or "PIDS" in sections:
+            o.append("        <processes>")
+            for p in g.get("processes", []):
+                o += ["            <process_info>", _x("gpu_instance_id", "N/A", 16),
+                      _x("compute_instance_id", "N/A", 16), _x("pid", p["pid"], 16),
+                      _x("type", "C", 16), _x("process_name", p["name"], 16),
+                      _x("used_memory", "%d MiB" % p["mem"], 16), "            </process_info>"]
+            o.append("        </processes>")
+        o.append("    </gpu>")
+    o.append("</nvidia_smi_log>")
+    return "\n".join(o) + "\n"
+
+
+def _gpu_field(st, g, f, nounits):
+    v = g["ecc"]["volatile"]
+    a = g["ecc"]["aggregate"]
+    r = g["remap"]
+
+    def u(n, unit):
+        return str(n) if nounits else "%s %s" % (n, unit)
+    tbl = {
+        "index": g["index"], "name": g["name"], "gpu_name": g["name"], "uuid": g["uuid"],
+        "gpu_uuid": g["uuid"], "serial": g["serial"], "gpu_serial": g["serial"],
+        "pci.bus_id": bus_long(g), "gpu_bus_id": bus_long(g), "pci.bus": "0x" + g["bus"].upper(),
+        "driver_version": st["driver_version"], "pstate": "P0", "persistence_mode": "Enabled",
+        "temperature.gpu": g["temp"], "temperature.memory": g["temp"] + 8,
+        "power.draw": u("%.2f" % g["power"], "W"), "power.limit": u("700.00", "W"),
+        "utilization.gpu": u(g["util"], "%"), "utilization.memory": u(0, "%"),
+        "memory.total": u(81559, "MiB"), "memory.used": u(g["mem_used"], "MiB"),
+        "memory.free": u(81559 - 551 - g["mem_used"], "MiB"),
+        "ecc.mode.current": "Enabled",
+        "ecc.errors.corrected.volatile.total": v["sram_corr"] + v["dram_corr"],
+        "ecc.errors.uncorrected.volatile.total": v["sram_unc"] + v["dram_unc"],
+        "ecc.errors.corrected.aggregate.total": a["sram_corr"] + a["dram_corr"],
+        "ecc.errors.uncorrected.aggregate.total": a["sram_unc"] + a["dram_unc"],
+        "ecc.errors.uncorrected.volatile.dram": v["dram_unc"],
+        "ecc.errors.uncorrected.volatile.sram": v["sram_unc"],
+        "ecc.errors.uncorrected.aggregate.dram": a["dram_unc"],
+        "ecc.errors.uncorrected.aggregate.sram": a["sram_unc"],
+        "ecc.errors.corrected.volatile.dram": v["dram_corr"],
+        "ecc.errors.corrected.aggregate.dram": a["dram_corr"],
+        "retired_pages.single_bit_ecc.count": "[N/A]", "retired_pages.double_bit.count": "[N/A]",
+        "retired_pages.pending": "[N/A]",
+        "remapped_rows.correctable": r["corr"], "remapped_rows.uncorrectable": r["unc"],
+        "remapped_rows.pending": _yn(r["pending"]), "remapped_rows.failure": _yn(r["failure"]),
+        "reset_status.reset_required": _yn(g["reset_required"]),
+        "reset_status.drain_and_reset_recommended": _yn(g.get("drain_and_reset", False)),
+        "clocks_event_reasons.active": "0x%016x" % (0x1 if not g.get("throttle") else 0x80),
+        "clocks_throttle_reasons.active": "0x%016x" % (0x1 if not g.get("throttle") else 0x80),
+        "clocks.sm": u(1980, "MHz"), "clocks.max.sm": u(1980, "MHz"),
+    }
+    if f not in tbl:
+        raise KeyError(f)
+    return str(tbl[f])
+
+
+def _parse_format(fmt):
+    opts = set((fmt or "").split(","))
+    return "noheader" in opts, "nounits" in opts
+
+
+HDR = {"pci.bus_id": "pci.bus_id", "temperature.gpu": "temperature.gpu",
+       "power.draw": "power.draw [W]", "memory.used": "memory.used [MiB]",
+       "memory.total": "memory.total [MiB]", "memory.free": "memory.free [MiB]",
+       "utilization.gpu": "utilization.gpu [%]", "used_memory": "used_gpu_memory [MiB]",
+       "used_gpu_memory": "used_gpu_memory [MiB]", "power.limit": "power.limit [W]"}
+
+
+def nvidia_smi(argv, root=None):
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        render_sysfs(st, root)
+    if st.get("hang") or st.get("smi_hang"):
+        sys.stdout.flush()
+        while True:            # wedged GPU: the real tool blocks in the driver
+            time.sleep(3600)
+    args = list(argv)
+    opt = {"q": False, "x": False, "d": None, "i": None, "query_gpu": None, "query_apps": None,
+           "format": None, "reset": False, "L": False, "filename": None}
+    i = 0
+    while i < len(args):
+        a = args[i]
+
+        def val():
+            nonlocal i
+            if "=" in a:
+                return a.split("=", 1)[1]
+            i += 1
+            return args[i] if i < len(args) else ""
+        if a in ("-q", "--query"):
+            opt["q"] = True
+        elif a in ("-x", "--xml-format"):
+            opt["x"] = True
+        elif a in ("-a",):
+            opt["q"] = True
+        elif a == "-qx" or a == "-xq":
+            opt["q"] = opt["x"] = True
+        elif a in ("-L", "--list-gpus"):
+            opt["L"] = True
+        elif a in ("-r", "--gpu-reset"):
+            opt["reset"] = True
+        elif a == "-d" or a.startswith("--display"):
+            opt["d"] = val()
+        elif a == "-i" or a.startswith("--id"):
+            opt["i"] = val()
+        elif a == "-f" or a.startswith("--filename"):
+            opt["filename"] = val()
+        elif a.startswith("--query-gpu"):
+            opt["query_gpu"] = val()
+        elif a.startswith("--query-compute-apps"):
+            opt["query_apps"] = val()
+        elif a.startswith("--format"):
+            opt["format"] = val()
+        elif a.startswith("-i") and a[2:].isdigit():
+            opt["i"] = a[2:]
+        elif a in ("-h", "--help"):
+            print("NVIDIA System Management Interface -- v%s (fake)" % st["driver_version"])
+            return 0
+        else:
+            sys.stderr.write('Invalid combination of input arguments. Please run \'nvidia-smi -h\' for help.\n')
+            return 2
+        i += 1
+
+    sel = select_gpus(st, opt["i"])
+    if opt["i"] is not None and not sel:
+        print("No devices were found")
+        return 6
+    lost = [g for g in sel if not g.get("present", True)]
+    live = [g for g in sel if g.get("present", True)]
+
+    if opt["reset"]:
+        return gpu_reset(st, root, opt["i"], sel)
+
+    out = sys.stdout
+    if opt["filename"]:
+        out = open(opt["filename"], "w")
+    rc = 15 if lost else 0
+    if opt["query_gpu"]:
+        fields = [f.strip() for f in opt["query_gpu"].split(",") if f.strip()]
+        noheader, nounits = _parse_format(opt["format"])
+        if not opt["format"] or "csv" not in opt["format"]:
+            sys.stderr.write('"--format" must be specified when using "--query-gpu"\n')
+            return 2
+        rows = []
+        try:
+            for g in live:
+                rows.append(", ".join(_gpu_field(st, g, f, nounits) for f in fields))
+        except KeyError as e:
+            print('Field "%s" is not a valid field to query.' % e.args[0])
+            print()
+            return 2
+        for g in lost:
+            sys.stderr.write(lost_msg(g) + "\n")
+        if not noheader:
+            out.write(", ".join(HDR.get(f, f) for f in fields) + "\n")
+        for r_ in rows:
+            out.write(r_ + "\n")
+        return rc
+    if opt["query_apps"]:
+        fields = [f.strip() for f in opt["query_apps"].split(",") if f.strip()]
+        noheader, nounits = _parse_format(opt["format"])
+        for g in lost:
+            sys.stderr.write(lost_msg(g) + "\n")
+        if not noheader:
+            out.write(", ".join(HDR.get(f, f) for f in fields) + "\n")
+        for g in live:
+            for p in g.get("processes", []):
+                row = []
+                for f in fields:
+                    m = {"pid": p["pid"], "process_name": p["name"], "name": p["name"],
+                         "gpu_bus_id": bus_long(g), "gpu_uuid": g["uuid"], "gpu_name": g["name"],
+                         "gpu_serial": g["serial"],
+                         "used_memory": p["mem"] if nounits else "%d MiB" % p["mem"],
+                         "used_gpu_memory": p["mem"] if nounits else "%d MiB" % p["mem"]}
+                    if f not in m:
+                        print('Field "%s" is not a valid field to query.' % f)
+                        return 2
+                    row.append(str(m[f]))
+                out.write(", ".join(row) + "\n")
+        return rc
+    if opt["L"]:
+        for g in lost:
+            out.write(lost_msg(g) + "\n")
+        for g in live:
+            out.write("GPU %d: %s (UUID: %s)\n" % (g["index"], g["name"], g["uuid"]))
+        return rc
+    if opt["q"]:
+        sections = set(s.strip().upper() for s in (opt["d"] or "").split(",") if s.strip())
+        if opt["x"]:
+            for g in lost:
+                sys.stderr.write(lost_msg(g) + "\n")
+            out.write(smi_q_xml(st, live, sections))
+        else:
+            for g in lost:
+                out.write(lost_msg(g) + "\n")
+            out.write(smi_q_text(st, live, sections))
+        return rc
+    for g in lost:
+        out.write(lost_msg(g) + "\n")
+    out.write(smi_table(st, live))
+    return rc
+
+
+def gpu_reset(st, root, sel_arg, sel):
+    if sel_arg is None:
+        # real tool: resets all GPUs only when none is busy; we keep the common -i form
+        sel = st["gpus"]
+    with locked(root):
+        st = load(root)
+        gpus = select_gpus(st, sel_arg) if sel_arg is not None else st["gpus"]
+        lost = [g for g in gpus if not g.get("present", True)]
+        if lost:
+            for g in lost:
+                print(lost_msg(g))
+            return 15
+        busy = [g for g in gpus if g.get("processes")]
+        if busy:
+            print("The following GPUs could not be reset:")
+            for g in busy:
+                print("  GPU %s: In use by another client" % bus_long(g))
+            print()
+            print("%d device%s currently being used by one or more other processes (e.g., Fabric Manager, "
+                  "CUDA application, graphics application such as an X server, or a monitoring application "
+                  "such as another instance of nvidia-smi). Please first kill all processes using %s "
+                  "device%s and all compute applications running in the system."
+                  % (len(busy), " is" if len(busy) == 1 else "s are", "this" if len(busy) == 1 else "these",
+                     "" if len(busy) == 1 else "s"))
+            return 255
+        now = time.time()
+        for g in gpus:
+            r = g["remap"]
+            if r["pending"]:
+                r["pending"] = False
+                r["unc"] += g.get("pending_rows", 1)
+                g["pending_rows"] = 0
+            for k in g["ecc"]["volatile"]:
+                g["ecc"]["volatile"][k] = 0
+            g["reset_required"] = False
+            g["drain_and_reset"] = False
+            g["throttle"] = []
+            g["resets"] = g.get("resets", 0) + 1
+            add_kernel(st, "NVRM: GPU at PCI:%s: %s" % (bus_short(g).lower()[:-2], g["uuid"]), "info", now)
+            add_kernel(st, "NVRM: GPU Board Serial Number: %s" % g["serial"], "info", now)
+        save(st, root)
+    for g in gpus:
+        print("GPU %s was successfully reset." % bus_long(g))
+    print("All done.")
+    return 0
+
+
+# --------------------------------------------------------------------------- IB tools
+
+def ibstat(argv, root=None):
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        render_sysfs(st, root)
+    names = [a for a in argv if not a.startswith("-")]
+    if "-l" in argv or "--list_of_cas" in argv:
+        for h in st["hcas"]:
+            print(h["name"])
+        return 0
+    hcas = st["hcas"]
+    if names:
+        hcas = [h for h in hcas if h["name"] == names[0]]
+        if not hcas:
+            sys.stderr.write("ibpanic: [%d] main: '%s' IB device can't be found: No such file or directory\n"
+                             % (os.getpid(), names[0]))
+            return 255
+    now = time.time()
+    for h in hcas:
+        s, ph = port_state(h, st, now)
+        rate = h.get("rate", "400 Gb/sec (4X NDR)").split()[0]
+        print("CA '%s'" % h["name"])
+        print("\tCA type: MT4129")
+        print("\tNumber of ports: 1")
+        print("\tFirmware version: %s" % h["fw"])
+        print("\tHardware version: 0")
+        print("\tNode GUID: %s" % h["guid"])
+        print("\tSystem image GUID: %s" % h["guid"])
+        print("\tPort 1:")
+        print("\t\tState: %s" % {"4": "Active", "1": "Down", "2": "Initializing", "3": "Armed"}[s[0]])
+        print("\t\tPhysical state: %s" % ph.split(": ")[1])
+        print("\t\tRate: %s" % (rate if s.startswith("4") else "10"))
+        print("\t\tBase lid: %d" % (h["lid"] if s.startswith("4") else 0))
+        print("\t\tLMC: 0")
+        print("\t\tSM lid: %d" % (1 if s.startswith("4") else 0))
+        print("\t\tCapability mask: 0xa751e848")
+        print("\t\tPort GUID: %s" % h["guid"])
+        print("\t\tLink layer: %s" % h.get("link_layer", "InfiniBand"))
+    return 0
+
+
+def ibv_devinfo(argv, root=None):
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        render_sysfs(st, root)
+    hcas = st["hcas"]
+    if "-d" in argv:
+        n = argv[argv.index("-d") + 1]
+        hcas = [h for h in hcas if h["name"] == n]
+        if not hcas:
+            print("IB device '%s' wasn't found" % n)
+            return 255
+    now = time.time()
+    for h in hcas:
+        s, ph = port_state(h, st, now)
+        sname = {"4": "PORT_ACTIVE (4)", "1": "PORT_DOWN (1)", "2": "PORT_INIT (2)"}[s[0]]
+        print("hca_id:\t%s" % h["name"])
+        print("\ttransport:\t\t\tInfiniBand (0)")
+        print("\tfw_ver:\t\t\t\t%s" % h["fw"])
+        print("\tnode_guid:\t\t\t%s" % _guid_colon(h["guid"]))
+        print("\tsys_image_guid:\t\t\t%s" % _guid_colon(h["guid"]))
+        print("\tvendor_id:\t\t\t0x02c9")
+        print("\tvendor_part_id:\t\t\t4129")
+        print("\thw_ver:\t\t\t\t0x0")
+        print("\tboard_id:\t\t\tMT_0000000838")
+        print("\tphys_port_cnt:\t\t\t1")
+        print("\t\tport:\t1")
+        print("\t\t\tstate:\t\t\t%s" % sname)
+        print("\t\t\tmax_mtu:\t\t4096 (5)")
+        print("\t\t\tactive_mtu:\t\t4096 (5)")
+        print("\t\t\tsm_lid:\t\t\t1")
+        print("\t\t\tport_lid:\t\t%d" % h["lid"])
+        print("\t\t\tport_lmc:\t\t0x00")
+        print("\t\t\tlink_layer:\t\t%s" % h.get("link_layer", "InfiniBand"))
+        print()
+    return 0
+
+
+PQ_BASIC = [("SymbolErrorCounter", "symbol_error"), ("LinkErrorRecoveryCounter", "link_error_recovery"),
+            ("LinkDownedCounter", "link_downed"), ("PortRcvErrors", "port_rcv_errors"),
+            ("PortRcvRemotePhysicalErrors", "port_rcv_remote_physical_errors"),
+            ("PortRcvSwitchRelayErrors", "port_rcv_switch_relay_errors"),
+            ("PortXmitDiscards", "port_xmit_discards"),
+            ("PortXmitConstraintErrors", "port_xmit_constraint_errors"),
+            ("PortRcvConstraintErrors", "port_rcv_constraint_errors"), ("CounterSelect2", None),
+            ("LocalLinkIntegrityErrors", "local_link_integrity_errors"),
+            ("ExcessiveBufferOverrunErrors", "excessive_buffer_overrun_errors"),
+            ("QP1Dropped", None), ("VL15Dropped", "VL15_dropped"),
+            ("PortXmitData", "port_xmit_data"), ("PortRcvData", "port_rcv_data"),
+            ("PortXmitPkts", "port_xmit_packets"), ("PortRcvPkts", "port_rcv_packets"),
+            ("PortXmitWait", "port_xmit_wait")]
+PQ_EXT = [("PortXmitData", "port_xmit_data"), ("PortRcvData", "port_rcv_data"),
+          ("PortXmitPkts", "port_xmit_packets"), ("PortRcvPkts", "port_rcv_packets"),
+          ("PortUnicastXmitPkts", "unicast_xmit_packets"), ("PortUnicastRcvPkts", "unicast_rcv_packets"),
+          ("PortMulticastXmitPkts", "multicast_xmit_packets"),
+          ("PortMulticastRcvPkts", "multicast_rcv_packets"), ("CounterSelect2", None)] + \
+    [x for x in PQ_BASIC[:9]] + [x for x in PQ_BASIC[10:14]] + [("PortXmitWait", "port_xmit_wait")]
+
+
+def _pq_line(k, v):
+    return (k + ":").ljust(33, ".") + str(v)
+
+
+def perfquery(argv, root=None):
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        render_sysfs(st, root)
+    ext = False
+    ca = None
+    reset = False
+    pos = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-x", "--extended"):
+            ext = True
+        elif a in ("-C", "--Ca"):
+            i += 1
+            ca = argv[i]
+        elif a in ("-P", "--Port"):
+            i += 1
+        elif a in ("-r", "--reset_after_read", "-R", "--Reset_only"):
+            reset = True
+        elif not a.startswith("-"):
+            pos.append(a)
+        i += 1
+    hcas = st["hcas"]
+    h = None
+    if ca:
+        h = next((x for x in hcas if x["name"] == ca), None)
+    elif pos:
+        lid = int(pos[0], 0)
+        h = next((x for x in hcas if x["lid"] == lid), None)
+    else:
+        h = hcas[0] if hcas else None
+    if h is None:
+        sys.stderr.write("ibwarn: [%d] mad_rpc_open_port: can't open UMAD port (%s:0)\n"
+                         "perfquery: iberror: failed: Failed to open '%s' port '0'\n"
+                         % (os.getpid(), ca or "", ca or ""))
+        return 255
+    s, _ = port_state(h, st)
+    if not s.startswith("4"):
+        sys.stderr.write("ibwarn: [%d] mad_rpc: _do_madrpc failed; dport (Lid %d)\n"
+                         "perfquery: iberror: failed: perfquery\n" % (os.getpid(), h["lid"]))
+        return 255
+    c = counters(h, st)
+    if ext:
+        print("# Port extended counters: Lid %d port 1 (CapMask: 0x5A00)" % h["lid"])
+        print(_pq_line("PortSelect", 1))
+        print(_pq_line("CounterSelect", "0x0000"))
+        for k, key in PQ_EXT:
+            print(_pq_line(k, "0x00000000" if key is None else c[key]))
+    else:
+        print("# Port counters: Lid %d port 1 (CapMask: 0x5A00)" % h["lid"])
+        print(_pq_line("PortSelect", 1))
+        print(_pq_line("CounterSelect", "0x0000"))
+        for k, key in PQ_BASIC:
+            if key is None:
+                print(_pq_line(k, "0x00" if k == "CounterSelect2" else 0))
+            else:
+                v = c[key]
+                if key in ("port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets",
+                           "port_xmit_wait"):
+                    v = min(v, 4294967295)
+                elif key in ("symbol_error", "link_error_recovery", "port_rcv_errors",
+                             "port_xmit_discards", "port_rcv_remote_physical_errors"):
+                    v = min(v, 65535)
+                elif key in ("link_downed",):
+                    v = min(v, 255)
+                print(_pq_line(k, v))
+    if reset:
+        with locked(root):
+            st = load(root)
+            hh = next(x for x in st["hcas"] if x["name"] == h["name"])
+            freeze_counters(hh, st)
+            fault = hh.get("fault")
+            hh["base"] = {}
+            if fault in FAULT_RATES and FAULT_RATES[fault]:
+                hh["fault_start"] = time.time()
+                hh["rates"] = dict(FAULT_RATES[fault])
+            save(st, root)
+    return 0
+
+
+# --------------------------------------------------------------------------- kernel log
+
+LEVELS = ["emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"]
+
+
+def _kernel(st):
+    return sorted(st.get("kernel", []), key=lambda e: e["t"])
+
+
+def _fmt_dmesg_T(t):
+    return time.strftime("%a %b %e %H:%M:%S %Y", time.localtime(t))
+
+
+def _iso_comma(t):
+    us = int(round((t - int(t)) * 1e6))
+    if us >= 1000000:
+        us = 999999
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) + ",%06d" % us + _tz_colon(t)
+
+
+def _tz_colon(t):
+    z = time.strftime("%z", time.localtime(t))
+    return z[:3] + ":" + z[3:]
+
+
+def dmesg(argv, root=None):
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        render_sysfs(st, root)
+    human_t = "-T" in argv or "--ctime" in argv
+    iso = False
+    decode = "-x" in argv or "--decode" in argv
+    notime = "-t" in argv or "--notime" in argv
+    levels = None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--time-format"):
+            v = a.split("=", 1)[1] if "=" in a else argv[i + 1]
+            iso = v == "iso"
+            human_t = human_t or v == "ctime"
+        elif a in ("-l", "--level") or a.startswith("--level="):
+            v = a.split("=", 1)[1] if "=" in a else argv[i + 1]
+            levels = set(v.split(","))
+        elif a in ("-c", "-C", "--clear", "--read-clear"):
+            pass
+        i += 1
+    boot = st["boot_time"]
+    now = time.time()
+    for e in _kernel(st):
+        if e["t"] > now:
+            continue
+        if levels and e["level"] not in levels:
+            continue
+        pre = ("kern  :%-6s: " % e["level"]) if decode else ""
+        if notime:
+            stamp = ""
+        elif iso:
+            stamp = _iso_comma(e["t"]) + " "
+        elif human_t:
+            stamp = "[%s] " % _fmt_dmesg_T(e["t"])
+        else:
+            rel = max(0.0, e["t"] - boot)
+            stamp = "[%5d.%06d] " % (int(rel), int(round((rel - int(rel)) * 1e6)) % 1000000)
+        sys.stdout.write(pre + stamp + e["msg"] + "\n")
+    return 0
+
+
+def _parse_since(v, now):
+    v = v.strip()
+    import re
+    if v in ("now",):
+        return now
+    if v == "today":
+        lt = time.localtime(now)
+        return time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
+    if v == "yesterday":
+        return _parse_since("today", now) - 86400
+    if v.startswith("@"):
+        return float(v[1:])
+    m = re.match(r"^([+-]?)(\d+)\s*(s|sec|second|seconds|m|min|minute|minutes|h|hour|hours|d|day|days)"
+                 r"(\s+ago)?$", v)
+    if m:
+        n = int(m.group(2)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(3)[0]]
+        return now - n if (m.group(1) == "-" or m.group(4)) else now + n
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return time.mktime(time.strptime(v[:19], fmt))
+        except ValueError:
+            continue
+    raise ValueError(v)
+
+
+def journalctl(argv, root=None):
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        render_sysfs(st, root)
+    now = time.time()
+    out_fmt = "short"
+    since = until = None
+    prio = None
+    n = None
+    kernel = False
+    i = 0
+    try:
+        while i < len(argv):
+            a = argv[i]
+
+            def val():
+                nonlocal i
+                if "=" in a and a.startswith("--"):
+                    return a.split("=", 1)[1]
+                if len(a) > 2 and not a.startswith("--"):
+                    return a[2:]
+                i += 1
+                return argv[i]
+            if a in ("-k", "--dmesg"):
+                kernel = True
+            elif a in ("-o",) or a.startswith("--output") or (a.startswith("-o") and len(a) > 2):
+                out_fmt = val()
+            elif a in ("-S",) or a.startswith("--since"):
+                since = _parse_since(val(), now)
+            elif a in ("-U",) or a.startswith("--until"):
+                until = _parse_since(val(), now)
+            elif a in ("-p",) or a.startswith("--priority"):
+                prio = val()
+            elif a in ("-n",) or a.startswith("--lines"):
+                n = int(val())
+            elif a in ("-b", "--boot", "--no-pager", "-q", "--quiet", "-a", "--all", "--no-hostname",
+                       "--utc", "-x", "--catalog"):
+                pass
+        # unknown options are ignored, as the real journalctl would reject them; keep the common ones
+            i += 1
+    except (ValueError, IndexError) as e:
+        sys.stderr.write("Failed to parse timestamp: %s\n" % e)
+        return 1
+    del kernel
+    maxlvl = None
+    if prio:
+        p = prio.split("..")[-1]
+        maxlvl = int(p) if p.isdigit() else LEVELS.index(p if p != "warning" else "warn")
+    host = st["host"]
+    ents = [e for e in _kernel(st) if e["t"] <= now and (since is None or e["t"] >= since)
+            and (until is None or e["t"] <= until)
+            and (maxlvl is None or LEVELS.index(e["level"]) <= maxlvl)]
+    if n is not None:
+        ents = ents[-n:] if n else []
+    if not ents:
+        print("-- No entries --")
+        return 0
+    for e in ents:
+        t = e["t"]
+        if out_fmt == "short-iso":
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+        elif out_fmt == "short-iso-precise":
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) + ".%06d" % (
+                int((t - int(t)) * 1e6)) + time.strftime("%z", time.localtime(t))
+        elif out_fmt == "short-precise":
+            stamp = time.strftime("%b %d %H:%M:%S", time.localtime(t)) + ".%06d" % int((t - int(t)) * 1e6)
+        elif out_fmt == "cat":
+            sys.stdout.write(e["msg"] + "\n")
+            continue
+        elif out_fmt == "json":
+            sys.stdout.write(json.dumps({"__REALTIME_TIMESTAMP": str(int(t * 1e6)), "_HOSTNAME": host,
+                                         "SYSLOG_IDENTIFIER": "kernel", "_TRANSPORT": "kernel",
+                                         "PRIORITY": str(LEVELS.index(e["level"])),
+                                         "MESSAGE": e["msg"]}) + "\n")
+            continue
+        else:
+            stamp = time.strftime("%b %d %H:%M:%S", time.localtime(t))
+        sys.stdout.write("%s %s kernel: %s\n" % (stamp, host, e["msg"]))
+    return 0
+
+
+# --------------------------------------------------------------------------- systemctl
+
+def _svc_running(d, u):
+    try:
+        with open(os.path.join(d, u + ".pidfile")) as f:
+            pf = f.read().strip()
+        with open(pf) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return 0
+
+
+def openibd_restart(st, now=None, stop_only=False, start_only=False):
+    now = now or time.time()
+    svc = st.setdefault("services", {}).setdefault("openibd", {"active": True})
+    if not start_only:
+        for h in st["hcas"]:
+            add_kernel(st, "mlx5_core %s %s: Link down" % (h["pci"], h["netdev"]), "info", now)
+        add_kernel(st, "mlx5_core %s: E-Switch: cleanup" % st["hcas"][0]["pci"], "info", now + 0.3)
+        svc["active"] = False
+    if stop_only:
+        return
+    t = now + 1.5
+    for h in st["hcas"]:
+        add_kernel(st, "mlx5_core %s: firmware version: %s" % (h["pci"], h["fw"]), "info", t)
+        f = h.get("fault")
+        if f in ("flapping", "down"):
+            freeze_counters(h, st, now)
+            h["fault"] = None
+            h["fixed_by"] = "openibd restart"
+        add_kernel(st, "mlx5_core %s: Port module event: module %d, Cable plugged"
+                   % (h["pci"], int(h["name"].split("_")[1])), "info", t + 0.2)
+        add_kernel(st, "mlx5_core %s %s: Link up" % (h["pci"], h["netdev"]), "info", t + 0.5)
+        if f == "bad_cable":
+            add_kernel(st, "mlx5_core %s: Port module event[error]: module %d, Cable error, Bad or shorted "
+                       "cable/module" % (h["pci"], int(h["name"].split("_")[1])), "err", t + 2)
+            add_kernel(st, "mlx5_core %s %s: Link down" % (h["pci"], h["netdev"]), "info", t + 2.1)
+    svc["active"] = True
+    svc["since"] = now
+    svc["restarts"] = svc.get("restarts", 0) + 1
+
+
+def systemctl(argv, root=None):
+    root = _root(root)
+    d = os.path.join(root, "services")
+    args = [a for a in argv if not (a.startswith("-"))]
+    if not args:
+        print("fake systemctl: no verb", file=sys.stderr)
+        return 1
+    verb = args[0]
+    units = [a.strip("'\"") for a in args[1:]]
+    u = units[0][:-8] if units and units[0].endswith(".service") else (units[0] if units else "")
+    if verb in ("daemon-reload", "daemon-reexec", "reset-failed", "enable", "disable", "mask", "unmask"):
+        return 0
+    if verb == "is-enabled":
+        print("enabled")
+        return 0
+    if u == "openibd":
+        with locked(root):
+            st = load(root)
+            svc = st.setdefault("services", {}).setdefault("openibd", {"active": True})
+            rc = 0
+            if verb in ("restart", "reload-or-restart", "try-restart", "force-reload"):
+                openibd_restart(st)
+            elif verb == "stop":
+                if svc.get("active", True):
+                    openibd_restart(st, stop_only=True)
+            elif verb == "start":
+                if not svc.get("active", True):
+                    openibd_restart(st, start_only=True)
+            elif verb == "is-active":
+                print("active" if svc.get("active", True) else "inactive")
+                rc = 0 if svc.get("active", True) else 3
+            elif verb == "status":
+                a = svc.get("active", True)
+                print("● openibd.service - openibd - configure Mellanox devices")
+                print("     Loaded: loaded (/lib/systemd/system/openibd.service; enabled; preset: enabled)")
+                print("     Active: %s" % ("active (exited)" if a else "inactive (dead)"))
+                rc = 0 if a else 3
+            elif verb == "show":
+                a = svc.get("active", True)
+                print("Id=openibd.service\nNames=openibd.service\nLoadState=loaded\nActiveState=%s\n"
+                      "SubState=%s\nMainPID=0\nUnitFileState=enabled\nType=oneshot\nRemainAfterExit=yes\n"
+                      "FragmentPath=/lib/systemd/system/openibd.service\nNRestarts=%d"
+                      % ("active" if a else "inactive", "exited" if a else "dead", svc.get("restarts", 0)))
+            else:
+                print("fake systemctl: unsupported verb %s" % verb, file=sys.stderr)
+                rc = 1
+            save(st, root)
+            render_sysfs(st, root)
+        return rc
+    # process-backed units (slurmd): <unit>.start (shell cmd that daemonizes) + <unit>.pidfile
+    known = os.path.exists(os.path.join(d, u + ".start"))
+
+    def start():
+        import subprocess
+        with open(os.path.join(d, u + ".start")) as f:
+            subprocess.call(["/bin/sh", "-c", f.read()])
+        for _ in range(25):
+            if _svc_running(d, u):
+                return 0
+            time.sleep(0.2)
+        return 1
+
+    def stop():
+        pid = _svc_running(d, u)
+        if pid:
+            os.kill(pid, 15)
+            for _ in range(50):
+                try:
+                    os.kill(pid, 0)
+                except OSError:
+                    break
+                time.sleep(0.1)
+        return 0
+    if verb == "show":
+        if not known:
+            print("Id=%s.service\nNames=%s.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\n"
+                  "MainPID=0\nUnitFileState=" % (u, u))
+            return 0
+        pid = _svc_running(d, u)
+        print("Id=%s.service\nNames=%s.service\nLoadState=loaded\nActiveState=%s\nSubState=%s\nMainPID=%d\n"
+              "UnitFileState=enabled\nFragmentPath=/etc/systemd/system/%s.service"
+              % (u, u, "active" if pid else "inactive", "running" if pid else "dead", pid, u))
+        return 0
+    if not known:
+        print("Unit %s.service could not be found." % u, file=sys.stderr)
+        return 4 if verb in ("status",) else 5
+    if verb == "is-active":
+        pid = _svc_running(d, u)
+        print("active" if pid else "inactive")
+        return 0 if pid else 3
+    if verb == "status":
+        pid = _svc_running(d, u)
+        print("● %s.service - %s" % (u, "active (running) pid %d" % pid if pid else "inactive (dead)"))
+        return 0 if pid else 3
+    if verb == "start":
+        return 0 if _svc_running(d, u) else start()
+    if verb == "stop":
+        return stop()
+    if verb in ("restart", "reload-or-restart", "try-restart"):
+        stop()
+        return start()
+    print("fake systemctl: unsupported verb %s" % verb, file=sys.stderr)
+    return 1
+
+
+# --------------------------------------------------------------------------- entry
+
+TOOLS = {"nvidia-smi": nvidia_smi, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo, "perfquery": perfquery,
+         "dmesg": dmesg, "journalctl": journalctl, "systemctl": systemctl}
+
+
+def refresh(root=None):
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        render_sysfs(st, root)
+    return 0
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        sys.stderr.write("usage: fakehw.py TOOL [ARGS...]\n")
+        return 2
+    tool, args = argv[0], argv[1:]
+    root = _root()
+    if tool == "refresh":
+        log_command("fakehw-refresh", args, root)
+        return refresh(root)
+    if tool not in TOOLS:
+        sys.stderr.write("fakehw: unknown tool %s\n" % tool)
+        return 127
+    log_command(tool, args, root)
+    try:
+        return TOOLS[tool](args, root)
+    except BrokenPipeError:
+        return 141
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,48 @@
+from gpu_runbook.slurm import expand_hostlist, parse_sacct, parse_scontrol_show_job
+
+SHOW_JOB = """JobId=12345 JobName=train-llm
+   UserId=alice(1000) GroupId=alice(1000) MCS_label=N/A
+   Priority=4294901757 Nice=0 Account=(null) QOS=normal
+   JobState=FAILED Reason=NonZeroExitCode Dependency=(null)
+   RunTime=11:09:48 TimeLimit=UNLIMITED TimeMin=N/A
+   SubmitTime=2026-12-01T19:59:58 EligibleTime=2026-12-01T19:59:58
+   StartTime=2026-12-01T20:00:03 EndTime=2026-12-02T07:09:51 Deadline=N/A
+   Partition=gpu AllocNode:Sid=ctl:1234
+   NodeList=gpu-r3-n[01-04,07] BatchHost=gpu-r3-n01
+   NumNodes=5 NumCPUs=10 NumTasks=40 CPUs/Task=1 ReqB:S:C:T=0:0:*:*
+   TRES=cpu=10,mem=5000M,node=5,billing=10,gres/gpu=40
+   Command=/home/alice/train.sh --epochs 100
+   WorkDir=/home/alice/run7
+   StdErr=/home/alice/run7/slurm-12345.out
+   StdIn=/dev/null
+   StdOut=/home/alice/run7/slurm-12345.out
+"""
+
+
+def test_expand_hostlist_ranges_padding_and_lists():
+    assert expand_hostlist("gpu-r3-n[01-03,07],ctl") == ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n03", "gpu-r3-n07", "ctl"]
+    assert expand_hostlist("h[8-11]") == ["h8", "h9", "h10", "h11"]
+    assert expand_hostlist("r[1-2]n[1-2]") == ["r1n1", "r1n2", "r2n1", "r2n2"]
+    assert expand_hostlist("(null)") == []
+    assert expand_hostlist("weird[a-b]") == ["weird[a-b]"]
+
+
+def test_scontrol_show_job_multiline_and_oneliner():
+    for text in (SHOW_JOB, " ".join(SHOW_JOB.split())):
+        job = parse_scontrol_show_job(text)
+        assert job["job_id"] == "12345" and job["state"] == "FAILED"
+        assert job["nodes"] == ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n03", "gpu-r3-n04", "gpu-r3-n07"]
+        assert job["start"] == "2026-12-01T20:00:03"
+        assert job["stdout"] == "/home/alice/run7/slurm-12345.out"
+        assert job["num_nodes"] == 5
+
+
+def test_scontrol_unknown_job_is_empty():
+    assert parse_scontrol_show_job("slurm_load_jobs error: Invalid job id specified") == {}
+
+
+def test_sacct_parsable_output():
+    text = "12345|train-llm|FAILED|2026-12-01T20:00:03|2026-12-02T07:09:51|gpu-r3-n[01-02]|/home/alice/run7\n"
+    job = parse_sacct(text, "12345")
+    assert job["nodes"] == ["gpu-r3-n01", "gpu-r3-n02"] and job["state"] == "FAILED"
+    assert parse_sacct(text, "999") == {}
