@@ -32,6 +32,7 @@ _SCAN_RE = re.compile(r"^Scanning kernel log files for NVIDIA kernel messages:")
 _IBSTAT_RE = re.compile(r"^(?:\S*/)?ibstat(?:\s+-v)?\s*$")
 _IBSTATUS_RE = re.compile(r"^(?:\S*/)?ibstatus\s*$")
 _IBV_RE = re.compile(r"^(?:\S*/)?ibv_devinfo(?:\s+-v+)?\s*$")
+_SCAN_NOTE_RE = re.compile(r"^(?:No NVIDIA kernel messages found|No suitable log found|\S+ is not readable)")
 _SUBHDR_RE = re.compile(r"^\s{0,4}(?P<name>journalctl -b -?\d+|/\S+):\s*$")
 
 
@@ -85,7 +86,7 @@ def _scan_sections(body):
             cur = m.group("name")
             subs.setdefault(cur, [])
             continue
-        if cur is not None:
+        if cur is not None and not _SCAN_NOTE_RE.match(line):
             subs[cur].append(line)
     return subs
 
@@ -157,10 +158,12 @@ def _split(text):
         for body in scan:
             for k, v in _scan_sections(body).items():
                 subs.setdefault(k, []).extend(v)
-        for key in ("journalctl -b -0", "journalctl -b 0", "/var/log/kern.log", "/var/log/messages",
-                    "/var/log/kernel.log", "/var/log/dmesg"):
-            if key in subs and _clean(subs[key]).strip():
-                kern = _clean(subs[key])
+        for want in ("journalctl -b -0", "journalctl -b 0", "/var/log/kern.log", "/var/log/messages",
+                     "/var/log/kernel.log", "/var/log/dmesg"):
+            # log paths may carry a host-root prefix (/.bottlerocket/rootfs/var/log/kern.log)
+            keys = [k for k in subs if k == want or (want.startswith("/") and k.endswith(want))]
+            if keys and _clean(subs[keys[0]]).strip():
+                kern = _clean(subs[keys[0]])
                 break
     if kern.strip():
         out["kern.log"] = kern

@@ -7,6 +7,8 @@ Cross-host reasoning lives here and nowhere else:
 - suspects are ranked by the field's suspicion order (see verdict.SUSPICION).
 """
 
+import datetime
+
 from .analyze import SCHEMA, unreachable_host
 from .findings import SEVERITY_RANK, make_finding
 from .verdict import SUSPICION, host_verdict, sort_findings
@@ -194,6 +196,17 @@ def _job_verdict(job, culprits):
 
 
 # ---------------------------------------------------------------- timeline
+def _utc(t):
+    """ISO time -> aware UTC datetime (naive counts as UTC); None when unparseable."""
+    try:
+        dt = datetime.datetime.fromisoformat(str(t).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=datetime.timezone.utc)
+    return dt.astimezone(datetime.timezone.utc)
+
+
 def build_timeline(hosts, job, limit=400):
     """Merge each host's kernel-log events and the job's events into one ordered list."""
     events = []
@@ -208,7 +221,8 @@ def build_timeline(hosts, job, limit=400):
         if e.get("time"):
             events.append({"time": e["time"], "host": "job", "kind": e.get("kind", ""),
                            "text": (e.get("text") or "")[:300]})
-    events.sort(key=lambda e: e["time"])
+    events = [e for e in events if _utc(e["time"])]
+    events.sort(key=lambda e: _utc(e["time"]))
     for e in events:
         if e["host"] != "job":
             e["first_fault"] = True

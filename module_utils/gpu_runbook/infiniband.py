@@ -185,7 +185,8 @@ _COUNTER_ALIASES = {
 _NOT_COUNTERS = {"portselect", "counterselect", "counterselect2", "capmask", "capmask2"}
 
 _STATE_NUM = {0: "Nop", 1: "Down", 2: "Init", 3: "Armed", 4: "Active", 5: "ActiveDefer"}
-_STATE_WORD = {"nop": "Nop", "down": "Down", "init": "Init", "initialize": "Init", "armed": "Armed",
+_STATE_WORD = {"nop": "Nop", "down": "Down", "init": "Init", "initialize": "Init",
+               "initializing": "Init", "armed": "Armed", "actdefer": "ActiveDefer",
                "active": "Active", "activedefer": "ActiveDefer"}
 _PHYS_NUM = {0: "NoStateChange", 1: "Sleep", 2: "Polling", 3: "Disabled",
              4: "PortConfigurationTraining", 5: "LinkUp", 6: "LinkErrorRecovery", 7: "PhyTest"}
@@ -289,6 +290,10 @@ def _to_int(value):
         return None
 
 
+def _natural(name):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name or "")]
+
+
 def _fmt_rate(r):
     if r is None:
         return "unknown"
@@ -311,7 +316,6 @@ class _Host(object):
         self.tool_errors = []   # (lineno, line)
         self.missing = []       # (dev, lineno, line) reported by the tool itself
         self.no_devices = None  # (lineno, line)
-        self.recognised = 0
 
     def device(self, dev):
         if dev not in self.dev_info:
@@ -404,7 +408,18 @@ def _merged_rules(thresholds):
                 base.update(val)
             elif isinstance(val, (int, float)) and not isinstance(val, bool):
                 base["warning"] = val
+            elif isinstance(val, str) and re.match(r"^\s*\d+(?:\.\d+)?\s*$", val):
+                base["warning"] = float(val)
             rules[key] = base
+    for rule in rules.values():
+        for level in ("info", "warning", "critical"):
+            t = rule.get(level)
+            if t is None or (isinstance(t, (int, float)) and not isinstance(t, bool)):
+                continue
+            try:
+                rule[level] = float(str(t).strip())
+            except ValueError:
+                rule[level] = None
     return rules
 
 
@@ -463,6 +478,26 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
 
     # port number n >= 2 that is down on every device: an unused second port
     active_port_nums = set(p["port"] for p in ports if p["state"] == "Active")
+    # mlx5 shows each port of a multi-port card as its own device; they share the system
+    # image GUID. Position 1 (the second port) down on every card: an uncabled second port.
+    cards = {}
+    for dev in h.devices:
+        g = (h.dev_info.get(dev) or {}).get("sys_guid")
+        if g and int(re.sub(r"[^0-9a-fA-F]", "", g) or "0", 16) != 0:
+            cards.setdefault(g.lower(), []).append(dev)
+    card_pos = {}
+    for devs in cards.values():
+        if len(devs) >= 2:
+            for i, dev in enumerate(sorted(devs, key=_natural)):
+                card_pos[dev] = (i, devs)
+    dev_active = set(p["device"] for p in ports if p["state"] == "Active")
+    active_card_pos = set(card_pos[d][0] for d in dev_active if d in card_pos)
+
+    def unused_sibling(p):
+        if p["device"] not in card_pos:
+            return False
+        pos, devs = card_pos[p["device"]]
+        return pos >= 1 and pos not in active_card_pos and any(d in dev_active for d in devs)
 
     if check_ports:
         for p in ports:
@@ -471,7 +506,7 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
             if p["state"] is None and p["phys_state"] in ("Polling", "Disabled", "Sleep"):
                 p["state"] = "Down"     # no physical link means the logical port is Down
             st, ph = p["state"], p["phys_state"]
-            if st is None or st == "Active":
+            if st is None or st in ("Active", "ActiveDefer", "Nop"):
                 continue
             ln, line = ev.get("state") or ev.get("phys_state") or (0, "")
             ref = ib_ref(p["device"], p["port"])
@@ -487,6 +522,17 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
             else:
                 side = ""
             if is_ib(p):
+                if unused_sibling(p):
+                    f.append(make_finding(
+                        "ib_network", "info", "ib_port_unused",
+                        "%s is %s%s: it is a further port of the same card as %s (same system image "
+                        "GUID) and that port position is down on every card, so probably uncabled"
+                        % (p["device"], st, phys_txt, ", ".join(
+                            d for d in card_pos[p["device"]][1] if d != p["device"])),
+                        "None if the port is not meant to be cabled; if it is a compute rail, check "
+                        "its cable and switch port.",
+                        evidence=line, source=h.src(ln), ib=ref))
+                    continue
                 if p["port"] >= 2 and p["port"] not in active_port_nums and \
                         any(q["device"] == p["device"] and q["state"] == "Active" for q in ports):
                     f.append(make_finding(
@@ -497,7 +543,7 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
                         evidence=line, source=h.src(ln), ib=ref))
                     continue
                 f.append(make_finding(
-                    "ib_network", "critical", "ib_port_down",
+                    "ib_network", "critical", "ib_port_down" if st == "Down" else "ib_port_not_active",
                     "InfiniBand port %s/%d is %s%s, not Active.%s"
                     % (p["device"], p["port"], st, phys_txt, side),
                     "Drain the node; check the cable/transceiver and the switch port, then restart the "
@@ -506,7 +552,7 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
                 continue
             # Ethernet link layer (RoCE or front-end NIC)
             cls, rate_class, n_active = eth_class.get(p["ca_type"], ("none", None, 0))
-            if data_path(p) and n_active > 0:
+            if data_path(p) and n_active >= 2:
                 f.append(make_finding(
                     "ib_network", "critical", "roce_port_down",
                     "RoCE data-path port %s/%d (%s) is %s%s while %d other %s port(s) at %s Gb/s are "
@@ -516,12 +562,16 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
                     "the link up and confirm it is Active.",
                     evidence=line, source=h.src(ln), ib=ref, rung="ib_restart"))
             elif n_active > 0:
+                if ib_fabric_rate is not None and (rate_class or 0) < ib_fabric_rate:
+                    why = "at %s Gb/s it is not on the %s Gb/s InfiniBand data path (front-end NIC?)" % (
+                        _fmt_rate(rate_class), _fmt_rate(ib_fabric_rate))
+                else:
+                    why = "too few same-type ports are up to tell a data-path NIC from an uncabled port"
                 f.append(make_finding(
                     "unknown", "warning", "eth_port_down",
-                    "Ethernet port %s/%d (%s) is %s%s while %d same-type port(s) are Active; at %s Gb/s "
-                    "it is not on the %s Gb/s InfiniBand data path (front-end NIC?)"
+                    "Ethernet port %s/%d (%s) is %s%s while %d same-type port(s) are Active; %s"
                     % (p["device"], p["port"], p["ca_type"] or "unknown type", st, phys_txt, n_active,
-                       _fmt_rate(rate_class), _fmt_rate(ib_fabric_rate)),
+                       why),
                     "Check whether this port is meant to be cabled; it does not carry NCCL traffic "
                     "when NCCL uses the InfiniBand HCAs.",
                     evidence=line, source=h.src(ln), ib=ref))
@@ -630,7 +680,6 @@ def _analyze(h, expected_rate=None, expected_devices=None, thresholds=None, chec
 def _counter_findings(h, ports, thresholds, data_path):
     rules = _merged_rules(thresholds)
     for p in ports:
-        key = (p["device"], p["port"])
         for name, value in p["counters"].items():
             rule = rules.get(name)
             if rule is None or value is None:
@@ -672,7 +721,6 @@ def _counter_findings(h, ports, thresholds, data_path):
                     "%s/%s: %s" % (p["device"], p["port"], what),
                     str(rule.get("action") or "Check the link and the peer port."),
                     evidence=line, source=h.src(ln), ib=ib_ref(p["device"], p["port"])))
-        _ = key
 
 
 def _finish(h, text, expected_rate, expected_devices, thresholds, check_ports=True):
@@ -705,17 +753,15 @@ def parse_ib_sysfs(text, source="ib-sysfs.txt", expected_rate=None, expected_dev
             m2 = _SYSFS_DEV_RE.match(line)
             if m2:
                 info = h.device(m2.group("dev"))
+                v = m2.group("val").strip()
                 if m2.group("file") == "hca_type":
-                    v = m2.group("val").strip()
                     info["ca_type"] = v or None
-                h.recognised += 1
-            elif "No such device" in line or "No such file" in line:
-                pass
+                elif m2.group("file") == "sys_image_guid":
+                    info["sys_guid"] = v or None
             continue
         dev, port = m.group("dev"), int(m.group("port"))
         fname, val, grp = m.group("file"), m.group("val"), m.group("grp")
         p = h.port(dev, port)
-        h.recognised += 1
         key = (dev, port)
         if grp:
             cname = normalize_counter_name(fname)
@@ -735,6 +781,9 @@ def parse_ib_sysfs(text, source="ib-sysfs.txt", expected_rate=None, expected_dev
             h.ev[key]["rate"] = (n, line)
         elif fname == "link_layer":
             p["link_layer"] = _norm_link_layer(val)
+    if not text.strip() and expected_devices:
+        # the module prints nothing when /sys/class/infiniband is absent: no HCA at all
+        h.no_devices = (0, "")
     return _finish(h, text, expected_rate, expected_devices, thresholds)
 
 
@@ -743,7 +792,8 @@ def parse_ib_sysfs(text, source="ib-sysfs.txt", expected_rate=None, expected_dev
 _CA_RE = re.compile(r"^\s*CA\s+'(?P<dev>[^']+)'\s*$")
 _PORT_RE = re.compile(r"^\s*Port\s+(?P<port>\d+)\s*:\s*$")
 _KV_RE = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z _/\-]*?)\s*:\s*(?P<val>.*?)\s*$")
-_IBPANIC_DEV_RE = re.compile(r"IB device\s+'(?P<dev>[^']+)'")
+# "stat of IB device 'mlx5_8' failed" / "'mlx5_9' IB device can't be found"
+_IBPANIC_DEV_RE = re.compile(r"IB device\s+'(?P<dev>[^']+)'|'(?P<dev2>[^']+)'\s+IB device")
 _IBSTATUS_RE = re.compile(r"^\s*Infiniband device\s+'(?P<dev>[^']+)'\s+port\s+(?P<port>\d+)\s+status\s*:",
                           re.I)
 
@@ -772,8 +822,8 @@ def parse_ibstat(text, source="ibstat.txt", expected_rate=None, expected_devices
             continue
         if "ibpanic" in line or "ibwarn" in line or "iberror" in line:
             md = _IBPANIC_DEV_RE.search(line)
-            if md and ("ibpanic" in line or "failed" in line):
-                h.missing.append((md.group("dev"), n, line))
+            if md and ("ibpanic" in line or "failed" in line or "can't be found" in line):
+                h.missing.append((md.group("dev") or md.group("dev2"), n, line))
             elif re.search(r"no (?:IB|RDMA) devices", line, re.I):
                 h.no_devices = (n, line)
             else:
@@ -794,6 +844,8 @@ def parse_ibstat(text, source="ibstat.txt", expected_rate=None, expected_devices
         if port is None:
             if key == "ca type":
                 h.dev_info[dev]["ca_type"] = val.strip() or None
+            elif key == "system image guid":
+                h.dev_info[dev]["sys_guid"] = val.strip() or None
             continue
         k = (port["device"], port["port"])
         if key == "state":
@@ -863,6 +915,8 @@ def parse_ibv_devinfo(text, source="ibv_devinfo.txt", expected_rate=None, expect
                 vendor.setdefault(dev, {})["vendor"] = val.strip().lower()
             elif key == "board_id":
                 vendor.setdefault(dev, {})["board"] = val.strip()
+            elif key == "sys_image_guid":
+                h.dev_info[dev]["sys_guid"] = val.strip() or None
             continue
         k = (port["device"], port["port"])
         if key == "state":
@@ -956,7 +1010,8 @@ def parse_iblinkinfo(text, source="iblinkinfo.txt", thresholds=None, expected_ra
     ...") is a degraded link; a port stuck in Init/Armed points at the subnet manager; a CA
     port Down is a node off the fabric. The fabric view covers other nodes too, so these are
     warnings only for links that touch ``host`` (matched in the node descriptions), info
-    otherwise."""
+    otherwise. Ports are keyed by node description; ``ca_type`` holds the node type
+    (CA/Switch/Router) as iblinkinfo prints it."""
     h = _Host("iblinkinfo", source)
     node = None
     ntype = None

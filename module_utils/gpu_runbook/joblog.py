@@ -27,12 +27,23 @@ Recognised (formats of PyTorch 1.x .. 2.x and NCCL 2.7 .. 2.2x):
 * DataLoader worker deaths/timeouts, CUDA and host OOM, CUDA errors (ECC, illegal address,
   launch failure), Python tracebacks, ``srun: error: host: task N: ...``.
 
+``since`` (ISO string, datetime or epoch seconds; e.g. the Slurm StartTime) drops lines whose
+own timestamp (ISO ``2026-12-02 14:03:11`` or glog ``E1202 14:03:11``, year taken from
+``since``) is earlier; lines without a timestamp are always kept.  Times are compared as
+wall-clock values (Slurm and glog both print local time).
+
+Culprit evidence, strongest first: Flight Recorder (missing / never-entered ranks), the
+desync report, the ranks that did not time out on the collective everybody else waits in
+(needs the world size from NCCL ``nranks`` or the ranks seen in the logs), the lowest
+``last completed NCCL work``, then the rank that logged a CUDA / IB / OOM / DataLoader error
+first.  An IB peer named by several reporters is the suspect host.
+
 Pure function of text: no I/O, stdlib only, never raises on garbage.
 """
 
 import re
 from collections import Counter, OrderedDict
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from .findings import gpu_ref, ib_ref, make_finding, strip_ansi
 
@@ -107,13 +118,10 @@ _IB_VENDOR = re.compile(r"vendor[ _]err[ =](\d+)")
 _IB_OPCODE = re.compile(r"opcode[= ](?:[A-Za-z_]*\()?(\d+)")
 _IB_DIR = re.compile(r"\((Send|Recv|Read|Write|Flush|[A-Za-z]+)\)")
 _IB_HCA = re.compile(r"\bhca (\S+)")
-_IB_GIDS = re.compile(r"localGid (\S+).*?remoteGids?\s*(\S+)")
-
 _PEER_ADDR = re.compile(r"((?:\d{1,3}\.){3}\d{1,3}|\[?[0-9a-fA-F:]{3,}\]?|[A-Za-z][\w.\-]*)<(\d+)>")
 _CONN_ERR = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
                        r"No route to host|Connection timed out)")
 
-_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout")
 _SEQ = re.compile(r"SeqNum=(\d+)")
 _OPTYPE = re.compile(r"OpType=(\w+)")
 _NUMEL_IN = re.compile(r"NumelIn=(-?\d+)")
@@ -124,8 +132,6 @@ _PG_ID = re.compile(r"\[PG (?:ID )?(\w+)")
 _LAST_WORK = re.compile(
     r"(?:detected by watchdog at work|Timeout at NCCL work|watchdog at work sequence id):? (\d+)"
     r".*?last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)")
-_SOME_FAILED = re.compile(r"Some NCCL operations have failed or timed out")
-_WATCHDOG_STUCK = re.compile(r"watchdog got stuck for (\d+) seconds|Heartbeat monitor timed out")
 _BLOCKING_TIMEOUT = re.compile(r"timed out in blocking wait|Timed out waiting \d+ms for \w+ operation")
 
 _DESYNC_MISSING = re.compile(r"ranks \[([\d,\s]*)\] are the lagging ranks")
@@ -143,10 +149,11 @@ _FR_JSON_P2P = re.compile(r"[\"']is_p2p[\"']\s*:\s*(true|True)")
 _FR_JSON_RANK = re.compile(r"^\s*[\"']rank[\"']\s*:\s*(\d+)")
 
 _TQDM = re.compile(
-    r"(?:(?P<label>[^|\r\n]{0,200}?):\s*)?(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|\s*"
+    r"(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|\s*"
     r"(?P<n>\d+(?:\.\d+)?)(?P<nu>[kMG]?)/(?P<tot>\d+(?:\.\d+)?)(?P<tu>[kMG]?)\s*"
     r"\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?|\?)\s*(?P<unit>s/\w+|\w+/s)")
-_EPOCH_LABEL = re.compile(r"[Ee]poch\s*[:#]?\s*(\d+)(?:\s*/\s*(\d+))?")
+_TQDM_LABEL = re.compile(r"([^|\r\n]{1,200}?):\s*$")
+_EPOCH_LABEL = re.compile(r"[Ee]poch\s*[:#=\[(]?\s*(\d+)(?:\s*(?:/|of)\s*(\d+))?")
 _NON_TRAIN_LABEL = re.compile(r"valid|test|predict|sanity|eval|infer", re.I)
 _HF_EPOCH = re.compile(r"['\"]epoch['\"]\s*:\s*(\d+(?:\.\d+)?)")
 
@@ -164,10 +171,18 @@ _SRUN_ERR = re.compile(r"srun: error: ([\w.\-]+): tasks? ([\d,\- ]+): (.*)$")
 _LIGHTNING_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER: (\d+)/(\d+)")
 _WORLD = re.compile(r"\bworld[_ ]size\s*[=:]\s*(\d{1,6})\b", re.I)
 _STORE_BARRIER = re.compile(r"Rank (\d+): Completed store-based barrier for key:\S+ with (\d+) nodes")
+_ELASTIC_HOST = re.compile(r"^\s*host\s*: ([\w.\-]+)\s*$")
+_ELASTIC_RANK = re.compile(r"^\s*rank\s*: (\d+) \(local_rank: (\d+)\)")
+_CONSEQUENCE_EXC = ("ChildFailedError", "DistBackendError", "SignalException", "KeyboardInterrupt", "SystemExit")
 _TRACEBACK = "Traceback (most recent call last):"
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure))(?::\s?(.*))?$")
-_NCCL_ERROR_IN = re.compile(r"NCCL error in: \S+, (unhandled system error|remote process exited or there was a network error|"
-                            r"internal error|unhandled cuda error|invalid usage)[^\n]*")
+_NCCL_ERROR_IN = re.compile(r"(unhandled system error|remote process exited or there was a network error|"
+                            r"internal error - please report this issue to the NCCL developers|unhandled cuda error|"
+                            r"ncclSystemError|ncclRemoteError|ncclInternalError|ncclUnhandledCudaError)")
+_NCCL_ERROR_NAME = {"ncclSystemError": "unhandled system error",
+                    "ncclRemoteError": "remote process exited or there was a network error",
+                    "ncclInternalError": "internal error - please report this issue to the NCCL developers",
+                    "ncclUnhandledCudaError": "unhandled cuda error"}
 
 _FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d{1,6})(?![\d])", re.I)
 
@@ -217,8 +232,11 @@ def _since_value(since):
         if isinstance(since, datetime):
             return since.replace(tzinfo=None)
         if isinstance(since, (int, float)):
-            return datetime.utcfromtimestamp(float(since))
+            return datetime.fromtimestamp(float(since), timezone.utc).replace(tzinfo=None)
         m = _ISO_TS.search(str(since))
+        if m:
+            return datetime(*[int(x) for x in m.groups()])
+        m = re.match(r"\s*(\d{4})-(\d{2})-(\d{2})\s*$", str(since))
         if m:
             return datetime(*[int(x) for x in m.groups()])
     except (ValueError, OverflowError, OSError, TypeError):
@@ -226,15 +244,20 @@ def _since_value(since):
     return None
 
 
-def _line_time(line, year):
+def _line_time(line, year, since_dt=None):
     m = _ISO_TS.search(line[:64])
     try:
         if m:
             return datetime(*[int(x) for x in m.groups()])
         m = _GLOG.match(line)
         if m and year:
-            return datetime(year, int(m.group(2)), int(m.group(3)), int(m.group(4)),
-                            int(m.group(5)), int(m.group(6)))
+            t = datetime(year, int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                         int(m.group(5)), int(m.group(6)))
+            if since_dt is not None and (since_dt - t).days > 180:
+                t = t.replace(year=year + 1)          # a job that started in December, log in January
+            elif since_dt is not None and (t - since_dt).days > 180:
+                t = t.replace(year=year - 1)          # since in January, line from December
+            return t
     except ValueError:
         return None
     return None
@@ -267,8 +290,10 @@ class _State(object):
     def __init__(self):
         self.comm = []             # dicts from NCCL comm lines
         self.rank_host = {}        # rank -> host from [rankN]: + NCCL prefix / srun
-        self.rank_host_weak = {}   # rank -> host from srun error lines
-        self.pid_rank = {}         # (host, pid) -> rank (only from prefixed lines)
+        self.rank_host_weak = {}   # rank -> host from srun error lines / torchrun failure summary
+        self.local_rank_weak = {}
+        self.pid_rank = {}         # (host, pid) -> rank (prefixed lines, then world communicator lines)
+        self.pid_rank_weak = {}    # (host, pid) -> rank from the file name
         self.ranks_seen = set()
         self.world_hints = []
         self.ip_host = {}
@@ -304,18 +329,17 @@ def _parse_file(name, text, st, since_dt):
     iterator = _physical_lines(text)
 
     tb_rank = None
+    elastic_host = None
     in_tb = False
     fr_cur = {}
     fr_file_rank = None
     last_fr_missing_ctx = None
     tq_last_n = None
     tq_resets = 0
-    prev_raw = None
     pending_ib = None
 
     for lineno, raw in iterator:
         if not raw:
-            prev_raw = raw
             continue
         src = "%s:%d" % (name, lineno)
         line = raw
@@ -333,9 +357,8 @@ def _parse_file(name, text, st, since_dt):
             if m:
                 line = line[m.end():]
         if since_dt is not None:
-            t = _line_time(line, year)
+            t = _line_time(line, year, since_dt)
             if t is not None and t < since_dt:
-                prev_raw = raw
                 continue
         m = _GLOG.match(line) or _GLOG_OLD.match(line)
         if m:
@@ -370,7 +393,8 @@ def _parse_file(name, text, st, since_dt):
                 if "%|" not in seg:
                     continue
                 for mt in _TQDM.finditer(seg):
-                    label = (mt.group("label") or "").strip()
+                    ml = _TQDM_LABEL.search(seg[max(0, mt.start() - 220):mt.start()])
+                    label = ml.group(1).strip() if ml else ""
                     if label and _NON_TRAIN_LABEL.search(label):
                         continue
                     n = _to_unit(mt.group("n"), mt.group("nu"))
@@ -378,7 +402,9 @@ def _parse_file(name, text, st, since_dt):
                     if n is None or not tot:
                         continue
                     ep = tot_ep = None
-                    me = _EPOCH_LABEL.search(label)
+                    me = None
+                    for me in _EPOCH_LABEL.finditer(label):
+                        pass
                     if me:
                         ep = int(me.group(1))
                         tot_ep = int(me.group(2)) if me.group(2) else None
@@ -393,6 +419,8 @@ def _parse_file(name, text, st, since_dt):
                             rate = (1.0 / r) if r > 0 else None
                         else:
                             rate = r
+                    if len(st.progress) >= _CAP:
+                        _compact_progress(st)
                     st.progress.append({
                         "file": name, "epoch": ep, "epochs_total": tot_ep, "labelled": me is not None,
                         "reset_index": tq_resets, "n": n, "total": tot,
@@ -401,7 +429,6 @@ def _parse_file(name, text, st, since_dt):
             tail = line.rsplit("\r", 1)[-1]
             if "NCCL" not in tail and "Error" not in tail and "rror:" not in tail and "Rank" not in tail \
                     and "Killed" not in tail:
-                prev_raw = raw
                 continue
 
         if "'epoch'" in line or '"epoch"' in line:
@@ -423,17 +450,17 @@ def _parse_file(name, text, st, since_dt):
                 if prefixed:
                     st.pid_rank[(host, pid)] = rank
                     st.rank_host.setdefault(rank, host)
+                elif rank is not None:                    # per-rank file: weaker than a line prefix
+                    st.pid_rank_weak.setdefault((host, pid), rank)
+                    st.rank_host_weak.setdefault(rank, host)
             else:
                 mb = _NCCL_BARE.search(line)
                 if mb:
                     body = line[mb.end():]
             if body is not None:
-                _nccl_body(body, raw, src, rank, prefixed, host, pid, dev, st)
-                if "Got completion from peer" in body:
-                    ev = st.events[-1] if st.events and st.events[-1].get("src") == src else None
-                    if ev is not None and ev.get("vendor_err") is None:
-                        pending_ib = ev
-                prev_raw = raw
+                ev = _nccl_body(body, raw, src, rank, prefixed, host, pid, dev, st)
+                if ev is not None and ev.get("vendor_err") is None:
+                    pending_ib = ev
                 continue
             mv = _NCCL_VERSION.search(line)
             if mv:
@@ -441,9 +468,9 @@ def _parse_file(name, text, st, since_dt):
 
         # ---------------- IB completion without NCCL prefix ("Last error:" block)
         if "Got completion from peer" in line:
-            _ib_completion(line, raw, src, rank, None, None, None, st)
-            if st.events and st.events[-1].get("vendor_err") is None:
-                pending_ib = st.events[-1]
+            ev = _ib_completion(line, raw, src, rank, None, None, None, st)
+            if ev is not None and ev.get("vendor_err") is None:
+                pending_ib = ev
 
         # ---------------- PyTorch ProcessGroupNCCL
         if "Watchdog caught collective operation timeout" in line:
@@ -452,7 +479,7 @@ def _parse_file(name, text, st, since_dt):
             ms, mo = _SEQ.search(line), _OPTYPE.search(line)
             mn, mtm, mrf = _NUMEL_IN.search(line), _TIMEOUT_MS.search(line), _RAN_FOR.search(line)
             mpg = _PG_ID.search(line)
-            st.timeouts.append({
+            _add(st.timeouts, {
                 "rank": r, "seq": int(ms.group(1)) if ms else None,
                 "op": mo.group(1) if mo else None,
                 "numel_in": int(mn.group(1)) if mn else None,
@@ -536,25 +563,25 @@ def _parse_file(name, text, st, since_dt):
                     ev = {"kind": kind, "rank": rank, "src": src, "evidence": raw}
                     if kind == "dataloader_worker_killed":
                         ev["signal"] = m.group(1).strip()
-                    st.events.append(ev)
+                    _add(st.events, ev)
                     break
         elif "bus error encountered in worker" in line:
-            st.events.append({"kind": "dataloader_shm_bus_error", "rank": rank, "src": src, "evidence": raw})
+            _add(st.events, {"kind": "dataloader_shm_bus_error", "rank": rank, "src": src, "evidence": raw})
         if "out of memory" in line.lower():
             m = _CUDA_OOM.search(line)
             if m:
-                st.events.append({"kind": "cuda_oom", "rank": rank, "src": src, "evidence": raw,
+                _add(st.events, {"kind": "cuda_oom", "rank": rank, "src": src, "evidence": raw,
                                   "alloc": m.group(1)})
         if "CUDA" in line or "cuda" in line or "GPU" in line or "NVLink" in line:
             m = _CUDA_ERR.search(line)
             if m:
-                st.events.append({"kind": "cuda_error", "what": m.group(1), "rank": rank, "src": src,
+                _add(st.events, {"kind": "cuda_error", "what": m.group(1), "rank": rank, "src": src,
                                   "evidence": raw, "host": host, "pid": pid})
         ml = line.lower()
-        if "oom" in ml or "out of memory" in ml:
+        if ("oom" in ml or "out of memory" in ml) and not line.startswith("srun: error:"):
             m = _HOST_OOM.search(line)
             if m:
-                st.events.append({"kind": "host_oom", "rank": rank, "src": src, "evidence": raw})
+                _add(st.events, {"kind": "host_oom", "rank": rank, "src": src, "evidence": raw})
         if line.startswith("srun: error:"):
             m = _SRUN_ERR.search(line)
             if m:
@@ -562,11 +589,28 @@ def _parse_file(name, text, st, since_dt):
                 for t in tasks:
                     st.rank_host_weak.setdefault(t, m.group(1))
                     st.ranks_seen.add(t)
-        if "NCCL error in:" in line:
+                if "Out Of Memory" in m.group(3) and len(tasks) == 1:
+                    _add(st.events, {"kind": "host_oom", "rank": tasks[0], "host": m.group(1), "src": src,
+                                     "evidence": raw})
+        elif ": " in line and (line.lstrip().startswith("host") or line.lstrip().startswith("rank")):
+            m = _ELASTIC_HOST.match(line)
+            if m:
+                elastic_host = m.group(1)
+            else:
+                m = _ELASTIC_RANK.match(line)
+                if m and elastic_host:
+                    r = int(m.group(1))
+                    st.rank_host_weak.setdefault(r, elastic_host)
+                    st.local_rank_weak.setdefault(r, int(m.group(2)))
+                    elastic_host = None
+        if "NCCL error" in line or "nccl" in line:
             m = _NCCL_ERROR_IN.search(line)
             if m:
-                st.events.append({"kind": "nccl_error", "what": m.group(1), "rank": rank, "src": src,
-                                  "evidence": raw})
+                what = _NCCL_ERROR_NAME.get(m.group(1), m.group(1))
+                if not any(e["kind"] == "nccl_error" and e["rank"] == rank and e["what"] == what
+                           for e in st.events[-8:]):
+                    _add(st.events, {"kind": "nccl_error", "what": what, "rank": rank, "src": src,
+                                     "evidence": raw})
         if "orld" in line or "barrier" in line:
             for m in _WORLD.finditer(line):
                 st.world_hints.append(int(m.group(1)))
@@ -581,17 +625,36 @@ def _parse_file(name, text, st, since_dt):
         elif in_tb and line and not line[0].isspace():
             m = _EXC_LINE.match(line.strip())
             if m:
-                st.events.append({"kind": "python_exception", "exc": m.group(1), "msg": m.group(2) or "",
+                _add(st.events, {"kind": "python_exception", "exc": m.group(1), "msg": m.group(2) or "",
                                   "rank": tb_rank if tb_rank is not None else rank,
                                   "src": src, "evidence": raw})
                 in_tb = False
-            elif not (line.startswith("During handling") or line.startswith("The above exception")):
-                if not line.startswith("Traceback"):
-                    pass
-        prev_raw = raw
 
     if fr_cur:
         _fr_flush(fr_cur, fr_file_rank if fr_file_rank is not None else file_rank, st)
+
+
+_CAP = 50000
+
+
+def _add(lst, item):
+    """Bounded append: a pathological log cannot grow memory without limit (first ones win)."""
+    if len(lst) < _CAP:
+        lst.append(item)
+
+
+def _compact_progress(st):
+    """Keep at most 64 evenly spaced observations per bar (plus its last) once there are too many."""
+    groups = OrderedDict()
+    for p in st.progress:
+        groups.setdefault((p["file"], p["labelled"], p["epoch"], p["reset_index"]), []).append(p)
+    out = []
+    for obs in groups.values():
+        if len(obs) > 64:
+            step = len(obs) / 63.0
+            obs = [obs[int(i * step)] for i in range(63)] + [obs[-1]]
+        out.extend(obs)
+    st.progress = out
 
 
 def _task_list(spec):
@@ -624,7 +687,7 @@ def _nccl_body(body, raw, src, rank, prefixed, host, pid, dev, st):
         rec = {"comm": m.group(1), "rank": int(m.group(2)), "nranks": int(m.group(3)),
                "host": host, "pid": pid, "dev": dev,
                "local_rank": int(m.group(6)) if m.group(6) else None, "pci": None,
-               "line_rank": rank if prefixed else None}
+               "line_rank": rank}
         mb = _BUSID.search(body)
         if mb:
             rec["pci"] = _busid_to_pci(mb.group(1))
@@ -683,26 +746,29 @@ def _nccl_body(body, raw, src, rank, prefixed, host, pid, dev, st):
             st.ib_nodev = (src, raw)
         return
     if "Got completion from peer" in body:
-        _ib_completion(body, raw, src, rank if prefixed else None, host, pid, dev, st)
-        return
+        return _ib_completion(body, raw, src, rank, host, pid, dev, st)
     m = _CONN_ERR.search(body)
     if m:
         mp = _PEER_ADDR.search(body)
-        st.events.append({"kind": "nccl_peer_connection", "what": m.group(1),
+        _add(st.events, {"kind": "nccl_peer_connection", "what": m.group(1),
                           "peer": mp.group(1).strip("[]") if mp else None,
-                          "rank": rank if prefixed else None, "host": host, "pid": pid,
+                          "rank": rank, "host": host, "pid": pid,
                           "src": src, "evidence": raw})
         return
+    if "out of memory" in body and "Cuda failure" in body:
+        _add(st.events, {"kind": "cuda_oom", "rank": rank, "host": host, "pid": pid, "src": src,
+                         "evidence": raw, "alloc": None})
+        return None
     m = _CUDA_ERR.search(body)
     if m:
-        st.events.append({"kind": "cuda_error", "what": m.group(1), "rank": rank if prefixed else None,
+        _add(st.events, {"kind": "cuda_error", "what": m.group(1), "rank": rank,
                           "host": host, "pid": pid, "src": src, "evidence": raw})
 
 
 def _ib_completion(body, raw, src, rank, host, pid, dev, st):
     m = _IB_COMPLETION.search(body)
     if not m:
-        return
+        return None
     status = int(m.group("st") or m.group("st2"))
     ev = {"kind": "ib_completion_error", "peer": m.group("peer"), "status": status,
           "status_name": IBV_WC_STATUS.get(status, ("IBV_WC_%d" % status, "unknown status"))[0],
@@ -722,7 +788,8 @@ def _ib_completion(body, raw, src, rank, host, pid, dev, st):
     mh = _IB_HCA.search(rest)
     if mh:
         ev["hca"] = mh.group(1)
-    st.events.append(ev)
+    _add(st.events, ev)
+    return ev
 
 
 # ---------------------------------------------------------------------------- analysis
@@ -748,6 +815,8 @@ def _world_and_map(st):
             ent["gpu_pci"] = c["pci"]
         if c["local_rank"] is not None:
             ent["local_rank"] = c["local_rank"]
+    for k, v in st.pid_rank_weak.items():
+        st.pid_rank.setdefault(k, v)
     # sub-communicator lines still give pci/local rank for a process whose global rank we know
     for c in st.comm:
         if c["host"] is None or c["pid"] is None:
@@ -769,6 +838,9 @@ def _world_and_map(st):
             ent = rank_map.setdefault(r, {"host": None, "gpu_pci": None, "local_rank": None})
             if not ent["host"]:
                 ent["host"] = h
+    for r, lr in st.local_rank_weak.items():
+        if r in rank_map and rank_map[r]["local_rank"] is None:
+            rank_map[r]["local_rank"] = lr
     if world is not None:
         rank_map = {r: v for r, v in rank_map.items() if 0 <= r < world}
     return world, OrderedDict(sorted(rank_map.items()))
@@ -795,7 +867,7 @@ def _collective(st):
         counts = Counter((t["seq"], t["op"]) for t in st.timeouts)
     if not counts:
         return None, [], [], {}
-    (seq, op), _n = max(counts.items(), key=lambda kv: (kv[1], -(kv[0][0] or 0)))
+    (seq, op), _n = max(counts.items(), key=lambda kv: (kv[1], kv[0][0] is not None, -(kv[0][0] or 0)))
     at_target = sorted(r for r, v in per_rank_min.items() if v[1]["seq"] == seq)
     behind = sorted(r for r, v in per_rank_min.items()
                     if seq is not None and v[1]["seq"] is not None and v[1]["seq"] < seq)
@@ -839,8 +911,14 @@ def _culprits(st, world, collective, timed_out, behind):
                         and t["rank"] not in timed_out:
                     ahead.add(t["rank"])
         missing = known - set(timed_out) - ahead
-        cand = sorted(missing | set(behind))
-        if cand and len(timed_out) >= max(1, len(known) // 2) and len(cand) < len(timed_out):
+        cand = missing | set(behind)
+        # a rank we have log lines from (its own file, its prefix) and that stayed silent beats a rank
+        # whose log we simply do not have
+        seen = cand & st.ranks_seen
+        if seen and len(seen) < len(cand):
+            cand = seen
+        cand = sorted(cand)
+        if cand and len(timed_out) >= max(1, len(known) // 2) and len(cand) <= len(timed_out):
             return cand, "watchdog_missing_rank"
     # 4. lowest last-completed work
     if len(st.last_work) >= 2:
@@ -1084,6 +1162,8 @@ def parse_job_logs(files, since=None):
     """Parse the job's logs. ``files``: {name: text}. Returns (job, findings)."""
     st = _State()
     since_dt = _since_value(since)
+    st.since_dt = since_dt
+    st.year = since_dt.year if since_dt is not None else datetime.utcnow().year
     if isinstance(files, dict):
         items = list(files.items())
     elif isinstance(files, (list, tuple)):
@@ -1105,10 +1185,40 @@ def parse_job_logs(files, since=None):
         return _empty_job(), []
 
 
+_RANK_PREFIX = re.compile(r"^\s*\[(?:rank|Rank )?\d+\]:\s*|^\s*\d+:\s+")
+
+
+def _timeline(st):
+    """Timed job events for the incident timeline: when the hang began (first watchdog fire
+    minus its timeout) and when the watchdog fired. Times are naive UTC ISO strings."""
+    timed = []
+    for t in st.timeouts:
+        when = _line_time(_RANK_PREFIX.sub("", t.get("evidence") or ""), getattr(st, "year", None),
+                          getattr(st, "since_dt", None))
+        if when is not None:
+            timed.append((when, t))
+    if not timed:
+        return []
+    timed.sort(key=lambda x: x[0])
+    when, first = timed[0]
+    ranks = sorted(set(t["rank"] for _w, t in timed if t.get("rank") is not None))
+    what = "%s SeqNum %s" % (first.get("op") or "collective", first.get("seq"))
+    events = []
+    if first.get("timeout_ms"):
+        began = when - timedelta(milliseconds=first.get("ran_ms") or first["timeout_ms"])
+        events.append({"time": began.isoformat(), "kind": "collective_started",
+                       "text": "%s began; it never completed (watchdog fired %d s later)"
+                               % (what, (first.get("ran_ms") or first["timeout_ms"]) // 1000)})
+    events.append({"time": when.isoformat(), "kind": "watchdog_timeout",
+                   "text": "watchdog fired: %d rank(s) timed out in %s" % (len(ranks), what),
+                   "evidence": first.get("evidence")})
+    return events
+
+
 def _empty_job():
     return {"timed_out_ranks": [], "culprit_ranks": [], "culprit_hosts": [], "collective": None,
             "failed_at": None, "rank_map": {}, "world_size": None,
-            "iteration_rate": {"by_epoch": {}, "trend": "unknown"}, "phase": "unknown",
+            "iteration_rate": {"by_epoch": {}, "trend": "unknown"}, "phase": "unknown", "events": [],
             "culprit_evidence": None,
             "nccl": {"transport": "unknown", "ib_devices": [], "errors": []}}
 
@@ -1124,8 +1234,7 @@ def _analyse(st):
     if collective is None and st.desync_timeout:
         c = Counter((op, seq) for _r, op, seq, _s in st.desync_timeout).most_common(1)[0][0]
         collective = {"op": c[0], "seq": c[1]}
-    timed_out = sorted(set(at_target) | set(behind)) if at_target or behind else \
-        sorted(set(t["rank"] for t in st.timeouts if t["rank"] is not None))
+    timed_out = sorted(set(t["rank"] for t in st.timeouts if t["rank"] is not None))
     if not timed_out and st.desync_timeout:
         timed_out = sorted(set(r for r, _o, _s, _src in st.desync_timeout))
 
@@ -1137,16 +1246,13 @@ def _analyse(st):
     # network side: who is the peer everyone complains about?
     nccl_errors = []
     ib_peer_reporters = {}
+    keys = ("kind", "rank", "host", "peer", "status", "status_name", "status_text", "vendor_err", "hca",
+            "direction", "what", "src")
     for ev in st.events:
-        if ev["kind"] in ("ib_completion_error", "nccl_peer_connection"):
-            nccl_errors.append({k: ev.get(k) for k in ("kind", "rank", "host", "peer", "status", "status_name",
-                                                         "status_text", "vendor_err", "hca", "direction",
-                                                         "what", "src")})
-            if ev.get("peer"):
+        if ev["kind"] in ("ib_completion_error", "nccl_peer_connection", "nccl_error"):
+            nccl_errors.append({k: ev.get(k) for k in keys})
+            if ev.get("peer") and ev["kind"] != "nccl_error":
                 ib_peer_reporters.setdefault(ev["peer"], set()).add(ev.get("host") or ev.get("rank"))
-        elif ev["kind"] == "nccl_error":
-            nccl_errors.append({"kind": "nccl_error", "rank": ev.get("rank"), "host": ev.get("host"),
-                                "what": ev.get("what"), "src": ev["src"]})
 
     culprit_hosts = []
     for r in culprits:
@@ -1154,6 +1260,17 @@ def _analyse(st):
         if h and h not in culprit_hosts:
             culprit_hosts.append(h)
     net_events = [e for e in st.events if e["kind"] in ("ib_completion_error", "nccl_peer_connection")]
+    shared_peers = [p for p, rep in ib_peer_reporters.items() if len(rep) > 1]
+    if shared_peers and how in (None, "first_error"):
+        # several hosts complain about the same IB peer: that peer is the suspect, not the first reporter
+        culprit_hosts = []
+        culprits = []
+        for p in shared_peers:
+            h = st.ip_host.get(p, p)
+            if h not in culprit_hosts:
+                culprit_hosts.append(h)
+            culprits.extend(r for r, ent in rank_map.items() if ent.get("host") == h)
+        culprits, how = sorted(set(culprits)), "ib_peer"
     if net_events and not culprit_hosts:
         # a refused/closed peer is itself the suspect; an IB peer named by >1 reporter is the suspect,
         # otherwise both ends of the broken link are
@@ -1189,6 +1306,7 @@ def _analyse(st):
         "world_size": world,
         "iteration_rate": {"by_epoch": dict(rates), "trend": trend},
         "phase": phase,
+        "events": _timeline(st),
         "nccl": {"transport": transport, "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
                  "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},
     }
@@ -1204,7 +1322,8 @@ def _analyse(st):
         if ev["kind"] != "python_exception":
             classified_srcs.add(ev["src"])
     findings = [f for f in findings if not (f["kind"] == "python_exception" and (
-        f["source"] in classified_srcs or "NCCL" in f["evidence"] or "DistBackendError" in f["evidence"]
+        f["source"] in classified_srcs or "NCCL" in f["evidence"]
+        or any(x in f["evidence"] for x in _CONSEQUENCE_EXC) or "DistBackendError" in f["evidence"]
         or "DataLoader" in f["evidence"] or "out of memory" in f["evidence"].lower()
         or "CUDA error" in f["evidence"]))]
 

@@ -4,6 +4,8 @@ Reads dmesg (raw seconds, -T, --time-format iso, --decode), journalctl -k (short
 short-iso) and /var/log/kern.log (BSD and RFC 3339 syslog), mixed in one file.
 ``KernelLogScanner`` streams (lines or arbitrary chunks, str or bytes) in memory bounded
 by the distinct keys seen; ``parse_kernel_log`` is the one-shot wrapper.
+Times without a zone (dmesg -T, BSD syslog) are taken as UTC; BSD syslog has no year, so
+``year`` (default: the year of ``since``, else this year) supplies it.  Lines split on '\n'.
 """
 
 import re
@@ -20,7 +22,9 @@ _SAMPLE_LINES = 20      # leading lines sampled to name the format
 
 # Substrings every interesting line contains.  The scanner only regex-parses lines that
 # hold one of them, so benign lines cost a C-level substring search and nothing else.
-NEEDLES = ("NVRM", "mlx5", "AER:", "of memory: Kill", "oom-kill", "blocked for more than")
+# Each needle is one pass over the data (~2-3 GB/s), so keep the list short: an OOM kill
+# always logs '[Oo]ut of memory: Kill(ed) process' next to its 'oom-kill:' summary.
+NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than")
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -47,7 +51,6 @@ _GPU_UUID_RE = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<pci>" + _PCI + r"): (?P<uu
 _NVRM_PCI_RE = re.compile(r"NVRM: (?:GPU |Xid \()?(?:at )?(?:PCI:)?(?P<pci>" + _PCI + r")")
 _MLX_RE = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
                      r"(?: (?P<dev>[^\s:]+))?: (?P<msg>.*)")
-_MLX_IB_RE = re.compile(r"mlx5_ib[^:]*: (?P<dev>mlx5_\d+)[: ]")
 _PORT_RE = re.compile(r"\bport:? ?(\d{1,2})\b", re.I)
 _LINK_DOWN_RE = re.compile(r"\blink (?:is )?down\b", re.I)
 _LINK_UP_RE = re.compile(r"\blink (?:is )?(?:up|active)\b", re.I)
@@ -55,7 +58,6 @@ _AER_RE = re.compile(r"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non
                      r"(?: message)? received(?: from)?:? *(?P<src>" + _PCI + r")?")
 _AER_SEV_RE = re.compile(r"severity=(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\))")
 _OOM_RE = re.compile(r"of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
-_OOMK_RE = re.compile(r"oom-kill:.*?task=(?P<comm>[^,]*),pid=(?P<pid>\d+)")
 _HUNG_RE = re.compile(r"task (?P<comm>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds")
 _DRIVER_TASK_RE = re.compile(r"^(?:nv|nvidia|UVM|mlx5|ib_|rdma|kworker)", re.I)
 
@@ -75,7 +77,8 @@ def _ts_from_match(m, year):
             dt = datetime(int(d[0:4]), int(d[5:7]), int(d[8:10]), int(d[11:13]), int(d[14:16]), int(d[17:19]),
                           int((g["frac"] or "0")[:6].ljust(6, "0")), tzinfo=_tz(g["tz"]))
             if g["host"]:
-                fmt = "journalctl_short_iso" if g["tz"] and ":" not in g["tz"] and not g["frac"] else "syslog_rfc3339"
+                # journald writes '+0000', rsyslog's RFC 3339 '+00:00'
+                fmt = "journalctl_short_iso" if g["tz"] and ":" not in g["tz"] else "syslog_rfc3339"
             else:
                 fmt = "dmesg_iso"
             return dt.astimezone(UTC), None, fmt, g["host"]
@@ -125,7 +128,10 @@ class KernelLogScanner:
             self.since = parse_since(since)
         except (ValueError, TypeError, OverflowError) as exc:
             self.since, self.since_error = None, str(exc)
-        self.year = int(year) if year else (self.since.year if self.since else datetime.now(UTC).year)
+        try:
+            self.year = int(year)
+        except (TypeError, ValueError):
+            self.year = self.since.year if self.since else datetime.now(UTC).year
         self.max_events = max_events
         self.lines = 0
         self._pending = None        # head of a line split across chunks
@@ -141,7 +147,7 @@ class KernelLogScanner:
         self._aer = {}              # (class, pci) -> record
         self._aer_header = None     # (line, source pci) of the last AER header line
         self._oom = {}              # comm -> record
-        self._oom_pids = set()
+        self._oom_last = None       # (pid, line) of the last OOM kill line
         self._hung = {}             # comm -> record
         self._events = []
         self.dropped_events = 0
@@ -155,7 +161,7 @@ class KernelLogScanner:
         self.lines += 1
         if self.lines <= _SAMPLE_LINES:
             self._sample(line)
-        if isinstance(line, bytes):
+        if not isinstance(line, str):
             for n in _NEEDLES_B:
                 if n in line:
                     self._handle(self.lines, line)
@@ -170,52 +176,47 @@ class KernelLogScanner:
         """Any block of the log (str or bytes); lines may span chunks."""
         if not data:
             return
-        if isinstance(data, (bytearray, memoryview)):
-            data = bytes(data)
-        nl = b"\n" if isinstance(data, bytes) else "\n"
+        if isinstance(data, memoryview):
+            data = data.tobytes()
+        nl = "\n" if isinstance(data, str) else b"\n"  # bytearray welcome: readinto() callers
         start = 0
         if self._pending is not None:
-            if type(self._pending) is not type(data):
+            if isinstance(self._pending, str) is not isinstance(data, str):
                 self._pending = _same_type(self._pending, data)
             i = data.find(nl)
             if i < 0:
                 if len(self._pending) < MAX_LINE:
-                    self._pending += data[:MAX_LINE - len(self._pending)]
+                    self._pending += bytes(data[:MAX_LINE - len(self._pending)]) if nl == b"\n" else \
+                        data[:MAX_LINE - len(self._pending)]
                 return
-            head = self._pending + data[:min(i, MAX_LINE)]
+            head = self._pending + bytes(data[:min(i, MAX_LINE)]) if nl == b"\n" else \
+                self._pending + data[:min(i, MAX_LINE)]
             self._pending = None
             self.feed(head[:MAX_LINE])
             start = i + 1
         cut = data.rfind(nl, start)
+        # the caller may reuse its buffer: keep copies (bytes), never views
         if cut < 0:
-            self._pending = data[start:start + MAX_LINE]
+            self._pending = _own(data[start:start + MAX_LINE])
             return
         if cut + 1 < len(data):
-            self._pending = data[cut + 1:cut + 1 + MAX_LINE]
+            self._pending = _own(data[cut + 1:cut + 1 + MAX_LINE])
         self._scan_block(data, start, cut + 1, nl)
 
     def _scan_block(self, block, start, end, nl):
-        """Lines of block[start:end] (each ends with nl): substring search, then parse only the hits."""
+        self.feed_prefiltered(*prefilter(block, start, end))
+
+    def feed_prefiltered(self, nlines, hits, head=()):
+        """Merge one ``prefilter()`` result; blocks must come in file order.
+
+        Lets a caller run ``prefilter`` on several cores (it is pure) and keep one scanner.
+        """
         base = self.lines
-        if base < _SAMPLE_LINES:
-            k = _SAMPLE_LINES - base
-            for ln in block[start:min(end, start + 64 * 1024)].split(nl, k)[:k]:
-                self._sample(ln)
-        spans = set()
-        for search in (_FINDERS_B if isinstance(block, bytes) else _FINDERS_S):
-            pos = search(block, start, end)
-            while pos >= 0:
-                s = block.rfind(nl, start, pos) + 1 or start
-                e = block.find(nl, pos, end)
-                spans.add((s, e))
-                pos = search(block, e + 1, end)
-        if spans:
-            lineno, prev = base, start
-            for s, e in sorted(spans):
-                lineno += block.count(nl, prev, s)
-                prev = s
-                self._handle(lineno + 1, block[s:min(e, s + MAX_LINE)])
-        self.lines = base + block.count(nl, start, end)
+        for ln in head[:max(0, _SAMPLE_LINES - base)]:
+            self._sample(ln)
+        for idx, line in hits:
+            self._handle(base + idx + 1, line)
+        self.lines = base + nlines
 
     def close(self):
         """Flush a last line that had no newline."""
@@ -225,7 +226,7 @@ class KernelLogScanner:
                 self.feed(head)
 
     def _sample(self, line):
-        if isinstance(line, bytes):
+        if not isinstance(line, str):
             line = line[:512].decode("utf-8", "replace")
         line = _clean(line[:512])
         if not line.strip():
@@ -241,7 +242,7 @@ class KernelLogScanner:
 
     # -- parsing of a hit line ----------------------------------------------------------
     def _handle(self, lineno, raw):
-        if isinstance(raw, bytes):
+        if not isinstance(raw, str):
             raw = raw.decode("utf-8", "replace")
         line = _clean(raw)
         m = _TS_RE.match(line)
@@ -259,12 +260,16 @@ class KernelLogScanner:
             self._nvrm(ctx)
         elif "mlx5" in line:
             self._mlx5(ctx)
-        elif "AER:" in line:
+        if "AER:" in line:  # also 'mlx5_core <pci>: AER: ...' from the HCA itself
             self._pcie_aer(ctx)
-        elif "of memory: Kill" in line or "oom-kill" in line:
+        elif "of memory: Kill" in line:
             self._oom_line(ctx)
         elif "blocked for more than" in line:
             self._hung_line(ctx)
+
+    def _gpu(self, pci):
+        if len(self._gpu_pcis) < MAX_KEYS:
+            self._gpu_pcis.add(pci)
 
     def _in_window(self, ctx):
         """False (and counted) when the event is before ``since``."""
@@ -318,7 +323,7 @@ class KernelLogScanner:
                 return
             code = int(m.group("code"))
             pci = normalize_pci(m.group("pci"))
-            self._gpu_pcis.add(pci)
+            self._gpu(pci)
             r = _XID_REST_RE.match(m.group("rest")) or _XID_REST_RE.match("")
             pid = (r.group("pid") or "").strip("'")
             name = (r.group("name") or "").strip()
@@ -345,7 +350,7 @@ class KernelLogScanner:
         m = _GPU_UUID_RE.search(line)
         if m:
             pci = normalize_pci(m.group("pci"))
-            self._gpu_pcis.add(pci)
+            self._gpu(pci)
             if len(self._uuids) < MAX_KEYS:
                 self._uuids.setdefault(pci, m.group("uuid"))
             return
@@ -361,7 +366,7 @@ class KernelLogScanner:
         pm = _NVRM_PCI_RE.search(line)
         pci = normalize_pci(pm.group("pci")) if pm else None
         if pci:
-            self._gpu_pcis.add(pci)
+            self._gpu(pci)
         self._bump(self._gpu_events, (kind, pci), ctx, kind=kind, pci=pci)
         self._event(ctx, kind)
 
@@ -369,10 +374,6 @@ class KernelLogScanner:
         line = ctx[1]
         m = _MLX_RE.search(line)
         if not m:
-            m2 = _MLX_IB_RE.search(line)
-            if m2 and ("async event" in line.lower()):
-                if self._in_window(ctx):
-                    self._event(ctx, "ib_async_event")
             return
         pci = normalize_pci(m.group("pci"))
         dev = m.group("dev")
@@ -477,15 +478,14 @@ class KernelLogScanner:
 
     def _oom_line(self, ctx):
         line = ctx[1]
-        m = _OOM_RE.search(line) or _OOMK_RE.search(line)
+        m = _OOM_RE.search(line)
         if not m or not self._in_window(ctx):
             return
         pid = int(m.group("pid"))
-        if pid in self._oom_pids:      # 'oom-kill:' and 'Killed process' name one kill
-            return
-        if len(self._oom_pids) >= MAX_KEYS:
-            self._oom_pids.clear()
-        self._oom_pids.add(pid)
+        last = self._oom_last
+        self._oom_last = (pid, ctx[0])
+        if last and last[0] == pid and ctx[0] - last[1] <= 10:
+            return  # the same kill reported twice (global + memcg) a few lines apart
         comm = m.group("comm").strip() or "?"
         rec = self._bump(self._oom, comm, ctx, comm=comm, pids=[])
         if rec is not None and len(rec["pids"]) < 16:
@@ -503,7 +503,7 @@ class KernelLogScanner:
 
     # -- output -------------------------------------------------------------------
     def result(self):
-        """-> (facts, findings). Safe to call more than once."""
+        """-> (facts, findings). Ends the stream (flushes an unterminated last line); repeatable."""
         self.close()
         src = self.source
         findings = []
@@ -727,6 +727,35 @@ class KernelLogScanner:
             evidence=r["evidence"], source=sref(r["line"]), gpu=gpu)
 
 
+def prefilter(block, start=0, end=None):
+    """Pure, cheap pass over complete lines block[start:end] (str or bytes, ending with a newline).
+
+    -> (number of lines, [(0-based line index, line) for lines holding a NEEDLE], first lines).
+    """
+    if end is None:
+        end = len(block)
+    text = isinstance(block, str)
+    nl = "\n" if text else b"\n"
+    spans = set()
+    for search in (_FINDERS_S if text else _FINDERS_B):
+        pos = search(block, start, end)
+        while pos >= 0:
+            s = block.rfind(nl, start, pos) + 1 or start
+            e = block.find(nl, pos, end)
+            if e < 0:
+                e = end
+            spans.add((s, e))
+            pos = search(block, e + 1, end)
+    hits = []
+    idx, prev = 0, start
+    for s, e in sorted(spans):  # counting between hits doubles as the line count: one pass
+        idx += block.count(nl, prev, s)
+        prev = s
+        hits.append((idx, _own(block[s:min(e, s + MAX_LINE)])))
+    head = [_own(x) for x in block[start:min(end, start + 16 * 1024)].split(nl, _SAMPLE_LINES)[:_SAMPLE_LINES]]
+    return idx + block.count(nl, prev, end), hits, head
+
+
 def _clean(line):
     if "\x1b" in line:
         line = strip_ansi(line)
@@ -736,9 +765,13 @@ def _clean(line):
 
 
 def _same_type(pending, data):
-    if isinstance(data, bytes):
-        return pending.encode("utf-8", "replace")
-    return pending.decode("utf-8", "replace")
+    if isinstance(data, str):
+        return pending.decode("utf-8", "replace")
+    return pending.encode("utf-8", "replace")
+
+
+def _own(b):
+    return bytes(b) if isinstance(b, bytearray) else b
 
 
 def _finder(needle):
@@ -763,5 +796,5 @@ def parse_kernel_log(text, source="kern.log", since=None, year=None):
     """Parse a whole kernel log (str or bytes) -> (facts, findings)."""
     sc = KernelLogScanner(source=source, since=since, year=year)
     if text:
-        sc.feed_chunk(text)
+        sc.feed_chunk(text if isinstance(text, (str, bytes, bytearray)) else str(text))
     return sc.result()

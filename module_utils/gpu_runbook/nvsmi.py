@@ -1,24 +1,36 @@
 """Parsers for nvidia-smi outputs: ``-q -x`` XML, ``-q`` text, the plain table (plus trailing
 warnings, ``nvlink --status`` and ``-L``), ``--query-gpu`` CSV and ``--query-compute-apps`` CSV.
 
-Every ``parse_*`` function is pure (text in, no I/O), never raises on garbage and returns
-``(facts, findings)``.  ``facts`` for the GPU parsers::
+``parse_nvidia_smi(text, source, expected_gpus=None, thresholds=None)`` detects the format; the
+GPU parsers (``parse_nvidia_smi_xml``, ``parse_nvidia_smi_q``, ``parse_nvidia_smi_table``,
+``parse_query_gpu_csv``) are pure (text in, no I/O), never raise on garbage and return
+``(facts, findings)``.  ``facts``::
 
     {"format": "xml" | "q" | "table" | "csv" | None, "driver_version": str | None,
      "cuda_version": str | None, "attached_gpus": int | None, "count": int,
      "gpus": [{"index", "pci", "uuid", "serial", "name", "minor_number", "ecc_mode",
                "ecc": {"volatile": {"correctable", "uncorrectable", "sram_correctable", ...},
-                       "aggregate": {...}, "sram_threshold_exceeded": bool | None},
+                       "aggregate": {...}, "sram_threshold_exceeded": bool | None, ...},
                "retired_pages": {"single_bit", "double_bit", "pending"},
                "remapped_rows": {"correctable", "uncorrectable", "pending", "failure"},
                "reset_required", "drain_and_reset_recommended", "recovery_action",
                "throttle": {"hw_slowdown", "hw_power_brake", "hw_thermal", "sw_thermal", ...},
-               "temperature_c", "mig_mode", "errors": [field names], "nvlink_inactive"}]}
+               "temperature_c", "mig_mode", "fabric_state", "fabric_status",
+               "errors": [field names reading Unknown Error / ERR! / GPU is lost],
+               "nvlink_inactive": [link numbers] | None}]}
 
 ``N/A`` / ``[Not Supported]`` read as None (never 0, never a finding).  The GPU ``index`` is the
 nvidia-smi index: explicit in the table, CSV and nvlink output; for ``-q``/XML it is the order in
-the file (nvidia-smi enumerates by PCI bus id).  ``Minor Number`` is the /dev/nvidiaN number, which
-is *not* the nvidia-smi index (see the RTX 4090 capture), so it is kept as ``minor_number``.
+the file (nvidia-smi enumerates by PCI bus id), rebuilt around GPUs it could not open, and None
+when the file holds fewer GPUs than 'Attached GPUs' for another reason (``-i N``, an excerpt).
+``Minor Number`` is the /dev/nvidiaN number, *not* the nvidia-smi index (the RTX 4090 capture
+shows them differ), so it is kept apart as ``minor_number``.
+
+``parse_compute_apps_csv(text, source)`` returns the process list the remediation ladder checks
+before a GPU reset (``parse_compute_apps_csv_findings`` also returns findings).
+
+Thresholds (``thresholds={...}`` overrides ``DEFAULT_THRESHOLDS``): aggregate uncorrectable SRAM
+ECC above 4 -> RMA, GPU temperature >= 85 C -> warning, 60 retired pages -> RMA.
 
 Standard library only, relative imports only, Python 3.9+ (runs inside Ansible payloads).
 """
@@ -56,6 +68,12 @@ _BENIGN_ERR_FIELDS = ("addressing mode", "addressing_mode", "gsp firmware versio
                       "latest duration", "latest_duration", "power smoothing", "power_smoothing",
                       "driver model", "current_dm", "pending_dm", "board part number", "board_part_number",
                       "fru part number", "gpu_fru_part_number", "c2c mode", "c2c_mode", "platform_info")
+
+# table columns whose ERR! points at the GPU itself (ERR! in Fan/Perf/Disp.A alone does not)
+_ERR_HW_FIELDS = ("Name", "Temp", "Pwr:Usage/Cap", "Volatile Uncorr. ECC", "Memory-Usage", "GPU-Util", "Bus-Id")
+
+# ECC-level Yes/No flags (Blackwell and later print these under ECC Errors)
+_ECC_FLAGS = ("channel_repair_pending", "tpc_repair_pending", "unrepairable_memory")
 
 _THROTTLE_SECTIONS = ("clocks throttle reasons", "clocks event reasons", "clocks_throttle_reasons",
                       "clocks_event_reasons")
@@ -145,14 +163,19 @@ def _new_gpu(pci=None, index=None):
         "remapped_rows": {"correctable": None, "uncorrectable": None, "pending": None, "failure": None},
         "reset_required": None, "drain_and_reset_recommended": None, "recovery_action": None,
         "throttle": {"hw_slowdown": None, "hw_power_brake": None, "hw_thermal": None, "sw_thermal": None},
-        "temperature_c": None, "mig_mode": None, "errors": [], "nvlink_inactive": None,
-        "_ev": {}, "_nlines": 0,
+        "temperature_c": None, "mig_mode": None, "fabric_state": None, "fabric_status": None,
+        "errors": [], "nvlink_inactive": None,
+        "_ev": {}, "_strong": set(), "_nlines": 0,
     }
 
 
-def _note(g, key, ln, ev):
-    if key not in g["_ev"]:
+def _note(g, key, ln, ev, strong=False):
+    """Remember where ``key`` was read: the first line, or the first one with a non-zero/Yes value."""
+    strong_keys = g.setdefault("_strong", set())
+    if key not in g["_ev"] or (strong and key not in strong_keys):
         g["_ev"][key] = (ln, ev)
+        if strong:
+            strong_keys.add(key)
 
 
 def _assign(g, key, raw, ln, ev, label):
@@ -170,7 +193,9 @@ def _assign(g, key, raw, ln, ev, label):
         return
     if key is None:
         return
-    if key in ("name", "serial", "uuid", "mig_mode", "ecc_mode", "recovery_action"):
+    val = None
+    if key in ("name", "serial", "uuid", "mig_mode", "ecc_mode", "recovery_action", "fabric_state",
+               "fabric_status"):
         g[key] = _to_str(raw)
     elif key == "pci":
         v = _to_str(raw)
@@ -183,29 +208,29 @@ def _assign(g, key, raw, ln, ev, label):
     elif key.startswith("ecc."):
         _, scope, sub = key.split(".", 2)
         if scope == "flag":
-            g["ecc"][sub] = _to_bool(raw)
+            g["ecc"][sub] = val = _to_bool(raw)
         else:
-            g["ecc"][scope][sub] = _to_int(raw)
+            g["ecc"][scope][sub] = val = _to_int(raw)
     elif key.startswith("retired."):
         sub = key.split(".", 1)[1]
         if sub == "pending":
-            b = _to_bool(raw)
+            val = _to_bool(raw)
             cur = g["retired_pages"]["pending"]
-            if b is not None:
-                g["retired_pages"]["pending"] = bool(cur) or b
+            if val is not None:
+                g["retired_pages"]["pending"] = bool(cur) or val
         else:
-            g["retired_pages"][sub] = _to_int(raw)
+            g["retired_pages"][sub] = val = _to_int(raw)
     elif key.startswith("remap."):
         sub = key.split(".", 1)[1]
         if sub in ("pending", "failure"):
-            g["remapped_rows"][sub] = _to_bool(raw)
+            g["remapped_rows"][sub] = val = _to_bool(raw)
         else:
-            g["remapped_rows"][sub] = _to_int(raw)
+            g["remapped_rows"][sub] = val = _to_int(raw)
     elif key.startswith("throttle."):
-        g["throttle"][key.split(".", 1)[1]] = _to_bool(raw)
+        g["throttle"][key.split(".", 1)[1]] = val = _to_bool(raw)
     else:
         return
-    _note(g, key, ln, ev)
+    _note(g, key, ln, ev, strong=bool(val))
 
 
 def _ecc_sub(name):
@@ -252,7 +277,6 @@ def _finalize_gpu(g):
 
 def _public(g):
     return dict((k, v) for k, v in g.items() if not k.startswith("_"))
-
 
 # ----------------------------------------------------------------------------------- findings
 
@@ -322,6 +346,21 @@ def _gpu_findings(g, source, th):
         add("ecc.flag.sram_threshold_exceeded", "gpu_hardware", "critical", "ecc_sram_threshold_exceeded",
             "%s reports 'SRAM Threshold Exceeded': too many uncorrectable SRAM errors" % label,
             "Drain the node and RMA the GPU", "rma")
+    for flag, what in (("channel_repair_pending", "an HBM channel repair"), ("tpc_repair_pending", "a TPC repair")):
+        if ecc.get(flag):
+            add("ecc.flag." + flag, "gpu_hardware", "critical", flag,
+                "%s: %s is pending; reset the GPU to apply it" % (label, what),
+                "Drain the node, then reset the GPU (nvidia-smi -r -i <id>) or reboot", "gpu_reset")
+    if ecc.get("unrepairable_memory"):
+        add("ecc.flag.unrepairable_memory", "gpu_hardware", "critical", "unrepairable_memory",
+            "%s reports unrepairable memory" % label, "Drain the node and RMA the GPU", "rma")
+    fs, fst = _norm(g.get("fabric_state") or ""), _norm(g.get("fabric_status") or "")
+    if (fs and fs not in ("completed", "not supported")) or (fst and fst != "success"):
+        add("fabric_state" if fs and fs != "completed" else "fabric_status", "driver", "warning", "fabric_not_ready",
+            "%s: NVLink fabric not ready (state %s, status %s): CUDA/NCCL cannot use this GPU"
+            % (label, g.get("fabric_state"), g.get("fabric_status")),
+            "Check nvidia-fabricmanager (systemctl status nvidia-fabricmanager, its log) and NVSwitch health; "
+            "restart it or reboot", "reboot")
     if g.get("reset_required"):
         add("reset_required", "gpu_hardware", "critical", "gpu_reset_required",
             "%s reports 'GPU requires reset'" % label,
@@ -331,11 +370,13 @@ def _gpu_findings(g, source, th):
             "%s reports 'Drain and Reset Recommended'" % label,
             "Drain the node, then reset the GPU when idle", "gpu_reset")
     ra = g.get("recovery_action")
-    if ra and _norm(ra) not in ("none", "n/a"):
-        n = _norm(ra)
-        rung = "reboot" if ("reboot" in n or "bus" in n) else ("drain" if n == "drain_p2p" else "gpu_reset")
-        add("recovery_action", "gpu_hardware", "critical", "gpu_recovery_action",
-            "%s: driver asks for recovery action '%s'" % (label, ra),
+    n = re.sub(r"[\s_]+", "_", _norm(ra or ""))
+    if n and n not in ("none", "n/a"):
+        # NVML recovery actions: Reset, Reboot, Drain P2P, Drain and Reset
+        p2p = n == "drain_p2p"
+        rung = "reboot" if "reboot" in n else ("drain" if p2p else "gpu_reset")
+        add("recovery_action", "gpu_hardware", "warning" if p2p else "critical", "gpu_recovery_action",
+            "%s: the driver asks for recovery action '%s'" % (label, ra),
             "Drain the node and perform the requested recovery (%s)" % ra, rung)
     t = g.get("temperature_c")
     if t is not None and t >= th["temperature_c"]:
@@ -344,7 +385,12 @@ def _gpu_findings(g, source, th):
             "Check cooling (fans, airflow, inlet temperature) and the BMC; drain if it keeps throttling",
             "drain")
     errs = g.get("errors") or []
-    if errs:
+    if errs and g.get("_table") and not any(f in _ERR_HW_FIELDS for f in errs):
+        # ERR! only in the fan/perf/display columns: a sensor read failed, no GPU fault is proven (capture 008)
+        add("errors", "unknown", "warning", "nvsmi_err_field",
+            "%s: nvidia-smi shows ERR! for %s" % (label, ", ".join(errs)),
+            "Check the fan/sensor with nvidia-smi -q and the BMC; drain if other GPU errors follow", "none")
+    elif errs:
         lost = "errors_gpu_is_lost" in g["_ev"]
         needs_reset = "errors_gpu_requires_reset" in g["_ev"]
         sev = "critical" if (lost or needs_reset) else "warning"
@@ -429,6 +475,10 @@ _FAILURES = (
      "driver", "critical", "nvsmi_driver_unreachable", "reboot",
      "nvidia-smi cannot talk to the NVIDIA driver (module not loaded, crashed or mismatched)",
      "Drain the node; check dmesg and lsmod for nvidia, reload the driver or reboot"),
+    (re.compile(r"Failed to initialize NVML:?\s*Insufficient Permissions", re.I),
+     "unknown", "warning", "nvml_permission", "none",
+     "NVML refused the probe: insufficient permissions (container or non-root user)",
+     "Re-run the probe as root / with the GPU devices mounted"),
     (re.compile(r"Failed to initialize NVML:?\s*(.*)", re.I),
      "driver", "critical", "nvml_init_failed", "reboot",
      "NVML failed to initialise (e.g. driver/library version mismatch after an upgrade)",
@@ -451,8 +501,9 @@ _HANDLE_RE = re.compile(r"Unable to determine the device handle for (?:GPU|gpu)\
 _INFOROM_RE = re.compile(r"infoROM is corrupted at gpu\s+(" + _PCI_TXT + r")", re.I)
 
 
-def _scan_failures(lines, source, gpus):
+def _scan_failures(lines, source, gpus, lost_index=None):
     """Findings for the error lines nvidia-smi prints instead of (or next to) its output."""
+    lost_index = lost_index or {}
     out = []
     by_pci = dict((g["pci"], g) for g in gpus if g.get("pci"))
     handle_pcis = []
@@ -466,7 +517,7 @@ def _scan_failures(lines, source, gpus):
             if m and kind not in seen:
                 seen.add(kind)
                 detail = ""
-                if kind == "nvml_init_failed" and m.group(1):
+                if kind == "nvml_init_failed" and m.groups() and m.group(1):
                     detail = ": " + m.group(1).strip()
                 out.append(make_finding(cat, sev, kind, msg + detail, act, evidence=s,
                                         source=_src(source, ln), rung=rung))
@@ -476,7 +527,7 @@ def _scan_failures(lines, source, gpus):
             pci = normalize_pci(m.group(1)) if m.group(1) else None
             why = (m.group(2) or "").strip()
             g = by_pci.get(pci)
-            ref = gpu_ref(pci, g.get("index") if g else None, g.get("uuid") if g else None)
+            ref = gpu_ref(pci, g.get("index") if g else lost_index.get(pci), g.get("uuid") if g else None)
             wl = why.lower()
             if "permission" in wl:
                 out.append(make_finding("unknown", "warning", "gpu_handle_permission",
@@ -506,7 +557,8 @@ def _scan_failures(lines, source, gpus):
     return out, handle_pcis
 
 
-def _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln=None):
+def _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln=None,
+             lost_index=None):
     """Shared tail of the GPU parsers: finalize, findings, expected-count check, strip internals."""
     th = dict(DEFAULT_THRESHOLDS)
     if thresholds:
@@ -514,7 +566,7 @@ def _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findin
     findings = list(parse_findings)
     for g in gpus:
         _finalize_gpu(g)
-    fail, handle_pcis = _scan_failures(lines, source, gpus)
+    fail, handle_pcis = _scan_failures(lines, source, gpus, lost_index)
     findings.extend(fail)
     for g in gpus:
         findings.extend(_gpu_findings(g, source, th))
@@ -564,6 +616,33 @@ def _unparseable(fmt, text, source, what):
 
 # ----------------------------------------------------------------------------------- -q text
 
+def _lost_pcis(lines, gpus):
+    """PCIs nvidia-smi printed 'Unable to determine the device handle' for, not among ``gpus``."""
+    known = set(g["pci"] for g in gpus if g.get("pci"))
+    out = []
+    for _, line in lines:
+        m = _HANDLE_RE.search(line)
+        if m and m.group(1) and "permission" not in (m.group(2) or "").lower():
+            p = normalize_pci(m.group(1))
+            if p not in known and p not in out:
+                out.append(p)
+    return out
+
+
+def _index_fewer_sections(gpus, lines, attached):
+    """Fewer sections than 'Attached GPUs'.  When the gap is exactly the GPUs nvidia-smi could not
+    open (it enumerates by PCI bus id), rebuild the indices around them -> ({pci: index} of the lost
+    GPUs, True); otherwise (``-i N``, an excerpt) the file order is not the index -> ({}, False)."""
+    lost = _lost_pcis(lines, gpus)
+    if lost and len(gpus) + len(lost) == attached and all(g.get("pci") for g in gpus):
+        order = sorted([g["pci"] for g in gpus] + lost)
+        for g in gpus:
+            g["index"] = order.index(g["pci"])
+        return dict((p, order.index(p)) for p in lost), True
+    _drop_order_index(gpus)
+    return {}, False
+
+
 def _drop_order_index(gpus):
     """Fewer sections than 'Attached GPUs' (``-i N``, excerpt, MIG): file order is not the index."""
     for g in gpus:
@@ -587,6 +666,11 @@ def _q_key(path, key):
         if key.startswith("drain and reset"):
             return "drain_and_reset_recommended"
         return None
+    if sec == "ecc errors" and len(path) == 1:
+        sub = re.sub(r"\s+", "_", key)
+        return "ecc.flag." + sub if sub in _ECC_FLAGS else None
+    if sec == "fabric" and len(path) == 1 and key in ("state", "status"):
+        return "fabric_" + key
     if sec == "ecc errors" and len(path) >= 2 and path[1] in ("volatile", "aggregate"):
         scope = path[1]
         if len(path) >= 3 and path[2] in ("single bit", "double bit"):
@@ -674,11 +758,15 @@ def _parse_q(text, source, expected_gpus, thresholds):
                 continue
             while stack and stack[-1][0] >= indent:
                 stack.pop()
+            path = tuple(s[1] for s in stack)
             if g is None:
+                if _q_key(path, key) is None:
+                    continue  # an error line or noise before any GPU
                 g = _new_gpu(None, None)  # an excerpt without its 'GPU <pci>' header (capture 048)
                 gpus.append(g)
                 base = -1
-            path = tuple(s[1] for s in stack)
+            if not path and key == "processes":
+                g["_ev"]["_end"] = (ln, "")  # a full -q GPU section ends with 'Processes'
             label = ".".join([s[2] for s in stack] + [kv.group(2).strip()])
             _assign(g, _q_key(path, key), val, ln, line.strip(), label)
             continue
@@ -686,25 +774,32 @@ def _parse_q(text, source, expected_gpus, thresholds):
         name = line.strip()
         while stack and stack[-1][0] >= indent:
             stack.pop()
+        if g is not None and not stack and _norm(name) == "processes":
+            g["_ev"]["_end"] = (ln, "")
         stack.append((indent, _norm(name), name))
-    # 'Attached GPUs : 8' but fewer sections: filtered, truncated or elided output
-    if facts["attached_gpus"] is not None and 0 < len(gpus) < facts["attached_gpus"]:
-        parse_findings.append(make_finding(
-            "unknown", "info", "nvsmi_incomplete",
-            "Output lists %d GPU section(s) for %d attached GPUs (truncated or filtered output)"
-            % (len(gpus), facts["attached_gpus"]),
-            "Capture the full nvidia-smi -q if a GPU looks missing", evidence=attached_ln[1],
-            source=_src(source, attached_ln[0]), rung="none"))
-        _drop_order_index(gpus)
-    if len(gpus) >= 3:
+    truncated = False
+    if len(gpus) >= 2:
         sizes = sorted(x["_nlines"] for x in gpus[:-1])
         med = sizes[len(sizes) // 2]
-        if med >= 20 and gpus[-1]["_nlines"] < med // 2:
+        ended = all("_end" in x["_ev"] for x in gpus[:-1])
+        if (ended and "_end" not in gpus[-1]["_ev"]) or (med >= 20 and gpus[-1]["_nlines"] < med // 2):
+            truncated = True
+            hdr = gpus[-1]["_ev"].get("header", (0, ""))
             parse_findings.append(make_finding(
                 "unknown", "info", "nvsmi_truncated",
                 "The last GPU section is much shorter than the others: output looks cut off",
-                "Re-capture nvidia-smi -q", evidence=gpus[-1]["_ev"].get("header", (0, ""))[1],
-                source=_src(source, gpus[-1]["_ev"].get("header", (0, ""))[0]), rung="none"))
+                "Re-capture nvidia-smi -q", evidence=hdr[1], source=_src(source, hdr[0]), rung="none"))
+    # 'Attached GPUs : 8' but fewer sections: lost GPUs, filtered (-i N) or elided output
+    lost_index = {}
+    if not truncated and facts["attached_gpus"] is not None and 0 < len(gpus) < facts["attached_gpus"]:
+        lost_index, explained = _index_fewer_sections(gpus, lines, facts["attached_gpus"])
+        if not explained:
+            parse_findings.append(make_finding(
+                "unknown", "info", "nvsmi_incomplete",
+                "Output lists %d GPU section(s) for %d attached GPUs (filtered with -i, or an excerpt)"
+                % (len(gpus), facts["attached_gpus"]),
+                "Capture the full nvidia-smi -q if a GPU looks missing", evidence=attached_ln[1],
+                source=_src(source, attached_ln[0]), rung="none"))
     if not gpus:
         fails, _ = _scan_failures(lines, source, [])
         if fails:
@@ -713,7 +808,8 @@ def _parse_q(text, source, expected_gpus, thresholds):
             return _unparseable("q", text, source, "nvidia-smi -q")
     if facts["attached_gpus"] is None and all("header" not in g["_ev"] for g in gpus):
         expected_gpus = None  # a bare excerpt (no 'GPU <pci>' line, no count): nothing to count
-    return _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln)
+    return _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln,
+                    lost_index)
 
 
 # ----------------------------------------------------------------------------------- -q -x XML
@@ -864,6 +960,11 @@ def _xml_gpu(node, index):
                 if sub and not c["children"]:
                     _assign(g, "ecc.%s.%s" % (scope, sub), _xtext(c), c["line"], _xev(c),
                             "ecc_errors/%s/%s" % (scope, c["tag"]))
+    for c in (ecc["children"] if ecc else []):
+        if c["tag"] in _ECC_FLAGS and not c["children"]:
+            _assign(g, "ecc.flag." + c["tag"], _xtext(c), c["line"], _xev(c), "ecc_errors/" + c["tag"])
+    put("fabric_state", "fabric", "state")
+    put("fabric_status", "fabric", "status")
     rp = _xchild(node, "retired_pages")
     if rp is not None:
         for sub, tag in (("single_bit", "multiple_single_bit_retirement"), ("double_bit", "double_bit_retirement")):
@@ -918,8 +1019,8 @@ def parse_nvidia_smi_xml(text, source="nvidia-smi-q.xml", expected_gpus=None, th
 def _parse_xml(text, source, expected_gpus, thresholds):
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    clean = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     lines = list(iter_lines(text))
+    clean = "\n".join(line for _, line in lines)  # same line numbering as iter_lines
     root, truncated, open_stack = _xml_tree(clean)
     if root is None:
         return _unparseable("xml", text, source, "nvidia-smi -q -x XML")
@@ -936,14 +1037,6 @@ def _parse_xml(text, source, expected_gpus, thresholds):
         if c["tag"] == "gpu":
             gpus.append(_xml_gpu(c, len(gpus)))
     parse_findings = []
-    if facts["attached_gpus"] is not None and 0 < len(gpus) < facts["attached_gpus"]:
-        parse_findings.append(make_finding(
-            "unknown", "info", "nvsmi_incomplete",
-            "Output has %d <gpu> element(s) for %d attached GPUs (truncated, filtered or MIG)"
-            % (len(gpus), facts["attached_gpus"]),
-            "Capture the full nvidia-smi -q -x if a GPU looks missing", evidence=attached_ln[1],
-            source=_src(source, attached_ln[0]), rung="none"))
-        _drop_order_index(gpus)
     if truncated:
         last = open_stack[-1]
         parse_findings.append(make_finding(
@@ -951,9 +1044,20 @@ def _parse_xml(text, source, expected_gpus, thresholds):
             "The XML is cut off (unclosed <%s>); parsed what was complete" % last["tag"],
             "Re-capture nvidia-smi -q -x", evidence="<%s>" % last["tag"], source=_src(source, last["line"]),
             rung="none"))
+    lost_index = {}
+    if not truncated and facts["attached_gpus"] is not None and 0 < len(gpus) < facts["attached_gpus"]:
+        lost_index, explained = _index_fewer_sections(gpus, lines, facts["attached_gpus"])
+        if not explained:
+            parse_findings.append(make_finding(
+                "unknown", "info", "nvsmi_incomplete",
+                "Output has %d <gpu> element(s) for %d attached GPUs (filtered with -i, or MIG)"
+                % (len(gpus), facts["attached_gpus"]),
+                "Capture the full nvidia-smi -q -x if a GPU looks missing", evidence=attached_ln[1],
+                source=_src(source, attached_ln[0]), rung="none"))
     if not gpus and facts["driver_version"] is None and root["tag"] != "nvidia_smi_log":
         return _unparseable("xml", text, source, "nvidia-smi -q -x XML")
-    return _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln)
+    return _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln,
+                    lost_index)
 
 
 # ----------------------------------------------------------------------------------- table
@@ -985,9 +1089,6 @@ def parse_nvidia_smi_table(text, source="nvidia-smi.txt", expected_gpus=None, th
                                         source=source, rung="none")]
 
 
-_ERR_HW_FIELDS = ("Temp", "Pwr:Usage/Cap", "Volatile Uncorr. ECC", "Memory-Usage", "GPU-Util", "Bus-Id")
-
-
 def _parse_table(text, source, expected_gpus, thresholds):
     if not isinstance(text, str):
         text = "" if text is None else str(text)
@@ -999,7 +1100,6 @@ def _parse_table(text, source, expected_gpus, thresholds):
     g = None
     row = 0
     nv = None  # current GPU in nvlink / -L output
-    err_fields = {}
     for ln, line in lines:
         s = line.strip()
         m = _TABLE_HDR_RE.search(line)
@@ -1025,6 +1125,7 @@ def _parse_table(text, source, expected_gpus, thresholds):
                 if m1 and len(cells) >= 2 and (_PCI_RE.search(cells[1]) or "ERR!" in cells[1]):
                     idx = int(m1.group(1))
                     g = _new_gpu(None, idx)
+                    g["_table"] = True
                     gpus.append(g)
                     by_index[idx] = g
                     row = 1
@@ -1088,30 +1189,12 @@ def _parse_table(text, source, expected_gpus, thresholds):
                 _note(nv, "nvlink", ln, s)
             continue
         if s and not s.startswith(("|", "+")):
-            nv = None if not _NVLINK_LINK_RE.match(line) else nv
-    # ERR! findings for the table are category-sensitive: fan-only ERR! is not a proven GPU fault
-    table_findings = []
-    for g in gpus:
-        if g["errors"] and not any(f in _ERR_HW_FIELDS for f in g["errors"]):
-            ln, ev = g["_ev"].get("errors", (0, ""))
-            table_findings.append(make_finding(
-                "unknown", "warning", "nvsmi_err_field",
-                "%s: nvidia-smi shows ERR! for %s" % (_gpu_label(g), ", ".join(g["errors"])),
-                "Check the fan/sensor with nvidia-smi -q and the BMC; drain if other GPU errors follow",
-                evidence=ev, source=_src(source, ln), gpu=_ref(g), rung="none"))
-            err_fields[id(g)] = g["errors"]
-            g["_ev"].pop("errors", None)
-            g["errors"] = []
+            nv = None
     if not gpus and facts["driver_version"] is None:
         return _unparseable("table", text, source, "the nvidia-smi table")
     if not any(g["_ev"].get("header", (0, ""))[1].startswith("|") for g in gpus):
         expected_gpus = None  # nvlink --status / -L only: not a GPU inventory we can count on
-    facts, findings = _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, table_findings)
-    for pg in facts["gpus"]:
-        for g in gpus:
-            if g["index"] == pg["index"] and id(g) in err_fields:
-                pg["errors"] = list(err_fields[id(g)])
-    return facts, findings
+    return _wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, [])
 
 
 # ----------------------------------------------------------------------------------- CSV
@@ -1148,6 +1231,26 @@ def _csv_key(field):
         t = _throttle_key(m.group(1))
         return "throttle." + t if t else None
     return None
+
+
+# nvmlClocksEventReason* bits, as printed by --query-gpu=clocks_throttle_reasons.active
+_THROTTLE_BITS = (("idle", 0x1), ("applications_clocks_setting", 0x2), ("sw_power_cap", 0x4),
+                  ("hw_slowdown", 0x8), ("sync_boost", 0x10), ("sw_thermal", 0x20), ("hw_thermal", 0x40),
+                  ("hw_power_brake", 0x80), ("display_clock_setting", 0x100))
+
+
+def _throttle_mask(g, raw, ln, ev):
+    """Fill the throttle booleans a query did not ask for one by one from the active bitmask."""
+    try:
+        mask = int(_clean(raw), 16) if _clean(raw).lower().startswith("0x") else None
+    except ValueError:
+        mask = None
+    if mask is None:
+        return
+    for name, bit in _THROTTLE_BITS:
+        if g["throttle"].get(name) is None:
+            g["throttle"][name] = bool(mask & bit)
+            _note(g, "throttle." + name, ln, ev, strong=bool(mask & bit))
 
 
 def _split_csv(line):
@@ -1211,6 +1314,9 @@ def _parse_csv(text, source, expected_gpus, fields, thresholds):
             if clean_name == "driver_version":
                 facts["driver_version"] = _to_str(val)
                 continue
+            if key == "throttle.active":
+                _throttle_mask(g, val, ln, s)
+                continue
             _assign(g, key, val, ln, s, clean_name)
         gpus.append(g)
     if not gpus:
@@ -1231,11 +1337,21 @@ _APPS_ALIASES = {"pid": "pid", "process_name": "process", "name": "process", "gp
 
 def parse_compute_apps_csv(text, source="nvidia-smi-compute-apps.csv", fields=None):
     """Parse ``nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,gpu_uuid,used_memory
-    --format=csv[,noheader]``.
+    --format=csv[,noheader]`` (a header line, if present, gives the field order).
 
-    Returns ``(processes, findings)`` where ``processes`` is
-    ``[{"pid": int, "process": str, "pci": "0000:3b:00.0", "uuid": str | None, "used_memory_mib": int | None}]``.
+    Returns the list the remediation ladder checks before a GPU reset::
+
+        [{"pid": int, "process": str, "pci": "0000:3b:00.0" | None, "uuid": str | None,
+          "used_memory_mib": int | None}]
+
+    Garbage lines are skipped; never raises.  ``parse_compute_apps_csv_findings`` returns
+    ``(processes, findings)`` for callers that want the skipped rows and error lines too.
     """
+    return parse_compute_apps_csv_findings(text, source, fields)[0]
+
+
+def parse_compute_apps_csv_findings(text, source="nvidia-smi-compute-apps.csv", fields=None):
+    """Like ``parse_compute_apps_csv`` but returns ``(processes, findings)``."""
     try:
         return _parse_apps(text, source, fields)
     except Exception as exc:
@@ -1257,7 +1373,7 @@ def _parse_apps(text, source, fields):
         if not s or "," not in s:
             continue
         cols = _split_csv(s)
-        if cols and cols[0].lower() == "pid":
+        if _looks_like_header(cols) and "pid" in [re.sub(r"\s*\[.*?\]\s*$", "", c).strip().lower() for c in cols]:
             names = [_APPS_ALIASES.get(re.sub(r"\s*\[.*?\]\s*$", "", c).strip().lower(), c) for c in cols]
             continue
         if len(cols) > len(names) and "process" in names:
@@ -1314,7 +1430,7 @@ def detect_format(text):
     first = next((l.strip() for l in t.splitlines() if l.strip() and "," in l), None)
     if first:
         cols = _split_csv(first)
-        if cols and cols[0].lower() == "pid":
+        if "pid" in [re.sub(r"\s*\[.*?\]\s*$", "", c).strip().lower() for c in cols] and _looks_like_header(cols):
             return "compute_apps"
         if _looks_like_header(cols):
             return "csv"
@@ -1331,6 +1447,13 @@ def parse_nvidia_smi(text, source="nvidia-smi.txt", expected_gpus=None, threshol
         fmt = detect_format(text)
     except Exception:
         fmt = None
+    src = (source or "").lower()
+    if fmt in (None, "csv", "compute_apps") and isinstance(text, str) and "," in text:
+        # a noheader CSV says nothing about itself: the probe's file name does
+        if "compute-apps" in src or "compute_apps" in src:
+            fmt = "compute_apps"
+        elif "query-gpu" in src or "query_gpu" in src:
+            fmt = "csv"
     if fmt == "xml":
         return parse_nvidia_smi_xml(text, source, expected_gpus, thresholds)
     if fmt == "q":
@@ -1340,7 +1463,7 @@ def parse_nvidia_smi(text, source="nvidia-smi.txt", expected_gpus=None, threshol
     if fmt == "csv":
         return parse_query_gpu_csv(text, source, expected_gpus, thresholds=thresholds)
     if fmt == "compute_apps":
-        procs, findings = parse_compute_apps_csv(text, source)
+        procs, findings = parse_compute_apps_csv_findings(text, source)
         facts = _empty_facts("csv")
         facts["processes"] = procs
         return facts, findings

@@ -18,6 +18,7 @@ DEFAULT_PROBES = ("nvidia_smi", "compute_apps", "kernel_log", "ib_sysfs")
 ALL_PROBES = DEFAULT_PROBES + ("ibstat", "perfquery")
 
 _PORT_FILES = ("state", "phys_state", "rate", "link_layer")
+_DEVICE_FILES = ("hca_type", "sys_image_guid", "fw_ver")
 _MAX_OUTPUT = 64 * 1024 * 1024  # a runaway tool must not exhaust the node's memory
 
 
@@ -128,20 +129,29 @@ def read_ib_sysfs(sysfs_root="/sys"):
     if not os.path.isdir(base):
         return ""
     lines = []
+    dev_files = []
+    for dev_dir in sorted(glob.glob(os.path.join(base, "*"))):
+        # CA type and system image GUID group ports by card (dual-port NICs, RoCE peers)
+        dev_files += [os.path.join(dev_dir, f) for f in _DEVICE_FILES]
+    _read_into(lines, dev_files)
     for port_dir in sorted(glob.glob(os.path.join(base, "*", "ports", "*"))):
         files = [os.path.join(port_dir, f) for f in _PORT_FILES]
         for sub in ("counters", "hw_counters"):
             files += sorted(glob.glob(os.path.join(port_dir, sub, "*")))
-        for path in files:
-            try:
-                with open(path) as fh:
-                    value = fh.read().strip()
-            except OSError as exc:
-                if not os.path.exists(path):
-                    continue
-                value = "<%s>" % (exc.strerror or "unreadable")
-            lines.append("%s:%s" % (path, value))
+        _read_into(lines, files)
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _read_into(lines, paths):
+    for path in paths:
+        try:
+            with open(path) as fh:
+                value = fh.read().strip()
+        except OSError as exc:
+            if not os.path.exists(path):
+                continue
+            value = "<%s>" % (exc.strerror or "unreadable")
+        lines.append("%s:%s" % (path, value))
 
 
 def collect(probes=DEFAULT_PROBES, timeout=30, since=None, sysfs_root="/sys",

@@ -674,10 +674,15 @@ class Testbed:
         # 1. ssh ControlPersist masters (client side) first: they keep `sshd: root@notty` alive
         cp = os.path.join(wd, "cluster", "cp")
         if os.path.isdir(cp):
-            for s in os.listdir(cp):
-                p = os.path.join(cp, s)
-                subprocess.run(["ssh", "-o", "ControlPath=%s" % p, "-O", "exit", "x"], capture_output=True,
-                               timeout=10)
+            closers = [subprocess.Popen(["ssh", "-o", "ControlPath=%s" % os.path.join(cp, s), "-O", "exit", "x"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                       for s in os.listdir(cp)]
+            for c in closers:
+                try:
+                    c.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    c.kill()
+                    c.wait()
         # 2. daemons from our pidfiles (only if the pid still runs the expected binary)
         victims = []
         for pf in Testbed._pidfiles(wd):

@@ -246,7 +246,7 @@ def smi_table(st, gpus):
     out.append("|=========================================+========================+======================|")
     for g in gpus:
         unc = g["ecc"]["volatile"]["dram_unc"] + g["ecc"]["volatile"]["sram_unc"]
-        out.append("| %3d  %-26s  On  |   %s Off | %20s |" % (g["index"], g["name"][:26], bus_long(g), unc))
+        out.append("| %3d  %-31sOn  |   %s Off | %20s |" % (g["index"], g["name"][:31], bus_long(g), unc))
         out.append("| N/A   %2dC    P0            %3dW /  700W |  %6dMiB /  81559MiB |    %3d%%      Default |"
                    % (g["temp"], int(g["power"]), g["mem_used"], g["util"]))
         out.append("|                                         |                        |             Disabled |")
@@ -389,7 +389,7 @@ def _x(tag, val, ind):
 
 def smi_q_xml(st, gpus, sections):
     all_ = not sections
-    o = ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">',
+    o = ['<?xml version="1.0" encoding="UTF-8"?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">',
          "<nvidia_smi_log>", _x("timestamp", _ts(), 4), _x("driver_version", st["driver_version"], 4),
          _x("cuda_version", st["cuda_version"], 4), _x("attached_gpus", len(st["gpus"]), 4)]
     for g in gpus:
@@ -869,7 +869,7 @@ def perfquery(argv, root=None):
         print(_pq_line("PortSelect", 1))
         print(_pq_line("CounterSelect", "0x0000"))
         for k, key in PQ_EXT:
-            print(_pq_line(k, "0x00000000" if key is None else c[key]))
+            print(_pq_line(k, c[key] if key else ("0x00000000" if k == "CounterSelect2" else 0)))
     else:
         print("# Port counters: Lid %d port 1 (CapMask: 0x5A00)" % h["lid"])
         print(_pq_line("PortSelect", 1))

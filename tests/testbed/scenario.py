@@ -502,7 +502,9 @@ def write_job_logs(sc, job, states, faults, names, jobs_dir):
                     events.append((tt, rank, _tqdm(e, n, job["iters_per_epoch"], tt - te, ips)))
                 te += dur
             # the incident
-            is_cul = cul is not None and cul.get("rank") == rank
+            if cul is None:
+                continue       # healthy job: still running, no timeout
+            is_cul = cul.get("rank") == rank
             tsw = _torch_ts(wd_t + 0.004 * rank)
             if app:
                 events.append((hang_t + 0.2, rank, "[rank%d]: RuntimeError: CUDA error: an illegal memory access "
@@ -515,7 +517,7 @@ def write_job_logs(sc, job, states, faults, names, jobs_dir):
                 if typ in ("dbe_remap", "xid94"):
                     events.append((hang_t + 0.3, rank, "[rank%d]: RuntimeError: CUDA error: uncorrectable ECC error "
                                    "encountered" % rank))
-                elif typ in ("ib_flapping", "bad_cable", "ib_down"):
+                elif typ in ("ib_flapping", "bad_cable", "ib_down", "ib_symbol_errors"):
                     peer = states[names[(hi + 1) % nnodes]]["addr"]
                     events.append((hang_t + 0.1, rank, "%s:%d:%d [%d] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got "
                                    "completion from peer %s<%d> with status=12 opcode=0 len=0 vendor err 129 "
@@ -531,7 +533,7 @@ def write_job_logs(sc, job, states, faults, names, jobs_dir):
                     continue   # stuck in DataLoader.__next__: never enqueues the collective, no watchdog
                 else:
                     continue   # xid79 / xid119 / smi_hang: the rank hangs silently with its GPU
-                if typ in ("ib_flapping", "bad_cable", "ib_down"):
+                if typ in ("ib_flapping", "bad_cable", "ib_down", "ib_symbol_errors"):
                     pass
                 else:
                     continue
@@ -565,7 +567,9 @@ def write_job_logs(sc, job, states, faults, names, jobs_dir):
         for t, rank, line in events:
             f.write(line + "\n")
         for hi, h in enumerate(names):
-            if cul and cul["host_index"] == hi and cul["type"] in ("xid79", "xid119", "smi_hang"):
+            if cul is None:
+                break
+            if cul["host_index"] == hi and cul["type"] in ("xid79", "xid119", "smi_hang"):
                 continue
             f.write("srun: error: %s: task %d: Exited with exit code 1\n" % (h, hi))
         if cul and cul["type"] in ("xid79", "xid119", "smi_hang"):

@@ -147,6 +147,33 @@ def test_line_feed_equals_whole(case):
     assert _normal(sc.result()) == _normal(parse_kernel_log(text))
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_reused_bytearray_buffer_equals_whole(case):
+    import io
+    text = load(case)[0]
+    f = io.BytesIO(text.encode())
+    buf = bytearray(333)
+    sc = KernelLogScanner()
+    while True:
+        n = f.readinto(buf)
+        if not n:
+            break
+        sc.feed_chunk(buf if n == len(buf) else buf[:n])
+        buf[:] = b"\xee" * len(buf)   # the scanner must not keep views into the buffer
+    assert _normal(sc.result()) == _normal(parse_kernel_log(text))
+
+
+def test_prefilter_is_pure_and_merges():
+    text = load("002-gpud-xid48-63-94-dbe-row-remap")[0].encode() + b"\n"
+    half = text.index(b"\n", len(text) // 2) + 1
+    sc = KernelLogScanner()
+    for part in (text[:half], text[half:]):
+        sc.feed_prefiltered(*kernlog.prefilter(part))
+    assert _normal(sc.result()) == _normal(parse_kernel_log(text))
+    n, hits, head = kernlog.prefilter(b"a\nNVRM: Xid (PCI:0000:01:00): 13, x\nb\n")
+    assert n == 3 and hits == [(1, b"NVRM: Xid (PCI:0000:01:00): 13, x")] and head[:3] == [b"a", hits[0][1], b"b"]
+
+
 def test_bytes_and_str_agree():
     text = load("002-gpud-xid48-63-94-dbe-row-remap")[0]
     assert _normal(parse_kernel_log(text.encode())) == _normal(parse_kernel_log(text))
@@ -397,6 +424,13 @@ def test_aer_classes():
         ("corrected", "0000:5e:00.0", 3), ("nonfatal", "0000:5e:00.0", 1), ("fatal", "0000:3b:00.0", 1)}
 
 
+def test_aer_reported_by_the_hca_itself():
+    line = "[ 1.0] mlx5_core 0000:0c:00.0: AER: Uncorrected (Fatal) error received: 0000:0c:00.0\n"
+    facts, findings = parse_kernel_log(line)
+    assert [f["kind"] for f in findings] == ["pcie_aer_fatal"]
+    assert facts["aer"][0]["pci"] == "0000:0c:00.0"
+
+
 def test_aer_corrected_storm_and_surprise_down():
     storm = "\n".join("[ %d.0] pcieport 0000:00:03.1: AER: Corrected error message received from 0000:5e:00.0" % i
                       for i in range(30))
@@ -424,7 +458,7 @@ def test_oom_killer_once_per_kill():
     assert set(by) == {"python", "pt_data_worker"}
     f = by["python"]
     assert f["category"] == "memory_leak" and f["severity"] == "warning" and f["rung"] == "fix_application"
-    assert f["source"] == "kern.log:2"
+    assert f["source"] == "kern.log:3"
 
 
 def test_hung_tasks():
@@ -496,7 +530,7 @@ def test_binary_garbage_never_raises():
     facts, findings = parse_kernel_log(blob.decode("latin-1"))
     assert above(findings, "info") == []
     # garbage that happens to carry a keyword still does not crash
-    junk = b"\xff\xfeNVRM: Xid (PCI:zz): \x00\x01mlx5_core AER: of memory: Kill oom-kill blocked for more than\n" * 3
+    junk = b"\xff\xfeNVRM: Xid (PCI:zz): \x00\x01mlx5_core AER: of memory: Kill blocked for more than\n" * 3
     facts, findings = parse_kernel_log(junk)
     assert {f["kind"] for f in findings} == {"xid_unparsed"}
 
