@@ -12,6 +12,7 @@ import sys
 
 from . import __version__
 from .analyze import SCHEMA, analyze_host, exit_status
+from .cluster import build_cluster
 from .probes import load_capture_dir
 
 EXIT_UNUSABLE = 3
@@ -72,7 +73,8 @@ def _load_one_file(directory, entry):
 
 
 def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False):
-    hosts, job_files = [], {}
+    """Paths -> analysis (schema v1): every host, cross-host rules, and the job joined."""
+    results, job_files = {}, {}
     for path in paths:
         found = _host_dirs(path)
         if not found:
@@ -83,19 +85,21 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
                 continue
             h = analyze_host(sources, since=since, expected_gpus=expected_gpus,
                              expected_ib_rate=expected_ib_rate)
-            seen = (h.get("facts", {}).get("kernel_log") or {}).get("hostname")
-            h["host"] = seen or name
-            if not include_facts:
-                h.pop("facts", None)
-                h.pop("probes", None)
-            hosts.append(h)
+            host = (h.get("facts", {}).get("kernel_log") or {}).get("hostname") or name
+            while host in results:  # two capture dirs of one host stay two entries
+                host += "'"
+            results[host] = {"ansible_facts": {"gpu_health": h}}
     job = None
     if job_files:
         from .joblog import parse_job_logs
         job, job_findings = parse_job_logs(job_files, since=since)
-        job = dict(job)
-        job["findings"] = job_findings
-    return {"schema": SCHEMA, "hosts": hosts, "job": job}
+        job = dict(job, findings=job_findings)
+    analysis = build_cluster(results, job=job, keep_facts=include_facts)
+    if not include_facts:
+        for h in analysis["hosts"]:
+            h.pop("facts", None)
+            h.pop("probes", None)
+    return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"]}
 
 
 def main(argv=None):

@@ -111,3 +111,17 @@ def test_installed_console_script_runs():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode in (1, 2), proc.stderr
     assert json.loads(proc.stdout)["hosts"][0]["verdict"] == "ib_network"
+
+
+def test_job_logs_fill_the_job_section(capsys):
+    job_dir = os.path.join(os.path.dirname(CAPS), "..", "..", "tests", "fixtures", "joblog", "epoch35-hang-combined")
+    rc, out, _ = run_cli(capsys, "analyze", job_dir, "--format", "json")
+    doc = json.loads(out)
+    job = doc["job"]
+    assert doc["hosts"] == []
+    assert job["culprit_ranks"] == [11] and job["culprit_hosts"] == ["gpu-r3-n02"]
+    assert len(job["timed_out_ranks"]) == 31
+    assert job["collective"] == {"op": "ALLREDUCE", "seq": 88341}
+    assert job["failed_at"]["epoch"] == 35 and abs(job["failed_at"]["progress"] - 0.64) < 0.01
+    assert job["rank_map"]["11"] == {"host": "gpu-r3-n02", "gpu_pci": "0000:5d:00.0", "local_rank": 3}
+    assert rc == 2
