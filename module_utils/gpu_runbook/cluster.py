@@ -115,7 +115,7 @@ def _match_host(hosts_by_name, name):
 
 def _explaining_finding(host, gpu_pci):
     """The host finding that explains a culprit rank: one on the rank's GPU first, then the
-    host's worst hardware/IB finding."""
+    host's worst hardware/IB finding, then any other serious finding of the host."""
     serious = [f for f in host["findings"] if f["severity"] in ("warning", "critical")
                and f["kind"] not in ("job_culprit",)]
     if gpu_pci:
@@ -123,7 +123,10 @@ def _explaining_finding(host, gpu_pci):
         if on_gpu:
             return on_gpu[0]
     hw = [f for f in serious if f["category"] in ("gpu_hardware", "driver", "ib_network", "unknown")]
-    return hw[0] if hw else None
+    if hw:
+        return hw[0]
+    # no hardware trace: the node's own OOM kill or a stuck DataLoader worker still explains the rank
+    return serious[0] if serious else None
 
 
 def join_job(hosts, job):
@@ -177,7 +180,7 @@ def _job_verdict(job, culprits):
     early failure leans to code/data, a falling iteration rate to a leak, erratic stalls
     to the DataLoader, a late hang with a silent rank to the node."""
     for c in culprits:
-        if c.get("category") in ("gpu_hardware", "driver", "ib_network"):
+        if c.get("category") in ("gpu_hardware", "driver", "ib_network", "dataloader", "memory_leak"):
             return c["category"]
     cats = [f["category"] for f in job.get("findings") or [] if f["severity"] in ("warning", "critical")]
     for cat in ("gpu_hardware", "ib_network", "driver", "dataloader", "memory_leak", "nccl_config"):

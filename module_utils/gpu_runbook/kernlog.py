@@ -59,6 +59,9 @@ _AER_RE = re.compile(r"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non
 _AER_SEV_RE = re.compile(r"severity=(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\))")
 _OOM_RE = re.compile(r"of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
 _HUNG_RE = re.compile(r"task (?P<comm>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds")
+# PyTorch names its DataLoader worker processes/threads so; a worker stuck in the kernel
+# (NFS/Lustre I/O) starves the training loop: a DataLoader stall, not a GPU fault.
+_DATA_TASK_RE = re.compile(r"^(?:pt_data_worker|pt_data_pin|dataloader|data_worker)", re.I)
 _DRIVER_TASK_RE = re.compile(r"^(?:nv|nvidia|UVM|mlx5|ib_|rdma|kworker)", re.I)
 
 
@@ -573,9 +576,12 @@ class KernelLogScanner:
 
         for comm, r in sorted(self._hung.items(), key=lambda kv: kv[1]["line"]):
             drv = bool(_DRIVER_TASK_RE.match(comm))
+            data = bool(_DATA_TASK_RE.match(comm))
             findings.append(make_finding(
-                "driver" if drv else "unknown", "warning", "hung_task",
-                "task %s blocked in the kernel for more than %d s (%d report(s))" % (comm, r["secs"], r["count"]),
+                "driver" if drv else ("dataloader" if data else "unknown"), "warning", "hung_task",
+                "task %s blocked in the kernel for more than %d s (%d report(s))%s" % (
+                    comm, r["secs"], r["count"],
+                    ": a DataLoader worker stuck on I/O (NFS/Lustre?) starves its rank" if data else ""),
                 "Read the stack trace after the line (nvidia/mlx5/NFS frames name the culprit); "
                 "drain the node if the task stays in D state.",
                 evidence=r["evidence"], source=sref(r["line"]), rung="drain"))

@@ -1,6 +1,7 @@
 """Fixtures for tests that need the emulated GPU cluster (tests/testbed).
 
 * ``cluster``          session-scoped Testbed: 8 hosts, scenario rack3-epoch35, real Slurm.
+* ``fresh_cluster``    the same cluster, hardware state reset to the scenario after the test.
 * ``cluster_factory``  bring up another scenario: ``tb = cluster_factory("ib-flapping", hosts=2)``.
                        Only one testbed can be up at a time (fixed bridge/subnet), so the factory
                        takes the session cluster down first and brings it back afterwards.
@@ -44,6 +45,17 @@ def cluster():
     finally:
         _SESSION.pop("tb", None)
         tb.down()
+
+
+@pytest.fixture
+def fresh_cluster(cluster):
+    """The session cluster, put back to the scenario's initial hardware state after the test
+    (for tests that reset GPUs, restart openibd, inject faults...)."""
+    try:
+        yield cluster
+    finally:
+        if cluster.is_up():
+            cluster.reset_state()
 
 
 @pytest.fixture

@@ -73,6 +73,20 @@ def _cmdline(pid):
         return ""
 
 
+def _procs_of_workdir(wd):
+    """PIDs of slurmctld/slurmd/munged/sshd started with a path under our workdir."""
+    res = []
+    mark = os.path.abspath(wd) + "/"
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        cl = _cmdline(int(d))
+        heads = {t.rstrip(":").rsplit("/", 1)[-1] for t in cl.split(" ")[:2]}   # sshd retitles: "sshd: /usr/..."
+        if mark in cl and heads & {"slurmctld", "slurmd", "munged", "sshd"}:
+            res.append(int(d))
+    return res
+
+
 def our_netns():
     try:
         out = _run(["ip", "netns", "list"], check=False).stdout
@@ -209,7 +223,7 @@ class Testbed:
             raise TestbedError(reason)
         t0 = time.monotonic()
         self._claim()
-        if our_netns() or os.path.exists("/sys/class/net/" + BRIDGE):
+        if any(leftovers().values()):
             self.down()              # leftovers of a crashed run (ours by name)
             self._claim()
         try:
@@ -250,7 +264,10 @@ class Testbed:
         c = self.cdir
         os.makedirs(c, exist_ok=True)
         os.makedirs(self.control_path_dir, exist_ok=True)
-        os.makedirs("/opt/fakehw", exist_ok=True)   # mount point only (empty in the root namespace)
+        if not os.path.exists("/opt/fakehw"):      # mount point only (empty in the root namespace)
+            os.makedirs("/opt/fakehw")
+            with open(os.path.join(c, "created-opt-fakehw"), "w") as f:
+                f.write("1\n")
         os.makedirs("/run/sshd", exist_ok=True)
         if not os.path.exists(self.ssh_key):
             _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpurb-testbed", "-f", self.ssh_key])
@@ -283,6 +300,7 @@ class Testbed:
 
     def _hosts_files(self):
         now = time.time()
+        self.built_at = now
         job, states, faults = scn.build(self.sc, self.hosts, self.addrs, now)
         self.job = {k: v for k, v in job.items() if k != "epoch_durations"}
         self.faults = faults
@@ -292,7 +310,7 @@ class Testbed:
         for n in self.hosts:
             d = self.host_root(n)
             fh = os.path.join(d, "fakehw")
-            for sub in ("bin", "lib", "dev", "services", "sys"):
+            for sub in ("bin", "lib", "dev", "services", "sys", "log"):
                 os.makedirs(os.path.join(fh, sub), exist_ok=True)
             os.makedirs(os.path.join(d, "root"), mode=0o700, exist_ok=True)
             os.makedirs(os.path.join(d, "cgroup"), exist_ok=True)
@@ -351,6 +369,8 @@ class Testbed:
                 "mount --rbind /sys/fs/cgroup %s/cgroup" % d, "mount -t sysfs sysfs /sys",
                 "mount --move %s/cgroup /sys/fs/cgroup" % d,
                 "mount --bind %s/fakehw /opt/fakehw" % d, "mount --bind %s/root /root" % d,
+                # own /var/log: kern.log rendered from the host state (the gather module's last fallback)
+                "mount --bind %s/fakehw/log /var/log" % d,
                 "mount --bind %s/etc-hosts /etc/hosts" % self.cdir,
                 "mount --bind %s/resolv.conf /etc/resolv.conf" % self.cdir,
                 "exec /usr/sbin/sshd -f %s/sshd_config -E %s/sshd.log" % (d, d)])
@@ -430,6 +450,12 @@ class Testbed:
         with open(os.path.join(s, "etc", "gres.conf"), "w") as f:
             for n in self.hosts:
                 f.write("NodeName=%s Name=gpu Type=h100 File=/opt/fakehw/dev/nvidia[0-7]\n" % n)
+        try:
+            socket.create_connection(("127.0.0.1", SLURMCTLD_PORT), timeout=0.5).close()
+            raise TestbedError("port %d is busy (a stale slurmctld?); run `python -m tests.testbed down`"
+                               % SLURMCTLD_PORT)
+        except OSError:
+            pass
         # own munged (own socket/key), never the system one
         m = self.mdir
         os.makedirs(m, exist_ok=True)
@@ -437,10 +463,10 @@ class Testbed:
         if not os.path.exists(key):
             with open(key, "wb") as f:
                 f.write(os.urandom(128))
-        _run(["chown", "-R", "munge:munge", m])
-        os.chmod(m, 0o711)
+        os.chmod(m, 0o700)
         os.chmod(key, 0o400)
-        r = _run(["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--force",
+        # as root (--force): works for any workdir, e.g. a 0700 pytest tmp_path; slurm runs as root too
+        r = _run(["/usr/sbin/munged", "--force",
                   "--socket=%s/munge.socket" % m, "--key-file=%s" % key, "--pid-file=%s/munged.pid" % m,
                   "--log-file=%s/munged.log" % m, "--seed-file=%s/munged.seed" % m], check=False)
         if r.returncode != 0:
@@ -536,6 +562,35 @@ class Testbed:
         idx = self.hosts.index(name)
         self.update_state(name, lambda st: scn.apply_fault(st, f, job, idx) or st["kernel"].sort(
             key=lambda e: e["t"]))
+
+    def reset_state(self, names=None):
+        """Back to the scenario's initial hardware state (same times), clear command logs and kill
+        fake tools still hanging on the hosts. Hosts, sshd and Slurm stay up."""
+        now = getattr(self, "built_at", None) or time.time()
+        _job, states, _faults = scn.build(self.sc, self.hosts, self.addrs, now)
+        for n in (names or self.hosts):
+            out = _run(["ip", "netns", "pids", self.netns(n)], check=False).stdout
+            for p in out.split():
+                if "/opt/fakehw/lib/fakehw.py" in _cmdline(int(p)):
+                    try:
+                        os.kill(int(p), signal.SIGKILL)
+                    except OSError:
+                        pass
+            fh = self.host_dir(n)
+            with fakehw.locked(fh):
+                fakehw.save(states[n], fh)
+                fakehw.render_sysfs(states[n], fh)
+            open(os.path.join(fh, "commands.log"), "w").close()
+
+    def break_tool(self, name, tool, message=None, rc=1):
+        """Make a fake fail like a missing/forbidden tool; message None restores it."""
+        def fn(st):
+            b = st.setdefault("broken_tools", {})
+            if message is None:
+                b.pop(tool, None)
+            else:
+                b[tool] = {"message": message, "rc": rc}
+        self.update_state(name, fn)
 
     def clear_hang(self, name):
         self.update_state(name, lambda st: st.update(hang=False))
@@ -691,6 +746,8 @@ class Testbed:
             want = expect.get(base, base)
             if p and _pid_alive(p) and want in _cmdline(p):
                 victims.append(p)
+        # 2b. our daemons whose pidfile is gone (crashed run): identified by our workdir in their argv
+        victims += _procs_of_workdir(wd)
         # 3. everything living in our own network namespaces
         nss = our_netns()
         for ns in nss:
@@ -737,12 +794,17 @@ class Testbed:
         if cmds:
             _run(["ip", "-force", "-batch", "-"], input="\n".join(cmds) + "\n", check=False)
         for _ in range(10):
-            r = _run(["ip", "rule", "del", "iif", BRIDGE, "priority", RULE_PRIO, "lookup", RULE_TABLE], check=False)
+            r = _run(["ip", "rule", "del", "iif", BRIDGE], check=False)
             if r.returncode != 0:
                 break
         _run(["ip", "route", "flush", "table", RULE_TABLE], check=False)
         _run(["ip", "route", "del", "unreachable", GUARD_NET], check=False)
-        # 5. files (keep nothing: state, logs, keys)
+        # 5. files (keep nothing: state, logs, keys); the /opt/fakehw mount point only if we made it
+        if os.path.exists(os.path.join(wd, "cluster", "created-opt-fakehw")):
+            try:
+                os.rmdir("/opt/fakehw")
+            except OSError:
+                pass
         for sub in ("hosts", "cluster", "slurm", "munge", "jobs", "testbed.json"):
             p = os.path.join(wd, sub)
             if os.path.isdir(p):

@@ -160,6 +160,7 @@ def _wfile(path, text):
 def render_sysfs(st, root=None, now=None):
     root = _root(root)
     now = now or time.time()
+    render_kern_log(st, root, now)
     for hca in st.get("hcas", []):
         d = os.path.join(root, "sys", "class", "infiniband", hca["name"])
         p = os.path.join(d, "ports", "1")
@@ -177,6 +178,24 @@ def render_sysfs(st, root=None, now=None):
         _wfile(os.path.join(p, "sm_lid"), "0x1\n")
         for k, v in counters(hca, st, now).items():
             _wfile(os.path.join(p, "counters", k), "%d\n" % v)
+
+
+def render_kern_log(st, root=None, now=None):
+    """<root>/log/kern.log: what rsyslog would have written (the host sees it as /var/log/kern.log)."""
+    root = _root(root)
+    now = now or time.time()
+    d = os.path.join(root, "log")
+    if not os.path.isdir(d):
+        return
+    boot = st["boot_time"]
+    lines = []
+    for e in sorted(st.get("kernel", []), key=lambda x: x["t"]):
+        if e["t"] > now:
+            continue
+        rel = max(0.0, e["t"] - boot)
+        lines.append("%s %s kernel: [%5d.%06d] %s" % (time.strftime("%b %e %H:%M:%S", time.localtime(e["t"])),
+                                                     st["host"], int(rel), int((rel - int(rel)) * 1e6), e["msg"]))
+    _wfile(os.path.join(d, "kern.log"), "\n".join(lines) + ("\n" if lines else ""))
 
 
 def _guid_colon(g):
@@ -208,6 +227,11 @@ def select_gpus(st, sel):
             elif tok.upper() in (bus_long(g), bus_short(g)) or tok == g["uuid"]:
                 out.append(g)
     return out
+
+
+def _arch(g):
+    n = g["name"]
+    return "Volta" if "V100" in n else "Ampere" if ("A100" in n or "A10" in n) else "Hopper"
 
 
 def _yn(b):
@@ -279,7 +303,7 @@ def _q_sections(g, sections):
     if all_:
         kv(4, "Product Name", g["name"])
         kv(4, "Product Brand", "NVIDIA")
-        kv(4, "Product Architecture", "Hopper")
+        kv(4, "Product Architecture", _arch(g))
         kv(4, "Persistence Mode", "Enabled")
         kv(4, "Addressing Mode", "None")
         hdr(4, "MIG Mode")
@@ -301,7 +325,7 @@ def _q_sections(g, sections):
         kv(8, "Bus Id", bus_long(g))
         kv(4, "Performance State", "P0")
     if all_ or "PERFORMANCE" in sections:
-        hdr(4, "Clocks Event Reasons")
+        hdr(4, "Clocks Throttle Reasons" if g.get("ecc_format") == "legacy" else "Clocks Event Reasons")
         for key, label, lvl in THROTTLE_KEYS:
             kv(8 + 4 * lvl, label, "Active" if key in g.get("throttle", []) else "Not Active")
     if all_ or "MEMORY" in sections:
@@ -314,6 +338,7 @@ def _q_sections(g, sections):
         hdr(4, "Utilization")
         kv(8, "Gpu", "%d %%" % g["util"])
         kv(8, "Memory", "0 %")
+    legacy = g.get("ecc_format") == "legacy"
     if all_ or "ECC" in sections:
         hdr(4, "ECC Mode")
         kv(8, "Current", "Enabled")
@@ -322,6 +347,19 @@ def _q_sections(g, sections):
         for scope in ("volatile", "aggregate"):
             e = g["ecc"][scope]
             hdr(8, scope.capitalize())
+            if legacy:
+                for kind, n, dm in (("Single Bit", e["dram_corr"] + e["sram_corr"], e["dram_corr"]),
+                                    ("Double Bit", e["dram_unc"] + e["sram_unc"], e["dram_unc"])):
+                    hdr(12, kind)
+                    kv(16, "Device Memory", dm)
+                    kv(16, "Register File", n - dm)
+                    kv(16, "L1 Cache", 0)
+                    kv(16, "L2 Cache", 0)
+                    kv(16, "Texture Memory", "N/A")
+                    kv(16, "Texture Shared", "N/A")
+                    kv(16, "CBU", 0)
+                    kv(16, "Total", n)
+                continue
             kv(12, "SRAM Correctable", e["sram_corr"])
             kv(12, "SRAM Uncorrectable Parity", 0)
             kv(12, "SRAM Uncorrectable SEC-DED", e["sram_unc"])
@@ -330,11 +368,14 @@ def _q_sections(g, sections):
             if scope == "aggregate":
                 kv(12, "SRAM Threshold Exceeded", "No")
     if all_ or "PAGE_RETIREMENT" in sections:
+        rp = g.get("retired", {})
         hdr(4, "Retired Pages")
-        kv(8, "Single Bit ECC", "N/A")
-        kv(8, "Double Bit ECC", "N/A")
-        kv(8, "Pending Page Blacklist", "N/A")
-    if all_ or "ROW_REMAPPER" in sections:
+        kv(8, "Single Bit ECC", rp.get("sbe", 0) if legacy else "N/A")
+        kv(8, "Double Bit ECC", rp.get("dbe", 0) if legacy else "N/A")
+        kv(8, "Pending Page Blacklist", _yn(rp.get("pending")) if legacy else "N/A")
+    if legacy and (all_ or "ROW_REMAPPER" in sections):
+        kv(4, "Remapped Rows", "N/A")
+    elif all_ or "ROW_REMAPPER" in sections:
         r = g["remap"]
         hdr(4, "Remapped Rows")
         kv(8, "Correctable Error", r["corr"])
@@ -395,7 +436,7 @@ def smi_q_xml(st, gpus, sections):
     for g in gpus:
         o.append('    <gpu id="%s">' % bus_long(g))
         o += [_x("product_name", g["name"], 8), _x("product_brand", "NVIDIA", 8),
-              _x("product_architecture", "Hopper", 8), _x("persistence_mode", "Enabled", 8),
+              _x("product_architecture", _arch(g), 8), _x("persistence_mode", "Enabled", 8),
               _x("addressing_mode", "None", 8),
               "        <mig_mode>", _x("current_mig", "Disabled", 12), _x("pending_mig", "Disabled", 12),
               "        </mig_mode>",
@@ -408,12 +449,13 @@ def smi_q_xml(st, gpus, sections):
               _x("pci_domain", "0000", 12), _x("pci_device_id", "233010DE", 12),
               _x("pci_bus_id", bus_long(g), 12), "        </pci>",
               _x("performance_state", "P0", 8)]
+        legacy = g.get("ecc_format") == "legacy"
         if all_ or "PERFORMANCE" in sections:
-            o.append("        <clocks_event_reasons>")
+            tag = "clocks_throttle_reason" if legacy else "clocks_event_reason"
+            o.append("        <%ss>" % tag)
             for key, _label, _lvl in THROTTLE_KEYS:
-                o.append(_x("clocks_event_reason_" + key,
-                            "Active" if key in g.get("throttle", []) else "Not Active", 12))
-            o.append("        </clocks_event_reasons>")
+                o.append(_x(tag + "_" + key, "Active" if key in g.get("throttle", []) else "Not Active", 12))
+            o.append("        </%ss>" % tag)
         if all_ or "MEMORY" in sections:
             o += ["        <fb_memory_usage>", _x("total", "81559 MiB", 12), _x("reserved", "551 MiB", 12),
                   _x("used", "%d MiB" % g["mem_used"], 12),
@@ -426,6 +468,17 @@ def smi_q_xml(st, gpus, sections):
                   "        </ecc_mode>", "        <ecc_errors>"]
             for scope in ("volatile", "aggregate"):
                 e = g["ecc"][scope]
+                if legacy:
+                    o.append("            <%s>" % scope)
+                    for kind, n in (("single_bit", e["dram_corr"] + e["sram_corr"]),
+                                    ("double_bit", e["dram_unc"] + e["sram_unc"])):
+                        dm = e["dram_corr"] if kind == "single_bit" else e["dram_unc"]
+                        o += ["                <%s>" % kind, _x("device_memory", dm, 20),
+                              _x("register_file", n - dm, 20), _x("l1_cache", 0, 20), _x("l2_cache", 0, 20),
+                              _x("texture_memory", "N/A", 20), _x("texture_shm", "N/A", 20), _x("cbu", 0, 20),
+                              _x("total", n, 20), "                </%s>" % kind]
+                    o.append("            </%s>" % scope)
+                    continue
                 o += ["            <%s>" % scope, _x("sram_correctable", e["sram_corr"], 16),
                       _x("sram_uncorrectable_parity", 0, 16),
                       _x("sram_uncorrectable_secded", e["sram_unc"], 16),
@@ -437,13 +490,18 @@ def smi_q_xml(st, gpus, sections):
                 o.append("            </%s>" % scope)
             o.append("        </ecc_errors>")
         if all_ or "PAGE_RETIREMENT" in sections:
+            rp = g.get("retired", {}) if legacy else {}
+            na = not legacy
             o += ["        <retired_pages>", "            <multiple_single_bit_retirement>",
-                  _x("retired_count", "N/A", 16), _x("retired_pagelist", "N/A", 16),
+                  _x("retired_count", "N/A" if na else rp.get("sbe", 0), 16), _x("retired_pagelist", "N/A", 16),
                   "            </multiple_single_bit_retirement>", "            <double_bit_retirement>",
-                  _x("retired_count", "N/A", 16), _x("retired_pagelist", "N/A", 16),
-                  "            </double_bit_retirement>", _x("pending_blacklist", "N/A", 12),
-                  _x("pending_retirement", "N/A", 12), "        </retired_pages>"]
-        if all_ or "ROW_REMAPPER" in sections:
+                  _x("retired_count", "N/A" if na else rp.get("dbe", 0), 16), _x("retired_pagelist", "N/A", 16),
+                  "            </double_bit_retirement>",
+                  _x("pending_blacklist", "N/A" if na else _yn(rp.get("pending")), 12),
+                  _x("pending_retirement", "N/A" if na else _yn(rp.get("pending")), 12), "        </retired_pages>"]
+        if legacy and (all_ or "ROW_REMAPPER" in sections):
+            o.append(_x("remapped_rows", "N/A", 8))
+        elif all_ or "ROW_REMAPPER" in sections:
             r = g["remap"]
             o += ["        <remapped_rows>", _x("remapped_row_corr", r["corr"], 12),
                   _x("remapped_row_unc", r["unc"], 12), _x("remapped_row_pending", _yn(r["pending"]), 12),
@@ -480,6 +538,7 @@ def _gpu_field(st, g, f, nounits):
     v = g["ecc"]["volatile"]
     a = g["ecc"]["aggregate"]
     r = g["remap"]
+    leg = g.get("ecc_format") == "legacy"
 
     def u(n, unit):
         return str(n) if nounits else "%s %s" % (n, unit)
@@ -504,8 +563,9 @@ def _gpu_field(st, g, f, nounits):
         "ecc.errors.uncorrected.aggregate.sram": a["sram_unc"],
         "ecc.errors.corrected.volatile.dram": v["dram_corr"],
         "ecc.errors.corrected.aggregate.dram": a["dram_corr"],
-        "retired_pages.single_bit_ecc.count": "[N/A]", "retired_pages.double_bit.count": "[N/A]",
-        "retired_pages.pending": "[N/A]",
+        "retired_pages.single_bit_ecc.count": g.get("retired", {}).get("sbe", 0) if leg else "[N/A]",
+        "retired_pages.double_bit.count": g.get("retired", {}).get("dbe", 0) if leg else "[N/A]",
+        "retired_pages.pending": _yn(g.get("retired", {}).get("pending")) if leg else "[N/A]",
         "remapped_rows.correctable": r["corr"], "remapped_rows.uncorrectable": r["unc"],
         "remapped_rows.pending": _yn(r["pending"]), "remapped_rows.failure": _yn(r["failure"]),
         "reset_status.reset_required": _yn(g["reset_required"]),
@@ -694,6 +754,9 @@ def gpu_reset(st, root, sel_arg, sel):
             return 255
         now = time.time()
         for g in gpus:
+            rp = g.get("retired") or {}
+            if rp.get("pending"):
+                rp["pending"] = False
             r = g["remap"]
             if r["pending"]:
                 r["pending"] = False
@@ -1255,6 +1318,16 @@ def main(argv=None):
         sys.stderr.write("fakehw: unknown tool %s\n" % tool)
         return 127
     log_command(tool, args, root)
+    try:
+        broken = load(root).get("broken_tools", {})
+    except (OSError, ValueError):
+        broken = {}
+    if tool in broken:      # e.g. {"dmesg": "dmesg: read kernel buffer failed: Operation not permitted"}
+        b = broken[tool]
+        msg, rc = (b, 1) if isinstance(b, str) else (b.get("message", ""), int(b.get("rc", 1)))
+        if msg:
+            sys.stderr.write(msg + "\n")
+        return rc
     try:
         return TOOLS[tool](args, root)
     except BrokenPipeError:

@@ -143,7 +143,8 @@ def host_state(sc, name, index, addr, job, now):
     gpus = []
     for i in range(gcount):
         gpus.append({
-            "index": i, "bus": buses[i % len(buses)], "name": model, "uuid": _uuid(r),
+            "index": i, "bus": buses[i % len(buses)], "pci": "00000000:%s:00.0" % buses[i % len(buses)].upper(),
+            "name": model, "uuid": _uuid(r),
             "serial": str(1650000000000 + r.randrange(10 ** 10)), "present": True,
             "ecc": {"volatile": {"sram_corr": 0, "sram_unc": 0, "dram_corr": 0, "dram_unc": 0},
                     "aggregate": {"sram_corr": 0, "sram_unc": 0, "dram_corr": r.choice([0, 0, 0, 2]),
@@ -153,6 +154,9 @@ def host_state(sc, name, index, addr, job, now):
             "temp": 30 + r.randrange(8), "power": 68 + r.random() * 8, "mem_used": 0, "util": 0,
             "throttle": ["gpu_idle"], "processes": [],
         })
+        if gcfg.get("ecc_format") == "legacy":          # pre-Ampere: page retirement, no row remapper
+            gpus[-1]["ecc_format"] = "legacy"
+            gpus[-1]["retired"] = {"sbe": 0, "dbe": 0, "pending": False}
     hcas = []
     for k in range(nh):
         bus = DEFAULT_HCA_BUSES[k % len(DEFAULT_HCA_BUSES)]
@@ -228,7 +232,8 @@ def apply_fault(st, f, job, host_index):
     pid = 48000 + host_index * 37 + int(f.get("gpu", 0))
 
     def k(msg, lvl="warn", dt=0.0):
-        st["kernel"].append({"t": round(t + dt, 6), "level": lvl, "msg": msg})
+        if f.get("kernel", True):          # `kernel: false` -> the fault leaves no kernel-log trace
+            st["kernel"].append({"t": round(t + dt, 6), "level": lvl, "msg": msg})
 
     def gpu():
         return st["gpus"][int(f.get("gpu", 0))]
@@ -248,6 +253,14 @@ def apply_fault(st, f, job, host_index):
         addr = 0x12bac1c3e0 + host_index * 0x1000
         g["ecc"]["volatile"]["dram_unc"] += 1
         g["ecc"]["aggregate"]["dram_unc"] += 1
+        if g.get("ecc_format") == "legacy":
+            g["retired"]["dbe"] += 1
+            g["retired"]["pending"] = True
+            k("NVRM: Xid (%s): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has "
+              "been detected on GPU in the framebuffer at physAddr 0x%x." % (_xid_pci(g), addr))
+            k("NVRM: Xid (%s): 63, pid='<unknown>', name=<unknown>, Dynamic Page Retirement: New page retired, "
+              "reboot to activate (0x%016x)." % (_xid_pci(g), addr >> 12), "warn", 0.0287)
+            return
         g["remap"]["pending"] = True
         g["pending_rows"] = 1
         g["reset_required"] = True

@@ -538,3 +538,13 @@ def test_binary_garbage_never_raises():
 def test_plain_text_that_is_not_a_log_is_flagged_info():
     facts, findings = parse_kernel_log("hello world\nthis is not a kernel log\n")
     assert [f["kind"] for f in findings] == ["kernlog_unparseable"] and findings[0]["severity"] == "info"
+
+
+def test_hung_dataloader_worker_is_a_dataloader_stall_not_unknown():
+    from gpu_runbook.kernlog import parse_kernel_log
+    text = ("2026-12-02T07:00:00+0000 n3 kernel: INFO: task pt_data_worker:41234 blocked for more than 120 seconds.\n"
+            "2026-12-02T07:00:01+0000 n3 kernel: INFO: task kworker/3:1:77 blocked for more than 120 seconds.\n")
+    _facts, findings = parse_kernel_log(text)
+    by_comm = {f["evidence"].split("task ")[1].split(":")[0]: f for f in findings if f["kind"] == "hung_task"}
+    assert by_comm["pt_data_worker"]["category"] == "dataloader"
+    assert by_comm["kworker/3"]["category"] != "dataloader"
