@@ -158,3 +158,14 @@ def test_unreachable_host_is_a_prime_suspect(tmp_path):
     assert by_host["gpu-dead"]["findings"][0]["kind"] == "host_unreachable"
     assert rep["cluster"]["suspects"][0] == "gpu-dead"
     assert by_host["gpu-r3-n01"]["verdict"] == "healthy"
+
+
+def test_korean_report_and_all_three_files(tmp_path):
+    proc = run_playbook(["playbooks/diagnose.yml", "-i", "inventory-examples/demo", "-l", "gpu-rack3",
+                         "-e", "report_lang=ko", "-e", "report_dir=%s" % (tmp_path / "report")])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "GPU 하드웨어" in proc.stdout and "정상 (5대)" in proc.stdout
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "장애 보고서" in html and "gpu-r3-n03" in html
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "| gpu-r3-n03 | GPU 하드웨어 |" in md

@@ -125,3 +125,17 @@ def test_job_logs_fill_the_job_section(capsys):
     assert job["failed_at"]["epoch"] == 35 and abs(job["failed_at"]["progress"] - 0.64) < 0.01
     assert job["rank_map"]["11"] == {"host": "gpu-r3-n02", "gpu_pci": "0000:5d:00.0", "local_rank": 3}
     assert rc == 2
+
+
+def test_gzipped_bug_report_is_split_and_analysed(capsys, tmp_path):
+    import gzip
+    import glob
+    src_dir = os.path.join(os.path.dirname(__file__), "..", "fixtures", "bugreport", "synthetic-2025-h100-ib")
+    (src,) = [p for p in glob.glob(os.path.join(src_dir, "*")) if not p.endswith(".json")]
+    with open(src, "rb") as fh, gzip.open(tmp_path / "nvidia-bug-report.log.gz", "wb") as out:
+        out.write(fh.read())
+    rc, out, err = run_cli(capsys, "analyze", str(tmp_path / "nvidia-bug-report.log.gz"), "--format", "json", "--facts")
+    assert "Traceback" not in err
+    host = json.loads(out)["hosts"][0]
+    assert set(host["facts"]) >= {"gpu", "kernel_log"}  # both sections found inside the report
+    assert host["facts"]["gpu"]["count"] >= 1
