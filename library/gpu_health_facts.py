@@ -118,7 +118,8 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.analyze import analyze_host
-from ansible.module_utils.gpu_runbook.probes import ALL_PROBES, DEFAULT_PROBES, collect, load_capture_dir
+from ansible.module_utils.gpu_runbook.probes import (
+    ALL_PROBES, DEFAULT_PROBES, collect, load_capture_dir, stream_large_sources)
 
 
 def main():
@@ -145,15 +146,16 @@ def main():
         if not os.path.isdir(p["capture_dir"]):
             module.fail_json(msg="capture_dir %s is not a directory" % p["capture_dir"])
         sources, _jobs, _ignored = load_capture_dir(p["capture_dir"])
+        sources, parsed = stream_large_sources(sources, since=p["since"])
         timings, mode = {}, "capture"
     else:
         sources, timings = collect(probes=p["probes"], timeout=p["probe_timeout"], since=p["since"],
                                    sysfs_root=p["sysfs_root"], kern_log_path=p["kern_log_path"])
-        mode = "live"
+        mode, parsed = "live", None
     result = analyze_host(
         sources, host=p["hostname"] or socket.gethostname(), since=p["since"],
         expected_gpus=p["expected_gpus"], expected_ib_rate=p["expected_ib_rate"],
-        expected_ib_devices=p["expected_ib_devices"], ib_thresholds=p["ib_counter_thresholds"])
+        expected_ib_devices=p["expected_ib_devices"], ib_thresholds=p["ib_counter_thresholds"], parsed=parsed)
     result["timings"] = timings
     result["mode"] = mode
     module.exit_json(changed=False, ansible_facts={"gpu_health": result})

@@ -110,8 +110,9 @@ def _safe(fn, name, *args, **kwargs):
 
 
 def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib_rate=None,
-                 expected_ib_devices=None, ib_thresholds=None, year=None):
-    """-> one host's analysis dict (the ``hosts[]`` item of the analysis schema, plus facts)."""
+                 expected_ib_devices=None, ib_thresholds=None, year=None, parsed=None):
+    """-> one host's analysis dict (the ``hosts[]`` item of the analysis schema, plus facts).
+    ``parsed``: {source name: (facts, findings)} already parsed elsewhere (a streamed big log)."""
     kernlog, nvsmi, infiniband = _parsers()
     sources = dict(sources)
     facts = {}
@@ -151,7 +152,11 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
         findings.extend(fs)
 
     t = text(KERNEL_LOG)
-    if t is not None:
+    if parsed and KERNEL_LOG in parsed:
+        facts["kernel_log"], fs = parsed[KERNEL_LOG]
+        probes[KERNEL_LOG] = {"ok": True}
+        findings.extend(fs)
+    elif t is not None:
         f, fs = _safe(kernlog.parse_kernel_log, KERNEL_LOG, t, source=KERNEL_LOG, since=since, year=year)
         facts["kernel_log"] = f
         findings.extend(fs)

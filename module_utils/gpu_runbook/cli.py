@@ -13,7 +13,7 @@ import sys
 from . import __version__
 from .analyze import SCHEMA, analyze_host, exit_status
 from .cluster import build_cluster
-from .probes import load_capture_dir
+from .probes import load_capture_dir, stream_large_sources
 
 EXIT_UNUSABLE = 3
 
@@ -83,8 +83,9 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
             job_files.update({os.path.join(name, k): v for k, v in jobs.items()})
             if not sources:
                 continue
+            sources, parsed = stream_large_sources(sources, since=since)
             h = analyze_host(sources, since=since, expected_gpus=expected_gpus,
-                             expected_ib_rate=expected_ib_rate)
+                             expected_ib_rate=expected_ib_rate, parsed=parsed)
             host = (h.get("facts", {}).get("kernel_log") or {}).get("hostname") or name
             while host in results:  # two capture dirs of one host stay two entries
                 host += "'"

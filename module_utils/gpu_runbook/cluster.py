@@ -56,11 +56,15 @@ def cross_host(hosts):
                 "Xid %d appears on every host (%d): the application or driver, not one GPU" % (code, len(gpu_hosts)),
                 "Look at the job's code and the driver version before replacing hardware.",
                 xid=code, source="cluster", rung="fix_application"))
+    return out
+
+
+def decide(hosts):
+    """(Re)decide every host's verdict from its findings, after the rules changed them."""
     for h in hosts:
         h["findings"] = sort_findings(h["findings"])
         v = host_verdict(h["findings"])
         h["verdict"], h["severity"], h["rung"] = v["verdict"], v["severity"], v["rung"]
-    return out
 
 
 def suspect_order(h):
@@ -74,8 +78,8 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
     cluster_findings = cross_host(hosts)
     if job:
         job = dict(job)
-        job.update(join_job(hosts, job))
-        cross_host(hosts)  # re-decide verdicts with the job_culprit findings in
+        job.update(join_job(hosts, job))  # adds job_culprit findings to the culprits' hosts
+    decide(hosts)
     timeline = build_timeline(hosts, job)
     hosts.sort(key=suspect_order, reverse=True)
     suspects = [h["host"] for h in hosts if SEVERITY_RANK[h["severity"]] >= SEVERITY_RANK["warning"]]
@@ -116,8 +120,8 @@ def _match_host(hosts_by_name, name):
 def _explaining_finding(host, gpu_pci):
     """The host finding that explains a culprit rank: one on the rank's GPU first, then the
     host's worst hardware/IB finding, then any other serious finding of the host."""
-    serious = [f for f in host["findings"] if f["severity"] in ("warning", "critical")
-               and f["kind"] not in ("job_culprit",)]
+    serious = sort_findings([f for f in host["findings"] if f["severity"] in ("warning", "critical")
+                             and f["kind"] != "job_culprit"])
     if gpu_pci:
         on_gpu = [f for f in serious if (f.get("gpu") or {}).get("pci") == gpu_pci]
         if on_gpu:

@@ -201,6 +201,14 @@ def load_capture_dir(path):
         full = os.path.join(path, entry)
         if not os.path.isfile(full):
             continue
+        name = _canonical_name(entry)
+        if name in (None, KERNEL_LOG) and not entry.endswith(".gz") and os.path.getsize(full) > _MAX_OUTPUT:
+            # a big kernel log is streamed later (scan_kernel_log_file), never read whole
+            with open(full, "rb") as fh:
+                head = fh.read(65536).decode("utf-8", "replace")
+            if (name or detect_source(head)) == KERNEL_LOG:
+                sources[KERNEL_LOG] = {"path": full, "size": os.path.getsize(full)}
+                continue
         try:
             if entry.endswith(".gz"):
                 with gzip.open(full, "rb") as fh:
@@ -243,3 +251,72 @@ def _canonical_name(entry):
     if entry.endswith((".out", ".err")) or entry.startswith(("rank-", "rank_", "slurm-")):
         return "nccl.log"  # a job's stdout/stderr or a per-rank log
     return _ALIASES.get(entry)
+
+
+_GREP_BATCH = 4096
+
+
+def scan_kernel_log_file(path, source="kern.log", since=None, year=None, use_grep=True):
+    """Stream a kernel-log file of any size through the scanner, memory flat in its size.
+
+    Where grep exists it is the prefilter: it finds the candidate lines (the scanner's own
+    NEEDLES, fixed strings) at memory speed and numbers them (-n); ``wc -l`` counts all lines
+    on the other core. The scanner parses only the selected lines, so the result is the same
+    as feeding it the whole file. Without grep the file is read in chunks by Python.
+    -> (facts, findings)."""
+    from .kernlog import NEEDLES, KernelLogScanner
+    sc = KernelLogScanner(source=source, since=since, year=year)
+    grep = _which("grep") if use_grep else None
+    if not grep:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(16 * 1024 * 1024), b""):
+                sc.feed_chunk(chunk)
+        sc.close()
+        return sc.result()
+    env = dict(os.environ, LC_ALL="C")  # byte semantics: no UTF-8 decoding cost, no locale surprises
+    wc = _which("wc")
+    counter = subprocess.Popen([wc, "-l", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env) if wc else None
+    with open(path, "rb") as fh:
+        head = fh.read(16 * 1024).split(b"\n")[:20]
+    argv = [grep, "-a", "-n", "-F"] + [x for n in NEEDLES for x in ("-e", n)] + ["--", path]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    batch, first = [], True
+    for raw in proc.stdout:
+        num, _, line = raw.partition(b":")
+        if not num.isdigit():
+            continue
+        batch.append((int(num) - 1, line.rstrip(b"\r\n")))
+        if len(batch) >= _GREP_BATCH:
+            sc.feed_prefiltered(0, batch, head if first else ())  # absolute indices: base stays 0
+            batch, first = [], False
+    sc.feed_prefiltered(0, batch, head if first else ())
+    proc.wait()
+    total = None
+    if counter is not None:
+        out = counter.communicate()[0].split()
+        total = int(out[0]) if out and out[0].isdigit() else None
+    if total is None:
+        with open(path, "rb") as fh:
+            total = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(16 * 1024 * 1024), b""))
+    with open(path, "rb") as fh:  # an unterminated last line is a line too (wc -l does not count it)
+        fh.seek(0, os.SEEK_END)
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            total += fh.read(1) != b"\n"
+    sc.lines = total
+    return sc.result()
+
+
+def stream_large_sources(sources, since=None, year=None):
+    """Replace file references left by load_capture_dir (big kernel logs) by their parse:
+    -> (sources without them, {source name: (facts, findings)}) for analyze_host(parsed=)."""
+    rest, parsed = {}, {}
+    for name, value in sources.items():
+        if isinstance(value, dict) and "path" in value and "error" not in value:
+            try:
+                parsed[name] = scan_kernel_log_file(value["path"], source=name, since=since, year=year)
+            except OSError as exc:
+                rest[name] = _error("unreadable", str(exc), value["path"])
+        else:
+            rest[name] = value
+    return rest, parsed
