@@ -56,6 +56,74 @@ def cross_host(hosts):
                 "Xid %d appears on every host (%d): the application or driver, not one GPU" % (code, len(gpu_hosts)),
                 "Look at the job's code and the driver version before replacing hardware.",
                 xid=code, source="cluster", rung="fix_application"))
+    out.extend(_stragglers(gpu_hosts))
+    out.extend(_shared_rails(gpu_hosts))
+    return out
+
+
+_SLOW_KINDS = ("hw_slowdown", "hw_slowdown_all_gpus")
+
+
+def _stragglers(hosts):
+    """One host slower than its peers: its GPUs are clock-throttled (HW slowdown / power brake)
+    while the others' are not, or its nvidia-smi took far longer than theirs. Every
+    collective waits for the slowest rank, so that host is the straggler."""
+    out = []
+    if len(hosts) < 3:
+        return out
+    slow = [h for h in hosts if any(f["kind"] in _SLOW_KINDS and f["severity"] != "info" for f in h["findings"])]
+    times = {h["host"]: (h.get("timings") or {}).get("nvidia_smi") for h in hosts}
+    known = sorted(t for t in times.values() if isinstance(t, (int, float)))
+    median = known[len(known) // 2] if known else None
+    if median is not None and len(known) >= 3:
+        for h in hosts:
+            t = times[h["host"]]
+            hung = any(f["kind"] == "nvidia_smi_hang" for f in h["findings"])  # already its own finding
+            if isinstance(t, (int, float)) and t >= 5 and t >= 5 * max(median, 0.2) and h not in slow and not hung:
+                slow.append(h)
+    if not slow or len(slow) * 3 > len(hosts):  # a rack-wide slowdown is a facility signal, not a straggler
+        return out
+    for h in slow:
+        why = next((f for f in h["findings"] if f["kind"] in _SLOW_KINDS), None)
+        t = times[h["host"]]
+        reason = why["message"] if why else "nvidia-smi took %.1f s (peers' median %.1f s)" % (t, median)
+        h["findings"].append(make_finding(
+            why["category"] if why else "unknown", "warning", "straggler",
+            "slower than its %d peers: %s; every collective waits for this host" % (len(hosts) - 1, reason),
+            "Drain the node and check clocks (nvidia-smi -q -d PERFORMANCE), cooling and the BMC log.",
+            evidence=why["evidence"] if why else "", source=why["source"] if why else "cluster",
+            gpu=why.get("gpu") if why else None, rung="drain"))
+        out.append(make_finding("unknown", "warning", "straggler", "%s is a straggler: %s" % (h["host"], reason),
+                                "Drain it; the job runs at the speed of its slowest rank.", source="cluster",
+                                rung="drain"))
+    return out
+
+
+def _shared_rails(hosts):
+    """The same HCA index (rail) with link errors on several hosts: in a rail-optimised
+    fabric mlx5_N of every node goes to leaf switch N, so the common part is that switch
+    (or its ports), not each host's HCA."""
+    rails = {}
+    for h in hosts:
+        for f in h["findings"]:
+            ib = f.get("ib") or {}
+            if f["category"] == "ib_network" and f["severity"] != "info" and ib.get("device"):
+                rails.setdefault(ib["device"], {}).setdefault(h["host"], []).append(f)
+    out = []
+    for dev, by_host in sorted(rails.items()):
+        if len(by_host) < 2:
+            continue
+        names = sorted(by_host)
+        note = " Also on %s of %s: suspect the leaf switch of this rail or its ports." % (dev, ", ".join(names))
+        for fs in by_host.values():
+            for f in fs:
+                f["action"] = f["action"] + note
+        out.append(make_finding(
+            "ib_network", "warning", "shared_rail_errors",
+            "%s has link errors on %d hosts (%s): the switch side of that rail, not %d HCAs"
+            % (dev, len(names), ", ".join(names), len(names)),
+            "Check the rail's leaf switch (port counters, logs) before swapping HCAs or cables.",
+            ib={"device": dev, "port": None}, source="cluster", rung="drain"))
     return out
 
 

@@ -62,3 +62,45 @@ def test_same_xid_on_every_host_points_at_the_application():
     a = build_cluster(res)
     by = {h["host"]: h for h in a["hosts"]}
     assert by["a"]["verdict"] == "gpu_hardware" and by["c"]["verdict"] == "healthy"
+
+
+def _with(findings, timings=None):
+    r = _res(findings)
+    r["ansible_facts"]["gpu_health"]["timings"] = timings or {}
+    return r
+
+
+def test_one_throttled_host_among_peers_is_a_straggler():
+    slow = make_finding("gpu_hardware", "warning", "hw_slowdown", "GPU 3 clocks are held down", "a",
+                        evidence="HW Slowdown : Active", source="nvidia-smi-q.xml:9", rung="drain")
+    res = {"n%d" % i: _with([]) for i in range(1, 6)}
+    res["n4"] = _with([slow])
+    a = build_cluster(res)
+    by = {h["host"]: h for h in a["hosts"]}
+    assert any(f["kind"] == "straggler" for f in by["n4"]["findings"])
+    assert [f["kind"] for f in a["cluster"]["findings"]] == ["straggler"]
+    assert not any(f["kind"] == "straggler" for h in a["hosts"] if h["host"] != "n4" for f in h["findings"])
+    # the whole rack throttled is a facility problem, not a straggler
+    a = build_cluster({"n%d" % i: _with([dict(slow)]) for i in range(1, 6)})
+    assert not any(f["kind"] == "straggler" for f in a["cluster"]["findings"])
+
+
+def test_slow_nvidia_smi_marks_a_straggler():
+    res = {"n%d" % i: _with([], {"nvidia_smi": 0.8}) for i in range(1, 6)}
+    res["n2"] = _with([], {"nvidia_smi": 14.0})
+    a = build_cluster(res)
+    assert a["cluster"]["suspects"] == ["n2"]
+    assert "nvidia-smi took 14.0 s" in a["hosts"][0]["findings"][0]["message"]
+
+
+def test_same_rail_on_two_hosts_points_at_the_switch():
+    def ibf(dev):
+        return make_finding("ib_network", "critical", "ib_symbol_errors", "m", "Reseat the cable.",
+                            ib={"device": dev, "port": 1}, rung="ib_restart")
+    a = build_cluster({"a": _res([ibf("mlx5_3")]), "b": _res([ibf("mlx5_3")]), "c": _res([ibf("mlx5_5")]),
+                       "d": _res([])})
+    rails = [f for f in a["cluster"]["findings"] if f["kind"] == "shared_rail_errors"]
+    assert len(rails) == 1 and rails[0]["ib"]["device"] == "mlx5_3"
+    by = {h["host"]: h for h in a["hosts"]}
+    assert "leaf switch" in by["a"]["findings"][0]["action"]
+    assert "leaf switch" not in by["c"]["findings"][0]["action"]
