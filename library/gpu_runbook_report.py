@@ -70,7 +70,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.cluster import build_cluster
-from ansible.module_utils.gpu_runbook.i18n import text
+from ansible.module_utils.gpu_runbook.i18n import finding_message, text
 from ansible.module_utils.gpu_runbook.joblog import parse_job_logs
 from ansible.module_utils.gpu_runbook.render import job_line, one_line, summary_counts
 
@@ -134,6 +134,9 @@ def main():
     healthy = analysis["cluster"]["healthy"]
     if healthy:
         lines.append(text(lang, "healthy_hosts", n=len(healthy), hosts=", ".join(healthy)))
+    for f in analysis["cluster"]["findings"]:
+        if f["severity"] in ("warning", "critical"):
+            lines.append("cluster: %s" % finding_message(f, lang)[0])
     if analysis["job"]:
         lines.append(job_line(analysis["job"], lang))
     counts = summary_counts(hosts)

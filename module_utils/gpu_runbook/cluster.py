@@ -147,6 +147,7 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
     if job:
         job = dict(job)
         job.update(join_job(hosts, job))  # adds job_culprit findings to the culprits' hosts
+        cluster_findings.extend(_unchecked_job_nodes(hosts, job))
     decide(hosts)
     timeline = build_timeline(hosts, job)
     hosts.sort(key=suspect_order, reverse=True)
@@ -268,6 +269,26 @@ def _job_verdict(job, culprits):
     if culprits:
         return "nccl_deadlock"
     return "unknown" if job.get("timed_out_ranks") else None
+
+
+def _unchecked_job_nodes(hosts, job):
+    """The job's nodes (Slurm, or the culprit hosts the logs name) that this run did not
+    check: not in the inventory, or left out by --limit. Never dropped silently."""
+    checked = {_short(h["host"]) for h in hosts}
+    wanted = list((job.get("slurm") or {}).get("nodes") or [])
+    wanted += [h for h in job.get("culprit_hosts") or [] if h not in wanted]
+    out = []
+    for node in wanted:
+        if _short(node) in checked:
+            continue
+        culprit = node in (job.get("culprit_hosts") or [])
+        out.append(make_finding(
+            "unknown", "critical" if culprit else "warning", "job_node_not_checked",
+            "%s ran this job%s but was not checked (not in the inventory or outside --limit)"
+            % (node, " and hosts a culprit rank" if culprit else ""),
+            "Add it to the inventory (or widen --limit) and run diagnose again.",
+            source="cluster", rung="drain" if culprit else "none"))
+    return out
 
 
 # ---------------------------------------------------------------- timeline

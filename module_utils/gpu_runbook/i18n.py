@@ -72,6 +72,15 @@ KIND_KO = {
     "host_unreachable": ("호스트 응답 없음 (죽었거나 멈춘 노드)", "BMC/콘솔을 확인하고 응답할 때까지 Slurm에서 drain 하십시오."),
     "ib_port_down": ("IB 포트 {ib} 다운", "케이블/스위치 포트를 확인하고 openibd 재시작을 시도하십시오."),
     "ib_link_flapping": ("IB 포트 {ib} 링크 플래핑 (link_downed 증가)", "openibd 재시작 후에도 계속되면 케이블 교체."),
+    "ib_link_downed": ("IB 포트 {ib} 링크 플래핑 (link_downed 증가)", "openibd 재시작 후에도 계속되면 케이블 교체."),
+    "ib_port_not_active": ("IB 포트 {ib}가 Active 상태가 아님", "케이블/스위치 포트를 확인하고 openibd 재시작을 시도하십시오."),
+    "xid_on_every_host": ("모든 호스트에서 Xid {xid} 발생: GPU 하나의 고장이 아니라 애플리케이션/드라이버 문제",
+                          "하드웨어 교체 전에 작업 코드와 드라이버 버전을 확인하십시오."),
+    "job_culprit": ("랭크 {rank}: 다른 랭크들이 기다린 원인 랭크 (GPU {gpu})", "{rung} 단계부터 진행하십시오."),
+    "straggler": ("다른 노드보다 느린 노드(straggler): 모든 collective가 이 노드를 기다림",
+                  "노드를 drain 하고 클럭(nvidia-smi -q -d PERFORMANCE), 냉각, BMC 로그를 확인하십시오."),
+    "shared_rail_errors": ("같은 레일 {ib}에서 여러 호스트에 링크 오류: HCA가 아니라 해당 레일의 리프 스위치 쪽 문제",
+                           "HCA나 케이블 교체 전에 레일의 리프 스위치 포트 카운터와 로그를 확인하십시오."),
 }
 
 

@@ -160,6 +160,17 @@ def test_unreachable_host_is_a_prime_suspect(tmp_path):
     assert by_host["gpu-r3-n01"]["verdict"] == "healthy"
 
 
+def test_job_logs_naming_hosts_outside_the_run_are_reported(tmp_path):
+    job_dir = os.path.join(REPO, "tests", "fixtures", "joblog", "epoch35-hang-combined")
+    proc = run_playbook(["playbooks/diagnose.yml", "-i", "inventory-examples/demo", "-l", "gpu-r3-n01",
+                         "-e", "job_log_dir=%s" % job_dir, "-e", "report_dir=%s" % (tmp_path / "report")])
+    rep = _report(tmp_path, proc)
+    assert rep["job"]["culprit_hosts"] == ["gpu-r3-n02"]
+    kinds = [f["kind"] for f in rep["cluster"]["findings"]]
+    assert "job_node_not_checked" in kinds
+    assert "cluster: gpu-r3-n02 ran this job and hosts a culprit rank but was not checked" in proc.stdout
+
+
 def test_korean_report_and_all_three_files(tmp_path):
     proc = run_playbook(["playbooks/diagnose.yml", "-i", "inventory-examples/demo", "-l", "gpu-rack3",
                          "-e", "report_lang=ko", "-e", "report_dir=%s" % (tmp_path / "report")])

@@ -74,3 +74,15 @@ def test_markdown_and_html_reports(tmp_path):
     paths = write_reports(a, str(tmp_path / "r"))
     assert sorted(os.path.basename(p) for p in paths) == ["report.html", "report.json", "report.md"]
     assert all(os.path.getsize(p) > 200 for p in paths)
+
+
+def test_job_nodes_outside_the_run_are_reported_not_dropped():
+    job = _job()
+    job["slurm"] = {"nodes": ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n03", "gpu-r3-n04", "gpu-r3-n05"]}
+    res = _results({})
+    del res["gpu-r3-n02"]  # the culprit's host is not in this run
+    a = build_cluster(res, job=job)
+    missing = {f["message"].split()[0]: f for f in a["cluster"]["findings"] if f["kind"] == "job_node_not_checked"}
+    assert set(missing) == {"gpu-r3-n02", "gpu-r3-n05"}
+    assert missing["gpu-r3-n02"]["severity"] == "critical"  # it hosts the culprit rank
+    assert missing["gpu-r3-n05"]["severity"] == "warning"
