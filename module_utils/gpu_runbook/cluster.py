@@ -79,7 +79,8 @@ def _stragglers(hosts):
         for h in hosts:
             t = times[h["host"]]
             hung = any(f["kind"] == "nvidia_smi_hang" for f in h["findings"])  # already its own finding
-            if isinstance(t, (int, float)) and t >= 5 and t >= 5 * max(median, 0.2) and h not in slow and not hung:
+            # 10 s: far above a healthy 8-GPU nvidia-smi (~1-2 s), so a busy controller is no straggler
+            if isinstance(t, (int, float)) and t >= 10 and t >= 5 * max(median, 0.2) and h not in slow and not hung:
                 slow.append(h)
     if not slow or len(slow) * 3 > len(hosts):  # a rack-wide slowdown is a facility signal, not a straggler
         return out

@@ -91,6 +91,8 @@ def test_slow_nvidia_smi_marks_a_straggler():
     a = build_cluster(res)
     assert a["cluster"]["suspects"] == ["n2"]
     assert "nvidia-smi took 14.0 s" in a["hosts"][0]["findings"][0]["message"]
+    res["n2"] = _with([], {"nvidia_smi": 6.0})  # slow-ish under a loaded controller: not a straggler
+    assert build_cluster(res)["cluster"]["suspects"] == []
 
 
 def test_same_rail_on_two_hosts_points_at_the_switch():
