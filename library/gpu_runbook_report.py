@@ -72,6 +72,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.cluster import build_cluster
 from ansible.module_utils.gpu_runbook.i18n import finding_message, text
 from ansible.module_utils.gpu_runbook.joblog import parse_job_logs
+from ansible.module_utils.gpu_runbook.probes import read_tail
 from ansible.module_utils.gpu_runbook.render import job_line, one_line, summary_counts
 
 _MAX_LOG = 256 * 1024 * 1024
@@ -92,12 +93,8 @@ def _read_logs(log_dir, files):
             problems.append("%s: not found" % path)
             continue
         try:
-            with open(path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - _MAX_LOG))  # the end of the log holds the hang
-                found[os.path.relpath(path, log_dir) if log_dir and path.startswith(log_dir) else os.path.basename(path)] = \
-                    fh.read().decode("utf-8", "replace")
+            name = os.path.relpath(path, log_dir) if log_dir and path.startswith(log_dir) else os.path.basename(path)
+            found[name] = read_tail(path, _MAX_LOG)
         except OSError as exc:
             problems.append("%s: %s" % (path, exc.strerror))
     return found, problems

@@ -7,7 +7,7 @@ into findings, decide the verdict. Pure: the caller (module, CLI, tests) supplie
 
 import re
 
-from .findings import iter_lines, make_finding, worst_severity
+from .findings import make_finding, worst_severity
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -211,9 +211,3 @@ def exit_status(hosts):
     worst = worst_severity([{"severity": h["severity"]} for h in hosts]) if hosts else "ok"
     return {"ok": 0, "info": 0, "warning": 1, "critical": 2}[worst]
 
-
-def first_line(text):
-    for _, line in iter_lines(text or ""):
-        if line.strip():
-            return line.strip()
-    return ""

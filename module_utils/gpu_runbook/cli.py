@@ -46,9 +46,9 @@ def _build_parser():
 def _host_dirs(path):
     """A path -> list of (host name, sources, job files, ignored)."""
     if os.path.isfile(path):
-        tmp_dir, entry = os.path.split(os.path.abspath(path))
-        sources, jobs, ignored = _load_one_file(tmp_dir, entry)
-        return [(os.path.basename(tmp_dir) or entry, sources, jobs, ignored)]
+        directory, entry = os.path.split(os.path.abspath(path))
+        sources, jobs, ignored = load_capture_dir(directory, files=[entry])
+        return [(os.path.basename(directory) or entry, sources, jobs, ignored)]
     if not os.path.isdir(path):
         raise UsageError("%s: no such file or directory" % path)
     sources, jobs, ignored = load_capture_dir(path)
@@ -62,14 +62,6 @@ def _host_dirs(path):
             if s or j:
                 out.append((entry, s, j, i))
     return out
-
-
-def _load_one_file(directory, entry):
-    # Reuse the capture-dir loader on just this file by filtering its results.
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        os.symlink(os.path.join(directory, entry), os.path.join(tmp, entry))
-        return load_capture_dir(tmp)
 
 
 def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False):
@@ -96,10 +88,6 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
         job, job_findings = parse_job_logs(job_files, since=since)
         job = dict(job, findings=job_findings)
     analysis = build_cluster(results, job=job, keep_facts=include_facts)
-    if not include_facts:
-        for h in analysis["hosts"]:
-            h.pop("facts", None)
-            h.pop("probes", None)
     return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"]}
 
 

@@ -110,17 +110,21 @@ def probe_kernel_log(timeout, since=None, kern_log_path="/var/log/kern.log"):
         return r, tried
     tried.append(r if isinstance(r, dict) else _error("failed", "journalctl printed nothing", argv))
     try:
-        with open(kern_log_path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - _MAX_OUTPUT))
-            return fh.read().decode("utf-8", "replace"), tried
+        return read_tail(kern_log_path, _MAX_OUTPUT), tried
     except OSError as exc:
         kind = "denied" if isinstance(exc, PermissionError) else "missing"
         tried.append(_error(kind, "%s: %s" % (kern_log_path, exc.strerror), kern_log_path))
     first = tried[0]
     return _error(first.get("kind", "failed"),
                   "; ".join(t["error"] for t in tried), " | ".join(t["cmd"] for t in tried)), tried
+
+
+def read_tail(path, limit):
+    """The last ``limit`` bytes of a file as text: the end of a log holds the incident."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - limit))
+        return fh.read().decode("utf-8", "replace")
 
 
 def read_ib_sysfs(sysfs_root="/sys"):
@@ -187,17 +191,18 @@ def collect(probes=DEFAULT_PROBES, timeout=30, since=None, sysfs_root="/sys",
     return sources, timings
 
 
-def load_capture_dir(path):
+def load_capture_dir(path, files=None):
     """A capture directory -> (host sources, job log files, ignored names).
 
     Known names are read directly; a file with another name is recognised by its
     content, else ignored. ``*.gz`` is decompressed. Job logs (NCCL / PyTorch output)
-    keep their own names: the rank may only be in the file name."""
+    keep their own names: the rank may only be in the file name. ``files`` limits the
+    load to those entries of the directory (a single file given on the command line)."""
     import gzip
     from .analyze import detect_source
     sources, job_files = {}, {}
     unknown = []
-    for entry in sorted(os.listdir(path)):
+    for entry in sorted(os.listdir(path) if files is None else files):
         full = os.path.join(path, entry)
         if not os.path.isfile(full):
             continue

@@ -42,11 +42,8 @@ def render_text(analysis, lang="en", verbose=True):
                 out.append("        %s: %s" % (text(lang, "action"), act))
     if healthy:
         out.append(text(lang, "healthy_hosts", n=len(healthy), hosts=", ".join(h["host"] for h in healthy)))
-    job = analysis.get("job")
-    if job:
-        out.append("%s: timed_out_ranks=%s culprit_ranks=%s culprit_hosts=%s collective=%s failed_at=%s" % (
-            text(lang, "job"), _ranks(job.get("timed_out_ranks")), job.get("culprit_ranks"),
-            job.get("culprit_hosts"), job.get("collective"), job.get("failed_at")))
+    if analysis.get("job"):
+        out.append(job_line(analysis["job"], lang))
     return "\n".join(out)
 
 
