@@ -5,91 +5,13 @@ into findings, decide the verdict. Pure: the caller (module, CLI, tests) supplie
 ``{"error": "message", "kind": "missing|timeout|denied|failed|unreadable", "cmd": str}``.
 """
 
-import re
-
 from .findings import make_finding, worst_severity
+from .probe_findings import probe_error_finding
+from .sources import (BUG_REPORT, COMPUTE_APPS, HOST_SOURCES, IB_SOURCES, KERNEL_LOG,  # noqa: F401
+                      NVSMI_SOURCES, detect_source)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
-
-# Canonical source names (also the file names a capture directory uses).
-NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-query-gpu.csv")
-COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
-KERNEL_LOG = "kern.log"
-IB_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "perfquery.txt", "iblinkinfo.txt")
-BUG_REPORT = "bug-report.txt"
-HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT,)
-
-# What a failed probe means, by source family. A hung nvidia-smi is the classic sign of a
-# wedged GPU or driver: that is a critical finding in itself, not a tooling problem.
-_PROBE_FAMILY = {
-    "nvidia-smi-q.xml": "gpu", "nvidia-smi-q.txt": "gpu", "nvidia-smi.txt": "gpu",
-    "nvidia-smi-query-gpu.csv": "gpu", COMPUTE_APPS: "gpu_apps", KERNEL_LOG: "kernel",
-    "ib-sysfs.txt": "ib", "ibstat.txt": "ib", "ibv_devinfo.txt": "ib", "perfquery.txt": "ib",
-    "iblinkinfo.txt": "ib",
-}
-
-_DETECTORS = (
-    # (source name, compiled pattern searched in the first 64 KiB)
-    (BUG_REPORT, re.compile(r"nvidia-bug-report\.sh|^_{20,}\s*$", re.M)),
-    ("nvidia-smi-q.xml", re.compile(r"<nvidia_smi_log\b")),
-    ("nvidia-smi-q.txt", re.compile(r"=+NVSMI LOG=+|^Attached GPUs\s*:", re.M)),
-    ("nvidia-smi.txt", re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name", re.M)),
-    ("ib-sysfs.txt", re.compile(r"/ports/\d+/(?:state|counters/\w+):", re.M)),
-    ("ibstat.txt", re.compile(r"^CA '[^']+'", re.M)),
-    ("ibv_devinfo.txt", re.compile(r"^hca_id:\s*\S+", re.M)),
-    ("perfquery.txt", re.compile(r"^# Port (?:extended )?counters:", re.M)),
-    ("nccl.log", re.compile(r"NCCL (?:INFO|WARN)|ProcessGroupNCCL|Watchdog caught collective|"
-                            r"\d+%\|.*it/s\]")),
-    (KERNEL_LOG, re.compile(r"NVRM:|mlx5_core|kernel:|^\[\s*\d+\.\d+\]|^\[\w{3} \w{3} [ \d]\d ", re.M)),
-)
-
-
-def detect_source(text):
-    """Guess which source a text is from its content; None when nothing fits."""
-    head = text[:65536]
-    for name, pattern in _DETECTORS:
-        if pattern.search(head):
-            return name
-    return None
-
-
-def _probe_error_finding(name, err):
-    kind = err.get("kind", "failed")
-    fam = _PROBE_FAMILY.get(name, "other")
-    msg = err.get("error", "probe failed")
-    cmd = err.get("cmd") or name
-    if fam == "gpu" and kind == "timeout":
-        return make_finding(
-            "driver", "critical", "nvidia_smi_hang",
-            "nvidia-smi did not answer (%s): the GPU or its driver is wedged" % msg,
-            "Drain the node; a hung nvidia-smi usually needs a node reboot (a GPU reset cannot reach a wedged driver).",
-            evidence=cmd, source=name, rung="reboot")
-    if fam == "gpu" and kind == "missing":
-        return make_finding(
-            "unknown", "warning", "nvidia_smi_missing",
-            "nvidia-smi is not installed or not on PATH: GPU health was not checked (%s)" % msg,
-            "Check the NVIDIA driver installation on this node.", evidence=cmd, source=name)
-    if fam == "gpu_apps":
-        return make_finding(
-            "unknown", "info", "probe_failed",
-            "compute-process query failed (%s)" % msg, "None needed for diagnosis.",
-            evidence=cmd, source=name)
-    if fam == "kernel":
-        return make_finding(
-            "unknown", "warning" if kind != "missing" else "info", "kernel_log_unavailable",
-            "kernel log could not be read (%s): Xid and link events may be missing" % msg,
-            "Run as root or set kernel.dmesg_restrict=0; check journald and /var/log/kern.log.",
-            evidence=cmd, source=name)
-    if fam == "ib" and kind == "timeout":
-        return make_finding(
-            "ib_network", "critical", "ib_probe_hang",
-            "InfiniBand probe did not answer (%s)" % msg,
-            "Drain the node and check the HCA driver (mlx5_core) and openibd.",
-            evidence=cmd, source=name, rung="ib_restart")
-    return make_finding(
-        "unknown", "info", "probe_failed", "%s: %s" % (name, msg),
-        "None: other sources cover this.", evidence=cmd, source=name)
 
 
 def _parsers():
@@ -129,7 +51,7 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
     for name, value in sources.items():
         if isinstance(value, dict):
             probes[name] = {"ok": False, "kind": value.get("kind"), "error": value.get("error")}
-            findings.append(_probe_error_finding(name, value))
+            findings.append(probe_error_finding(name, value))
         elif value is not None:
             probes[name] = {"ok": True}
 

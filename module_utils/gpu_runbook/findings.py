@@ -20,27 +20,44 @@ Parsers are pure: ``parse_x(text, source="name") -> (facts: dict, findings: list
 
 import re
 
-SEVERITIES = ("ok", "info", "warning", "critical")
-SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
-
-CATEGORIES = (
-    "healthy", "gpu_hardware", "driver", "ib_network", "nccl_config",
-    "nccl_deadlock", "application", "dataloader", "memory_leak", "unknown",
-)
-
-# Remedy ladder, cheapest and safest first; fix_application sits outside the ladder.
-RUNGS = ("none", "drain", "nccl_env", "timeout", "gpu_reset", "ib_restart",
-         "reboot", "rma", "fix_application")
-RUNG_RANK = {r: i for i, r in enumerate(RUNGS)}
+from .taxonomy import (CATEGORIES, RUNG_RANK, RUNGS, SEVERITIES, SEVERITY_RANK, action_text,  # noqa: F401
+                       kind_info, steps_for)
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 _PCI_RE = re.compile(
     r"^(?:(?P<dom>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})(?:\.(?P<fn>[0-7]))?$")
 
 
+def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, rank=None,
+            severity=None, category=None, rung=None, steps=None, note=None):
+    """Build a finding of a declared kind (taxonomy/kinds_*.py).
+
+    Category, severity, rung and the action come from the kind's row; a finding may set its
+    own severity, one of the kind's categories, and (only for kinds whose rung is decided per
+    finding) its rung and steps. ``note`` is extra English advice kept verbatim in every
+    language (NVIDIA's own words for an Xid). ``message`` says what was seen, in English.
+    Anything that contradicts the table raises ValueError: a bug, caught by the tests."""
+    info = kind_info(kind)
+    severity = severity or info["severity"]
+    if severity not in SEVERITIES:
+        raise ValueError("unknown severity %r" % (severity,))
+    category = category or info["category"]
+    if category not in info["categories"]:
+        raise ValueError("kind %r cannot be category %r" % (kind, category))
+    rung, steps = steps_for(kind, rung, steps)
+    action = action_text(steps, "en") + (" " + note if note else "")
+    return {
+        "category": category, "severity": severity, "kind": kind,
+        "xid": xid, "gpu": gpu, "ib": ib, "rank": rank,
+        "source": source, "evidence": evidence,
+        "message": message, "action": action, "rung": rung,
+        "steps": list(steps), "note": note,
+    }
+
+
 def make_finding(category, severity, kind, message, action, evidence="", source="",
                  xid=None, gpu=None, ib=None, rank=None, rung="none"):
-    """Build a finding dict; validates the enums so a typo fails in the tests."""
+    """Legacy constructor, being replaced by ``finding`` (kept until every parser moved)."""
     if category not in CATEGORIES:
         raise ValueError("unknown category %r" % (category,))
     if severity not in SEVERITIES:
@@ -53,6 +70,17 @@ def make_finding(category, severity, kind, message, action, evidence="", source=
         "source": source, "evidence": evidence,
         "message": message, "action": action, "rung": rung,
     }
+
+
+def never_raise(fn, source, *args, **kwargs):
+    """Run a parser ``fn(*args, **kwargs) -> (facts, findings)``; a bug in it, on any input,
+    becomes one ``parser_error`` finding naming the source, never a traceback. The one
+    guard every parser entry point and the dispatcher use."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 -- bad input is normal input
+        return {}, [finding("parser_error", "%s could not be parsed: %s: %s"
+                            % (source, type(exc).__name__, str(exc)[:200]), source=source)]
 
 
 def gpu_ref(pci=None, index=None, uuid=None):

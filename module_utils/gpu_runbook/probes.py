@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 
-from .analyze import COMPUTE_APPS, HOST_SOURCES, KERNEL_LOG
+from .sources import COMPUTE_APPS, KERNEL_LOG, canonical_name, detect_source
 
 DEFAULT_PROBES = ("nvidia_smi", "compute_apps", "kernel_log", "ib_sysfs")
 ALL_PROBES = DEFAULT_PROBES + ("ibstat", "perfquery")
@@ -199,14 +199,13 @@ def load_capture_dir(path, files=None):
     keep their own names: the rank may only be in the file name. ``files`` limits the
     load to those entries of the directory (a single file given on the command line)."""
     import gzip
-    from .analyze import detect_source
     sources, job_files = {}, {}
     unknown = []
     for entry in sorted(os.listdir(path) if files is None else files):
         full = os.path.join(path, entry)
         if not os.path.isfile(full):
             continue
-        name = _canonical_name(entry)
+        name = canonical_name(entry)
         if name in (None, KERNEL_LOG) and not entry.endswith(".gz") and os.path.getsize(full) > _MAX_OUTPUT:
             # a big kernel log is streamed later (scan_kernel_log_file), never read whole
             with open(full, "rb") as fh:
@@ -225,7 +224,7 @@ def load_capture_dir(path, files=None):
         except (OSError, EOFError) as exc:
             sources[entry] = _error("unreadable", str(exc), full)
             continue
-        name = _canonical_name(entry)
+        name = canonical_name(entry)
         if name is None:
             name = detect_source(text)
             if name is None:
@@ -241,21 +240,6 @@ def load_capture_dir(path, files=None):
         else:
             sources[name] = text
     return sources, job_files, unknown
-
-
-_ALIASES = {
-    "dmesg.txt": "kern.log", "dmesg.log": "kern.log", "kernel.log": "kern.log", "journalctl.txt": "kern.log",
-    "nvidia-smi-q-x.xml": "nvidia-smi-q.xml", "nvidia-smi.xml": "nvidia-smi-q.xml",
-    "nvidia-bug-report.log": "bug-report.txt",
-}
-
-
-def _canonical_name(entry):
-    if entry in HOST_SOURCES or entry == "nccl.log":
-        return entry
-    if entry.endswith((".out", ".err")) or entry.startswith(("rank-", "rank_", "slurm-")):
-        return "nccl.log"  # a job's stdout/stderr or a per-rank log
-    return _ALIASES.get(entry)
 
 
 _GREP_BATCH = 4096

@@ -1,0 +1,60 @@
+"""The one registry of evidence sources: their canonical names (also the file names of a
+capture directory), the family each belongs to, the names they are also captured under,
+and how to recognise one from its content. Probes, capture loading and the dispatcher
+all read it; it imports nothing of the engine."""
+
+import re
+
+NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-query-gpu.csv")
+COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
+KERNEL_LOG = "kern.log"
+IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt")  # first present wins (sysfs is authoritative)
+IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")
+IB_SOURCES = IB_LINK_SOURCES + IB_COUNTER_SOURCES
+BUG_REPORT = "bug-report.txt"
+JOB_LOG = "nccl.log"
+HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT,)
+
+# source -> family: what a failed probe of it means (probe_findings.py)
+FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
+              + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job")])
+
+# other names the same sources are captured under
+ALIASES = {
+    "dmesg.txt": KERNEL_LOG, "dmesg.log": KERNEL_LOG, "kernel.log": KERNEL_LOG, "journalctl.txt": KERNEL_LOG,
+    "nvidia-smi-q-x.xml": "nvidia-smi-q.xml", "nvidia-smi.xml": "nvidia-smi-q.xml",
+    "nvidia-bug-report.log": BUG_REPORT,
+}
+
+# (source, pattern searched in the first 64 KiB), most specific first
+DETECTORS = (
+    (BUG_REPORT, re.compile(r"nvidia-bug-report\.sh|^_{20,}\s*$", re.M)),
+    ("nvidia-smi-q.xml", re.compile(r"<nvidia_smi_log\b")),
+    ("nvidia-smi-q.txt", re.compile(r"=+NVSMI LOG=+|^Attached GPUs\s*:", re.M)),
+    ("nvidia-smi.txt", re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name", re.M)),
+    ("ib-sysfs.txt", re.compile(r"/ports/\d+/(?:state|counters/\w+):", re.M)),
+    ("ibstat.txt", re.compile(r"^CA '[^']+'", re.M)),
+    ("ibv_devinfo.txt", re.compile(r"^hca_id:\s*\S+", re.M)),
+    ("perfquery.txt", re.compile(r"^# Port (?:extended )?counters:", re.M)),
+    (JOB_LOG, re.compile(r"NCCL (?:INFO|WARN)|ProcessGroupNCCL|Watchdog caught collective|"
+                         r"\d+%\|.*it/s\]")),
+    (KERNEL_LOG, re.compile(r"NVRM:|mlx5_core|kernel:|^\[\s*\d+\.\d+\]|^\[\w{3} \w{3} [ \d]\d ", re.M)),
+)
+
+
+def detect_source(text):
+    """Guess which source a text is from its content; None when nothing fits."""
+    head = text[:65536]
+    for name, pattern in DETECTORS:
+        if pattern.search(head):
+            return name
+    return None
+
+
+def canonical_name(entry):
+    """A capture file's name -> its source name (None: recognise it by content)."""
+    if entry in HOST_SOURCES or entry == JOB_LOG:
+        return entry
+    if entry.endswith((".out", ".err")) or entry.startswith(("rank-", "rank_", "slurm-")):
+        return JOB_LOG  # a job's stdout/stderr or a per-rank log
+    return ALIASES.get(entry)

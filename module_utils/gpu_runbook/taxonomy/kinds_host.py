@@ -1,0 +1,48 @@
+"""Finding kinds about the host as a whole: probes that failed or hung, hosts we could not
+reach or use, parser bugs, and the cross-host (cluster) rules."""
+
+from .table import kind
+
+KINDS = {
+    "parser_error": kind(
+        "unknown", "warning", "none", ("report_parser_bug",),
+        "a source could not be parsed (a gpu-runbook bug): its evidence is missing",
+        "소스를 파싱하지 못함(gpu-runbook 버그): 해당 근거가 누락됨"),
+    # ---- the host as Ansible saw it
+    "host_unreachable": kind(
+        "unknown", "critical", "drain", ("drain_node", "check_console"),
+        "the host did not answer (a dead or wedged node)",
+        "호스트 응답 없음 (죽었거나 멈춘 노드)"),
+    "gather_failed": kind(
+        "unknown", "critical", "drain", ("drain_node", "check_console"),
+        "the health gather failed on this host",
+        "이 호스트에서 상태 수집이 실패함"),
+    # ---- cross-host rules (cluster.py)
+    "xid_on_every_host": kind(
+        "application", "warning", "fix_application", ("check_job_code", "fix_application"),
+        "Xid {xid} on every host: the application or the driver, not one GPU",
+        "모든 호스트에서 Xid {xid} 발생: GPU 하나의 고장이 아니라 애플리케이션/드라이버 문제"),
+    "straggler": kind(
+        "unknown", "warning", "drain", ("drain_node", "check_clocks_cooling"),
+        "slower than its peers: every collective waits for this host",
+        "다른 노드보다 느린 노드(straggler): 모든 collective가 이 노드를 기다림",
+        also=("gpu_hardware",)),
+    "shared_rail_errors": kind(
+        "ib_network", "warning", "drain", ("drain_node", "check_leaf_switch"),
+        "link errors on rail {ib} on several hosts: the rail's leaf switch, not each HCA",
+        "같은 레일 {ib}에서 여러 호스트에 링크 오류: HCA가 아니라 해당 레일의 리프 스위치 쪽 문제"),
+    "job_node_not_checked": kind(
+        "unknown", "warning", "none", ("widen_inventory",),
+        "a node of the job was not checked (not in the inventory or outside --limit)",
+        "작업의 노드 하나를 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
+    "job_culprit_node_not_checked": kind(
+        "unknown", "critical", "drain", ("drain_node", "widen_inventory"),
+        "the node of a culprit rank was not checked (not in the inventory or outside --limit)",
+        "원인 랭크의 노드를 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
+    "job_culprit": kind(
+        "nccl_deadlock", "critical", None, (),
+        "rank {rank} is the rank the others waited for (GPU {gpu})",
+        "랭크 {rank}: 다른 랭크들이 기다린 원인 랭크 (GPU {gpu})",
+        also=("gpu_hardware", "driver", "ib_network", "unknown", "memory_leak", "dataloader",
+              "application", "nccl_config")),
+}

@@ -1,0 +1,6 @@
+"""Finding kinds of the job domain. See taxonomy/__init__.py for the row format."""
+
+from .table import kind  # noqa: F401
+
+KINDS = {
+}
