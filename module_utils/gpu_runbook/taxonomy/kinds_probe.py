@@ -14,10 +14,6 @@ KINDS = {
         "driver", "warning", "drain", ("drain_node", "check_driver"),
         "nvidia-smi is not installed or not on PATH: GPU health was not checked",
         "nvidia-smi가 없음: GPU 상태를 확인하지 못함"),
-    "nvidia_smi_failed": kind(
-        "driver", "warning", "drain", ("drain_node", "check_driver"),
-        "nvidia-smi failed: GPU health was not checked",
-        "nvidia-smi 실패: GPU 상태를 확인하지 못함"),
     "probe_timeout": kind(
         "unknown", "warning", "drain", ("drain_node", "check_console"),
         "a probe did not answer before the deadline: its source was not read",
