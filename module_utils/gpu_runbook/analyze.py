@@ -6,7 +6,7 @@ into findings, decide the verdict. Pure: the caller (module, CLI, tests) supplie
 """
 
 from .findings import make_finding, worst_severity
-from .probe_findings import probe_error_finding
+from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, HOST_SOURCES, IB_SOURCES, KERNEL_LOG,  # noqa: F401
                       NVSMI_SOURCES, detect_source)
 from .verdict import host_verdict, sort_findings
@@ -51,7 +51,7 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
     for name, value in sources.items():
         if isinstance(value, dict):
             probes[name] = {"ok": False, "kind": value.get("kind"), "error": value.get("error")}
-            findings.append(probe_error_finding(name, value))
+            findings.extend(probe_error_findings(name, value, expected_gpus=expected_gpus))
         elif value is not None:
             probes[name] = {"ok": True}
 

@@ -6,7 +6,12 @@ from .findings import make_finding
 from .sources import FAMILY as _PROBE_FAMILY, COMPUTE_APPS  # noqa: F401
 
 
-def probe_error_finding(name, err):
+def probe_error_findings(name, err, expected_gpus=None):
+    """A probe error dict of source ``name`` -> the findings it means (a list)."""
+    return [_probe_error_finding(name, err)]
+
+
+def _probe_error_finding(name, err):
     kind = err.get("kind", "failed")
     fam = _PROBE_FAMILY.get(name, "other")
     msg = err.get("error", "probe failed")
