@@ -69,11 +69,8 @@ import datetime
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_runbook.cluster import build_cluster
-from ansible.module_utils.gpu_runbook.i18n import finding_message, text
-from ansible.module_utils.gpu_runbook.joblog import parse_job_logs
+from ansible.module_utils.gpu_runbook.diagnose import console_lines, diagnose, summary as make_summary
 from ansible.module_utils.gpu_runbook.probes import read_tail
-from ansible.module_utils.gpu_runbook.render import job_line, one_line, summary_counts
 
 _MAX_LOG = 256 * 1024 * 1024
 
@@ -113,37 +110,12 @@ def main():
         supports_check_mode=True,
     )
     lang = module.params["lang"]
-    slurm_job = module.params["job"] or {}
-    job = None
     logs, problems = _read_logs(module.params["job_log_dir"], module.params["job_log_files"])
-    if logs or slurm_job:
-        job, job_findings = parse_job_logs(logs, since=slurm_job.get("start"))
-        job = dict(job)
-        job["findings"] = job_findings
-        job["job_id"] = slurm_job.get("job_id")
-        job["slurm"] = slurm_job or None
-        job["log_problems"] = problems
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    analysis = build_cluster(module.params["results"], job=job, generated=now)
-    hosts = analysis["hosts"]
-    suspects = [h for h in hosts if h["host"] in analysis["cluster"]["suspects"]]
-    lines = [one_line(h, lang) for h in suspects]
-    healthy = analysis["cluster"]["healthy"]
-    if healthy:
-        lines.append(text(lang, "healthy_hosts", n=len(healthy), hosts=", ".join(healthy)))
-    for f in analysis["cluster"]["findings"]:
-        if f["severity"] in ("warning", "critical"):
-            lines.append("cluster: %s" % finding_message(f, lang)[0])
-    if analysis["job"]:
-        lines.append(job_line(analysis["job"], lang))
-    counts = summary_counts(hosts)
-    summary = {
-        "hosts": counts["n"], "critical": counts["crit"], "warning": counts["warn"], "healthy": counts["ok"],
-        "suspects": analysis["cluster"]["suspects"], "remediate": analysis["cluster"]["remediate"],
-        "verdicts": {h["host"]: {"verdict": h["verdict"], "rung": h["rung"]} for h in suspects},
-        "job_verdict": (analysis["job"] or {}).get("verdict"),
-        "culprit_hosts": [c["host"] for c in (analysis["job"] or {}).get("culprits") or [] if c.get("host")],
-    }
+    analysis = diagnose(module.params["results"], job_logs=logs, slurm_job=module.params["job"],
+                        log_problems=problems, generated=now)
+    lines = console_lines(analysis, lang)
+    summary = make_summary(analysis)
     changed = False
     if module.params["report_dir"] and not module.check_mode:
         try:

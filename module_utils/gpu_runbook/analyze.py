@@ -1,17 +1,26 @@
 """From raw sources to one host's analysis: dispatch to the parsers, turn probe errors
-into findings, decide the verdict. Pure: the caller (module, CLI, tests) supplies text.
+into findings. Pure: the caller (module, CLI, tests) supplies text.
 
-``sources`` maps a canonical source name to its text, or to a probe error
-``{"error": "message", "kind": "missing|timeout|denied|failed|unreadable", "cmd": str}``.
+``sources`` maps a canonical source name (sources.py) to its text, or to a probe error
+``{"error": "message", "kind": "missing|timeout|denied|failed|unreadable", "cmd": str}``;
+``sources["_notes"]`` may list findings the loader itself raised (a truncated capture).
+
+"Healthy" is a claim: a host none of whose sources gave usable evidence gets a
+``no_evidence`` finding and is unknown, never healthy.
 """
 
-from .findings import make_finding, worst_severity
+from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
-from .sources import (BUG_REPORT, COMPUTE_APPS, HOST_SOURCES, IB_SOURCES, KERNEL_LOG,  # noqa: F401
-                      NVSMI_SOURCES, detect_source)
+from .sources import (BUG_REPORT, COMPUTE_APPS, HOST_SOURCES, IB_COUNTER_SOURCES,  # noqa: F401
+                      IB_LINK_SOURCES, IB_SOURCES, KERNEL_LOG, NVSMI_SOURCES, detect_source)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
+NOTES = "_notes"
+
+# Findings that say a source was there but gave nothing usable.
+_UNUSABLE_KINDS = ("parser_error", "nvsmi_empty", "nvsmi_unparseable", "kernlog_unparseable", "unparseable",
+                   "capture_unreadable")
 
 
 def _parsers():
@@ -20,88 +29,95 @@ def _parsers():
     return kernlog, nvsmi, infiniband
 
 
-def _safe(fn, name, *args, **kwargs):
-    """Run a parser; a bug in a parser becomes a finding, never a traceback."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 -- bad input is normal input
-        return {}, [make_finding(
-            "unknown", "warning", "parser_error",
-            "%s could not be parsed: %s: %s" % (name, type(exc).__name__, exc),
-            "Attach the raw %s to a bug report for gpu-runbook." % name, source=name)]
+def _text(sources, name):
+    v = sources.get(name)
+    return v if isinstance(v, str) else None
+
+
+def _split_bug_report(sources):
+    from .bugreport import split_bug_report
+    parts = split_bug_report(sources.pop(BUG_REPORT))
+    for k, v in parts.items():
+        sources.setdefault(k, v)
+
+
+def _parse_all(sources, opts, parsed):
+    """-> (facts, findings, {source: usable}) over every source present."""
+    kernlog, nvsmi, infiniband = _parsers()
+    facts, findings, usable = {}, [], {}
+
+    def run(key, name, fn, *args, **kwargs):
+        f, fs = never_raise(fn, name, *args, **kwargs)
+        facts[key] = f
+        findings.extend(fs)
+        usable[name] = bool(f) and not any(x["kind"] in _UNUSABLE_KINDS for x in fs)
+
+    # GPU: the richest nvidia-smi form present wins; the others add nothing new.
+    name = next((n for n in NVSMI_SOURCES if _text(sources, n) is not None), None)
+    if name:
+        run("gpu", name, nvsmi.parse_nvidia_smi, sources[name], source=name, expected_gpus=opts["expected_gpus"])
+        usable[name] = usable[name] and bool(facts["gpu"].get("gpus")) or any(
+            f["severity"] in ("warning", "critical") and f["kind"] not in _UNUSABLE_KINDS for f in findings)
+    if _text(sources, COMPUTE_APPS) is not None:
+        apps, fs = never_raise(lambda t: (nvsmi.parse_compute_apps_csv(t, source=COMPUTE_APPS), []),
+                               COMPUTE_APPS, sources[COMPUTE_APPS])
+        facts["compute_apps"] = apps if isinstance(apps, list) else []
+        findings.extend(fs)
+    if parsed and KERNEL_LOG in parsed:
+        facts["kernel_log"], fs = parsed[KERNEL_LOG]
+        findings.extend(fs)
+        usable[KERNEL_LOG] = bool((facts["kernel_log"] or {}).get("lines"))
+    elif _text(sources, KERNEL_LOG) is not None:
+        run("kernel_log", KERNEL_LOG, kernlog.parse_kernel_log, sources[KERNEL_LOG], source=KERNEL_LOG,
+            **_kernel_opts(opts))
+        usable[KERNEL_LOG] = usable[KERNEL_LOG] and bool(facts["kernel_log"].get("lines"))
+    ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
+             "thresholds": opts["ib_thresholds"]}
+    name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)
+    if name:  # sysfs is authoritative; ibstat/ibv_devinfo only when it is absent
+        fn = {"ib-sysfs.txt": infiniband.parse_ib_sysfs, "ibstat.txt": infiniband.parse_ibstat,
+              "ibv_devinfo.txt": infiniband.parse_ibv_devinfo}[name]
+        run("ib", name, fn, sources[name], source=name, **ib_kw)
+    for name in IB_COUNTER_SOURCES:
+        if _text(sources, name) is not None:
+            fn = {"perfquery.txt": infiniband.parse_perfquery, "iblinkinfo.txt": infiniband.parse_iblinkinfo}[name]
+            run(name.split(".")[0], name, fn, sources[name], source=name, thresholds=opts["ib_thresholds"])
+    return facts, findings, usable
+
+
+def _kernel_opts(opts):
+    kw = {"since": opts["since"], "year": opts["year"]}
+    if opts.get("tz") is not None:
+        kw["tz"] = opts["tz"]
+    return kw
 
 
 def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib_rate=None,
-                 expected_ib_devices=None, ib_thresholds=None, year=None, parsed=None):
+                 expected_ib_devices=None, ib_thresholds=None, year=None, parsed=None, tz=None):
     """-> one host's analysis dict (the ``hosts[]`` item of the analysis schema, plus facts).
-    ``parsed``: {source name: (facts, findings)} already parsed elsewhere (a streamed big log)."""
-    kernlog, nvsmi, infiniband = _parsers()
+    ``parsed``: {source name: (facts, findings)} already parsed elsewhere (a streamed log).
+    ``tz``: the zone of the host's times written without one (dmesg -T: its local zone)."""
     sources = dict(sources)
-    facts = {}
-    findings = []
+    findings = list(sources.pop(NOTES, None) or [])
     probes = {}
-
     if isinstance(sources.get(BUG_REPORT), str):
-        from .bugreport import split_bug_report
-        parts, bf = _safe(lambda t: (split_bug_report(t), []), BUG_REPORT, sources.pop(BUG_REPORT))
-        findings.extend(bf)
-        for k, v in (parts or {}).items():
-            sources.setdefault(k, v)
-
+        _, fs = never_raise(lambda: (_split_bug_report(sources), []), BUG_REPORT)
+        findings.extend(fs)
     for name, value in sources.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and "error" in value:
             probes[name] = {"ok": False, "kind": value.get("kind"), "error": value.get("error")}
             findings.extend(probe_error_findings(name, value, expected_gpus=expected_gpus))
         elif value is not None:
             probes[name] = {"ok": True}
-
-    def text(name):
-        v = sources.get(name)
-        return v if isinstance(v, str) else None
-
-    # GPU: the richest nvidia-smi form present wins; the others add nothing new.
-    for name in NVSMI_SOURCES:
-        t = text(name)
-        if t is not None:
-            f, fs = _safe(nvsmi.parse_nvidia_smi, name, t, source=name, expected_gpus=expected_gpus)
-            facts["gpu"] = f
-            findings.extend(fs)
-            break
-    t = text(COMPUTE_APPS)
-    if t is not None:
-        apps, fs = _safe(lambda x: (nvsmi.parse_compute_apps_csv(x, source=COMPUTE_APPS), []), COMPUTE_APPS, t)
-        facts["compute_apps"] = apps if isinstance(apps, list) else []
-        findings.extend(fs)
-
-    t = text(KERNEL_LOG)
-    if parsed and KERNEL_LOG in parsed:
-        facts["kernel_log"], fs = parsed[KERNEL_LOG]
-        probes[KERNEL_LOG] = {"ok": True}
-        findings.extend(fs)
-    elif t is not None:
-        f, fs = _safe(kernlog.parse_kernel_log, KERNEL_LOG, t, source=KERNEL_LOG, since=since, year=year)
-        facts["kernel_log"] = f
-        findings.extend(fs)
-
-    ib_kw = {"expected_rate": expected_ib_rate, "expected_devices": expected_ib_devices,
-             "thresholds": ib_thresholds}
-    ib_parsers = (("ib-sysfs.txt", "parse_ib_sysfs"), ("ibstat.txt", "parse_ibstat"),
-                  ("ibv_devinfo.txt", "parse_ibv_devinfo"))
-    for name, fn in ib_parsers:
-        t = text(name)
-        if t is not None and hasattr(infiniband, fn):
-            # sysfs is authoritative; ibstat/ibv_devinfo only when it is absent
-            f, fs = _safe(getattr(infiniband, fn), name, t, source=name, **ib_kw)
-            facts["ib"] = f
-            findings.extend(fs)
-            break
-    for name, fn in (("perfquery.txt", "parse_perfquery"), ("iblinkinfo.txt", "parse_iblinkinfo")):
-        t = text(name)
-        if t is not None and hasattr(infiniband, fn):
-            f, fs = _safe(getattr(infiniband, fn), name, t, source=name, thresholds=ib_thresholds)
-            facts[name.split(".")[0]] = f
-            findings.extend(fs)
-
+    opts = {"since": since, "year": year, "tz": tz, "expected_gpus": expected_gpus,
+            "expected_ib_rate": expected_ib_rate, "expected_ib_devices": expected_ib_devices,
+            "ib_thresholds": ib_thresholds}
+    facts, fs, usable = _parse_all(sources, opts, parsed)
+    findings.extend(fs)
+    for name, ok in usable.items():
+        probes.setdefault(name, {"ok": True})["usable"] = ok
+    if not any(usable.values()):
+        findings.append(_no_evidence(sources, probes))
     if host is None:
         host = (facts.get("kernel_log") or {}).get("hostname")
     findings = sort_findings(findings)
@@ -117,14 +133,17 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
     }
 
 
+def _no_evidence(sources, probes):
+    tried = sorted(n for n in probes if not n.startswith("_")) or sorted(sources)
+    return finding("no_evidence", "no source gave usable evidence (%s): this host's health is unknown"
+                   % (", ".join(tried) or "no sources at all"), source=", ".join(tried))
+
+
 def unreachable_host(host, message):
     """A host we could not reach is itself a prime suspect (dead or wedged node)."""
-    f = make_finding(
-        "unknown", "critical", "host_unreachable",
-        "host did not answer: %s" % (message or "unreachable"),
-        "Check the node's console/BMC; drain it in Slurm until it answers.",
-        evidence=(message or "")[:300], source="ansible", rung="drain")
-    return {"host": host, "verdict": "unknown", "severity": "critical", "rung": "drain",
+    f = finding("host_unreachable", "host did not answer: %s" % (message or "unreachable"),
+                evidence=(message or "")[:300], source="ansible")
+    return {"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
             "findings": [f], "facts": {}, "probes": {}}
 
 
@@ -132,4 +151,3 @@ def exit_status(hosts):
     """CLI exit status: 0 clean, 1 warnings, 2 critical."""
     worst = worst_severity([{"severity": h["severity"]} for h in hosts]) if hosts else "ok"
     return {"ok": 0, "info": 0, "warning": 1, "critical": 2}[worst]
-

@@ -12,7 +12,7 @@ import sys
 
 from . import __version__
 from .analyze import SCHEMA, analyze_host, exit_status
-from .cluster import build_cluster
+from .diagnose import diagnose
 from .probes import load_capture_dir, stream_large_sources
 
 EXIT_UNUSABLE = 3
@@ -82,12 +82,7 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
             while host in results:  # two capture dirs of one host stay two entries
                 host += "'"
             results[host] = {"ansible_facts": {"gpu_health": h}}
-    job = None
-    if job_files:
-        from .joblog import parse_job_logs
-        job, job_findings = parse_job_logs(job_files, since=since)
-        job = dict(job, findings=job_findings)
-    analysis = build_cluster(results, job=job, keep_facts=include_facts)
+    analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts)
     return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"]}
 
 

@@ -1,17 +1,21 @@
 """Cluster view, computed once on the controller from every host's analysis.
 
 Cross-host reasoning lives here and nowhere else:
-- an unreachable host, or one whose gather failed, is a prime suspect (dead/wedged node);
+- an unreachable host is a prime suspect (dead/wedged node); one whose gather failed is
+  unknown, not sick (a module or setting problem must not drain a fleet);
 - the same application-class Xid on every GPU-bearing host points at the application or
   driver, not at one host's hardware;
+- stragglers, and link errors shared by one rail across hosts;
 - suspects are ranked by the field's suspicion order (see verdict.SUSPICION).
+
+The rules only ADD findings (to the cluster, and to the hosts they concern); they never
+edit a host's own findings. Each host's verdict is then decided once, from all of them.
 """
 
-import datetime
-
 from .analyze import SCHEMA, unreachable_host
-from .findings import SEVERITY_RANK, make_finding
-from .verdict import SUSPICION, host_verdict, sort_findings
+from .findings import SEVERITY_RANK, finding
+from .timeutil import to_utc
+from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
 
 
 def host_from_result(host, result):
@@ -26,36 +30,31 @@ def host_from_result(host, result):
     if result.get("unreachable"):
         return unreachable_host(host, result.get("msg"))
     msg = result.get("msg") or result.get("module_stderr") or "no result (host skipped or gather failed)"
-    h = unreachable_host(host, msg)
-    h["findings"][0]["kind"] = "gather_failed"
-    h["findings"][0]["message"] = "health gather failed on this host: %s" % str(msg).strip()[:300]
-    return h
+    f = finding("gather_failed", "health gather failed on this host: %s" % str(msg).strip()[:300],
+                evidence=str(msg).strip()[:300], source="ansible")
+    return {"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
+            "findings": [f], "facts": {}, "probes": {}}
 
 
-def _xid_sets(hosts):
-    """host -> set of Xid codes it reported."""
-    return {h["host"]: {f["xid"] for f in h["findings"] if f.get("xid") is not None} for h in hosts}
+def _app_xids(h):
+    """Xid codes this host reported that NVIDIA's catalog files under the application."""
+    return {f["xid"] for f in h["findings"] if f.get("xid") is not None and f["category"] == "application"}
 
 
 def cross_host(hosts):
-    """Apply the cross-host rules in place; returns the cluster-level findings."""
+    """Apply the cross-host rules; they append findings to the hosts they concern and
+    return the cluster-level findings. A host's own findings are never edited."""
     out = []
     unreached = ("host_unreachable", "gather_failed")
     gpu_hosts = [h for h in hosts if not any(f["kind"] in unreached for f in h["findings"])]
-    xids = _xid_sets(gpu_hosts)
     if len(gpu_hosts) >= 2:
-        common = set.intersection(*xids.values()) if xids else set()
-        for code in sorted(common):
-            # Same Xid on every host: one job's code or a driver bug, not N broken GPUs.
-            for h in gpu_hosts:
-                for f in h["findings"]:
-                    if f.get("xid") == code and f["category"] == "gpu_hardware" and f["severity"] != "critical":
-                        f["category"] = "application"
-            out.append(make_finding(
-                "application", "warning", "xid_on_every_host",
+        # The same application Xid on every host: one job's code or a driver bug, not N broken
+        # GPUs. Hardware Xids stay hardware however many hosts report them.
+        for code in sorted(set.intersection(*[_app_xids(h) for h in gpu_hosts])):
+            out.append(finding(
+                "xid_on_every_host",
                 "Xid %d appears on every host (%d): the application or driver, not one GPU" % (code, len(gpu_hosts)),
-                "Look at the job's code and the driver version before replacing hardware.",
-                xid=code, source="cluster", rung="fix_application"))
+                xid=code, source="cluster"))
     out.extend(_stragglers(gpu_hosts))
     out.extend(_shared_rails(gpu_hosts))
     return out
@@ -88,15 +87,12 @@ def _stragglers(hosts):
         why = next((f for f in h["findings"] if f["kind"] in _SLOW_KINDS), None)
         t = times[h["host"]]
         reason = why["message"] if why else "nvidia-smi took %.1f s (peers' median %.1f s)" % (t, median)
-        h["findings"].append(make_finding(
-            why["category"] if why else "unknown", "warning", "straggler",
-            "slower than its %d peers: %s; every collective waits for this host" % (len(hosts) - 1, reason),
-            "Drain the node and check clocks (nvidia-smi -q -d PERFORMANCE), cooling and the BMC log.",
+        h["findings"].append(finding(
+            "straggler", "slower than its %d peers: %s; every collective waits for this host" % (len(hosts) - 1, reason),
+            category="gpu_hardware" if why and why["category"] == "gpu_hardware" else "unknown",
             evidence=why["evidence"] if why else "", source=why["source"] if why else "cluster",
-            gpu=why.get("gpu") if why else None, rung="drain"))
-        out.append(make_finding("unknown", "warning", "straggler", "%s is a straggler: %s" % (h["host"], reason),
-                                "Drain it; the job runs at the speed of its slowest rank.", source="cluster",
-                                rung="drain"))
+            gpu=why.get("gpu") if why else None))
+        out.append(finding("straggler", "%s is a straggler: %s" % (h["host"], reason), source="cluster"))
     return out
 
 
@@ -115,16 +111,14 @@ def _shared_rails(hosts):
         if len(by_host) < 2:
             continue
         names = sorted(by_host)
-        note = " Also on %s of %s: suspect the leaf switch of this rail or its ports." % (dev, ", ".join(names))
-        for fs in by_host.values():
-            for f in fs:
-                f["action"] = f["action"] + note
-        out.append(make_finding(
-            "ib_network", "warning", "shared_rail_errors",
-            "%s has link errors on %d hosts (%s): the switch side of that rail, not %d HCAs"
-            % (dev, len(names), ", ".join(names), len(names)),
-            "Check the rail's leaf switch (port counters, logs) before swapping HCAs or cables.",
-            ib={"device": dev, "port": None}, source="cluster", rung="drain"))
+        msg = ("%s has link errors on %d hosts (%s): the switch side of that rail, not %d HCAs"
+               % (dev, len(names), ", ".join(names), len(names)))
+        for h in hosts:
+            if h["host"] in by_host:
+                first = by_host[h["host"]][0]
+                h["findings"].append(finding("shared_rail_errors", msg, evidence=first["evidence"],
+                                             source="cluster", ib=first.get("ib")))
+        out.append(finding("shared_rail_errors", msg, ib={"device": dev, "port": None}, source="cluster"))
     return out
 
 
@@ -188,19 +182,14 @@ def _match_host(hosts_by_name, name):
 
 
 def _explaining_finding(host, gpu_pci):
-    """The host finding that explains a culprit rank: one on the rank's GPU first, then the
-    host's worst hardware/IB finding, then any other serious finding of the host."""
-    serious = sort_findings([f for f in host["findings"] if f["severity"] in ("warning", "critical")
-                             and f["kind"] != "job_culprit"])
-    if gpu_pci:
-        on_gpu = [f for f in serious if (f.get("gpu") or {}).get("pci") == gpu_pci]
-        if on_gpu:
-            return on_gpu[0]
-    hw = [f for f in serious if f["category"] in ("gpu_hardware", "driver", "ib_network", "unknown")]
-    if hw:
-        return hw[0]
-    # no hardware trace: the node's own OOM kill or a stuck DataLoader worker still explains the rank
-    return serious[0] if serious else None
+    """The host finding that explains a culprit rank: the best-ranked (verdict.rank_key, the
+    one order) serious finding on the rank's own GPU, else the host's best-ranked serious
+    finding (hardware first by that order; a node's OOM kill or stuck DataLoader worker
+    still explains the rank when nothing else does)."""
+    serious = [f for f in host["findings"] if f["severity"] in ("warning", "critical") and f["kind"] != "job_culprit"]
+    on_gpu = [f for f in serious if gpu_pci and (f.get("gpu") or {}).get("pci") == gpu_pci]
+    pool = on_gpu or serious
+    return max(pool, key=rank_key) if pool else None
 
 
 def join_job(hosts, job):
@@ -209,7 +198,7 @@ def join_job(hosts, job):
     job verdict fields (verdict, culprits)."""
     by_name = {h["host"]: h for h in hosts}
     rank_map = {int(k): v for k, v in (job.get("rank_map") or {}).items()}
-    culprits = []
+    culprits, explanations = [], []
     for rank in job.get("culprit_ranks") or []:
         info = rank_map.get(int(rank)) or {}
         host = _match_host(by_name, info.get("host"))
@@ -222,23 +211,24 @@ def join_job(hosts, job):
             what = "rank %d (%s%s) is the rank the others waited for%s" % (
                 int(rank), host["host"], " GPU %s" % gpu_pci if gpu_pci else "",
                 " in %s SeqNum %s" % (coll.get("op"), coll.get("seq")) if coll else "")
+            gpu = {"pci": gpu_pci, "index": None, "uuid": None} if gpu_pci else None
             if why is not None:
                 label = "Xid %s" % why["xid"] if why.get("xid") is not None else why["kind"]
                 entry.update(explained_by=label, category=why["category"])
-                f = make_finding(why["category"], "critical", "job_culprit",
-                                 what + "; explained by this host's %s: %s" % (label, why["message"]),
-                                 why["action"], evidence=why["evidence"], source=why["source"],
-                                 xid=why.get("xid"), gpu=why.get("gpu") or ({"pci": gpu_pci, "index": None, "uuid": None} if gpu_pci else None),
-                                 ib=why.get("ib"), rank=int(rank), rung=why.get("rung") or "drain")
+                explanations.append(why)
+                # the culprit takes its explanation's remedy: same rung, same steps, same note
+                f = finding("job_culprit", what + "; explained by this host's %s: %s" % (label, why["message"]),
+                            category=why["category"], rung=why.get("rung") or "drain",
+                            steps=why.get("steps") or None, note=why.get("note"),
+                            evidence=why["evidence"], source=why["source"], xid=why.get("xid"),
+                            gpu=why.get("gpu") or gpu, ib=why.get("ib"), rank=int(rank))
             else:
-                f = make_finding("nccl_deadlock", "critical", "job_culprit",
-                                 what + "; no hardware finding on this host explains it",
-                                 "Drain the node and look at the rank's own log (stack, py-spy dump) before blaming hardware.",
-                                 evidence=_job_evidence(job, rank), source="job", rank=int(rank), rung="drain",
-                                 gpu={"pci": gpu_pci, "index": None, "uuid": None} if gpu_pci else None)
+                f = finding("job_culprit", what + "; no hardware finding on this host explains it",
+                            rung="drain", steps=("drain_node", "read_rank_log"),
+                            evidence=_job_evidence(job, rank), source="job", rank=int(rank), gpu=gpu)
             host["findings"].append(f)
         culprits.append(entry)
-    verdict = _job_verdict(job, culprits)
+    verdict = _job_verdict(job, culprits, explanations)
     return {"culprits": culprits, "verdict": verdict}
 
 
@@ -249,17 +239,20 @@ def _job_evidence(job, rank):
     return ""
 
 
-def _job_verdict(job, culprits):
-    """Failure phase weighed as the field does: a hardware explanation wins; otherwise an
-    early failure leans to code/data, a falling iteration rate to a leak, erratic stalls
-    to the DataLoader, a late hang with a silent rank to the node."""
-    for c in culprits:
-        if c.get("category") in ("gpu_hardware", "driver", "ib_network", "dataloader", "memory_leak"):
-            return c["category"]
-    cats = [f["category"] for f in job.get("findings") or [] if f["severity"] in ("warning", "critical")]
-    for cat in ("gpu_hardware", "ib_network", "driver", "dataloader", "memory_leak", "nccl_config"):
-        if cat in cats:
-            return cat
+# Categories that name a cause of the job's failure (the others -- a hang, an application
+# error, an unknown -- say that it failed, not why).
+_CAUSES = ("gpu_hardware", "driver", "ib_network", "dataloader", "memory_leak", "nccl_config")
+
+
+def _job_verdict(job, culprits, explanations):
+    """The job's cause, ranked once by the one order (verdict.rank_key) over what explains
+    its culprit ranks and the job's own findings. Without a cause the failure phase is
+    weighed as the field does: a falling iteration rate leans to a leak, erratic stalls to
+    the DataLoader, an early failure to code, a late hang with a silent rank to the node."""
+    serious = [f for f in list(explanations) + list(job.get("findings") or [])
+               if f["severity"] in ("warning", "critical") and f["category"] in _CAUSES]
+    if serious:
+        return max(serious, key=rank_key)["category"]
     trend = (job.get("iteration_rate") or {}).get("trend")
     if trend == "falling":
         return "memory_leak"
@@ -283,27 +276,14 @@ def _unchecked_job_nodes(hosts, job):
         if _short(node) in checked:
             continue
         culprit = node in (job.get("culprit_hosts") or [])
-        out.append(make_finding(
-            "unknown", "critical" if culprit else "warning", "job_node_not_checked",
+        out.append(finding(
+            "job_culprit_node_not_checked" if culprit else "job_node_not_checked",
             "%s ran this job%s but was not checked (not in the inventory or outside --limit)"
-            % (node, " and hosts a culprit rank" if culprit else ""),
-            "Add it to the inventory (or widen --limit) and run diagnose again.",
-            source="cluster", rung="drain" if culprit else "none"))
+            % (node, " and hosts a culprit rank" if culprit else ""), source="cluster"))
     return out
 
 
 # ---------------------------------------------------------------- timeline
-def _utc(t):
-    """ISO time -> aware UTC datetime (naive counts as UTC); None when unparseable."""
-    try:
-        dt = datetime.datetime.fromisoformat(str(t).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=datetime.timezone.utc)
-    return dt.astimezone(datetime.timezone.utc)
-
-
 def build_timeline(hosts, job, limit=400):
     """Merge each host's kernel-log events and the job's events into one ordered list."""
     events = []
@@ -318,8 +298,8 @@ def build_timeline(hosts, job, limit=400):
         if e.get("time"):
             events.append({"time": e["time"], "host": "job", "kind": e.get("kind", ""),
                            "text": (e.get("text") or "")[:300]})
-    events = [e for e in events if _utc(e["time"])]
-    events.sort(key=lambda e: _utc(e["time"]))
+    events = [e for e in events if to_utc(e["time"])]
+    events.sort(key=lambda e: to_utc(e["time"]))
     for e in events:
         if e["host"] != "job":
             e["first_fault"] = True

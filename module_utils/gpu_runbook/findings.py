@@ -72,15 +72,16 @@ def make_finding(category, severity, kind, message, action, evidence="", source=
     }
 
 
-def never_raise(fn, source, *args, **kwargs):
+def never_raise(fn, label, /, *args, **kwargs):
     """Run a parser ``fn(*args, **kwargs) -> (facts, findings)``; a bug in it, on any input,
-    becomes one ``parser_error`` finding naming the source, never a traceback. The one
-    guard every parser entry point and the dispatcher use."""
+    becomes one ``parser_error`` finding naming the source ``label``, never a traceback.
+    The one guard every parser entry point and the dispatcher use. (Positional-only, so
+    ``source=`` and any other keyword pass through to ``fn``.)"""
     try:
         return fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 -- bad input is normal input
         return {}, [finding("parser_error", "%s could not be parsed: %s: %s"
-                            % (source, type(exc).__name__, str(exc)[:200]), source=source)]
+                            % (label, type(exc).__name__, str(exc)[:200]), source=label)]
 
 
 def gpu_ref(pci=None, index=None, uuid=None):

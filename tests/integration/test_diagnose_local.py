@@ -167,7 +167,7 @@ def test_job_logs_naming_hosts_outside_the_run_are_reported(tmp_path):
     rep = _report(tmp_path, proc)
     assert rep["job"]["culprit_hosts"] == ["gpu-r3-n02"]
     kinds = [f["kind"] for f in rep["cluster"]["findings"]]
-    assert "job_node_not_checked" in kinds
+    assert "job_culprit_node_not_checked" in kinds  # the culprit's node: drained until checked
     assert "cluster: gpu-r3-n02 ran this job and hosts a culprit rank but was not checked" in proc.stdout
 
 

@@ -82,7 +82,10 @@ def test_job_nodes_outside_the_run_are_reported_not_dropped():
     res = _results({})
     del res["gpu-r3-n02"]  # the culprit's host is not in this run
     a = build_cluster(res, job=job)
-    missing = {f["message"].split()[0]: f for f in a["cluster"]["findings"] if f["kind"] == "job_node_not_checked"}
+    missing = {f["message"].split()[0]: f for f in a["cluster"]["findings"]
+               if f["kind"] in ("job_node_not_checked", "job_culprit_node_not_checked")}
     assert set(missing) == {"gpu-r3-n02", "gpu-r3-n05"}
-    assert missing["gpu-r3-n02"]["severity"] == "critical"  # it hosts the culprit rank
-    assert missing["gpu-r3-n05"]["severity"] == "warning"
+    # it hosts the culprit rank: critical, and drained until checked
+    assert (missing["gpu-r3-n02"]["kind"], missing["gpu-r3-n02"]["severity"], missing["gpu-r3-n02"]["rung"]) == (
+        "job_culprit_node_not_checked", "critical", "drain")
+    assert (missing["gpu-r3-n05"]["severity"], missing["gpu-r3-n05"]["rung"]) == ("warning", "none")

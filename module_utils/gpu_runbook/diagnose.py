@@ -1,0 +1,50 @@
+"""The one orchestration, from every host's gather (and the job's logs) to the analysis,
+the console lines and the workflow summary. The CLI and the playbook's report step both
+call it, so offline and live diagnoses cannot drift apart."""
+
+from .cluster import build_cluster
+from .i18n import finding_message, text
+from .render import job_line, one_line, summary_counts
+
+
+def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=None, generated=None,
+             keep_facts=False):
+    """results: {host: registered gpu_health_facts result (or unreachable/failed)};
+    job_logs: {name: text} of the job's logs; slurm_job: gpu_runbook_job's ``job``.
+    -> analysis (schema v1) with the job joined and the cluster section."""
+    job = None
+    slurm_job = slurm_job or {}
+    if job_logs or slurm_job:
+        from .joblog import parse_job_logs
+        parsed, job_findings = parse_job_logs(job_logs or {}, since=since or slurm_job.get("start"))
+        job = dict(parsed, findings=job_findings, job_id=slurm_job.get("job_id"),
+                   slurm=slurm_job or None, log_problems=list(log_problems or []))
+    return build_cluster(results, job=job, generated=generated, keep_facts=keep_facts)
+
+
+def console_lines(analysis, lang="en"):
+    """One line per suspect host, one for the healthy ones, the cluster findings, the job."""
+    cluster = analysis["cluster"]
+    lines = [one_line(h, lang) for h in analysis["hosts"] if h["host"] in cluster["suspects"]]
+    if cluster["healthy"]:
+        lines.append(text(lang, "healthy_hosts", n=len(cluster["healthy"]), hosts=", ".join(cluster["healthy"])))
+    for f in cluster["findings"]:
+        if f["severity"] in ("warning", "critical"):
+            lines.append("cluster: %s" % finding_message(f, lang)[0])
+    if analysis["job"]:
+        lines.append(job_line(analysis["job"], lang))
+    return lines
+
+
+def summary(analysis):
+    """What an AWX workflow branches on (set_stats)."""
+    hosts, cluster, job = analysis["hosts"], analysis["cluster"], analysis["job"] or {}
+    counts = summary_counts(hosts)
+    return {
+        "hosts": counts["n"], "critical": counts["crit"], "warning": counts["warn"], "healthy": counts["ok"],
+        "suspects": cluster["suspects"], "remediate": cluster["remediate"],
+        "verdicts": {h["host"]: {"verdict": h["verdict"], "rung": h["rung"]}
+                     for h in hosts if h["host"] in cluster["suspects"]},
+        "job_verdict": job.get("verdict"),
+        "culprit_hosts": [c["host"] for c in job.get("culprits") or [] if c.get("host")],
+    }
