@@ -11,6 +11,9 @@ description:
   - Runs C(scontrol show job -o ID) and, when the controller has forgotten the job,
     C(sacct -j ID -X -n -P). Returns the job's nodes (hostlist expanded), start and end
     time (the kernel-log window) and its StdOut/StdErr paths.
+  - Slurm prints times in the local zone of the controller running it, without the zone;
+    the start and end are returned as ISO 8601 with that zone's offset, so nodes in any
+    zone (and their C(dmesg -T) local times) compare them correctly.
   - Read-only; supports check mode.
 version_added: "0.1.0"
 author: gpu-runbook contributors
@@ -67,14 +70,14 @@ def main():
         module.fail_json(msg="job_id %r is not a Slurm job id" % job_id)
     errors = []
     out, err = _run(module, "scontrol", ["show", "job", "-o", job_id], module.params["timeout"])
-    job = parse_scontrol_show_job(out) if out else {}
+    job = parse_scontrol_show_job(out, tz="local") if out else {}
     if err:
         errors.append(err)
     source = "scontrol"
     if not job:
         out, err = _run(module, "sacct", ["-j", job_id, "-X", "-n", "-P", "-o",
                                           "JobID,JobName,State,Start,End,NodeList,WorkDir"], module.params["timeout"])
-        job = parse_sacct(out, job_id) if out else {}
+        job = parse_sacct(out, job_id, tz="local") if out else {}
         if err:
             errors.append(err)
         source = "sacct"

@@ -41,7 +41,8 @@ def local_tz():
 
 def parse_time(value, tz=None):
     """An ISO 8601 time (string or datetime) -> aware datetime. A time without a zone is in
-    ``tz`` (UTC when None). ValueError when it is not a time."""
+    ``tz`` (UTC when None; "local": this machine's zone at that date, summer time included).
+    ValueError when it is not a time."""
     if isinstance(value, datetime):
         dt = value
     else:
@@ -54,6 +55,8 @@ def parse_time(value, tz=None):
         if zone:
             dt = dt.replace(tzinfo=parse_tz(zone if zone != "Z" else "UTC"))
     if dt.tzinfo is None:
+        if tz == "local":
+            return dt.astimezone()  # a naive datetime's astimezone() reads it as local time
         dt = dt.replace(tzinfo=parse_tz(tz) or UTC)
     return dt
 

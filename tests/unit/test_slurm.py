@@ -46,3 +46,29 @@ def test_sacct_parsable_output():
     job = parse_sacct(text, "12345")
     assert job["nodes"] == ["gpu-r3-n01", "gpu-r3-n02"] and job["state"] == "FAILED"
     assert parse_sacct(text, "999") == {}
+
+
+def test_start_time_is_read_in_the_controllers_zone():
+    # A Seoul controller prints local times without a zone; the node's window must be the
+    # same instant, not the same wall-clock digits read as UTC.
+    job = parse_scontrol_show_job(SHOW_JOB, tz="+09:00")
+    assert job["start"] == "2026-12-01T20:00:03+09:00"
+    assert job["end"] == "2026-12-02T07:09:51+09:00"
+    sacct = "12345|train-llm|FAILED|2026-12-01T20:00:03|2026-12-02T07:09:51|gpu-r3-n[01-02]|/w\n"
+    assert parse_sacct(sacct, "12345", tz="-05:00")["start"] == "2026-12-01T20:00:03-05:00"
+    # no zone known: kept as Slurm printed it
+    assert parse_scontrol_show_job(SHOW_JOB)["start"] == "2026-12-01T20:00:03"
+
+
+def test_start_time_in_the_local_zone_follows_summer_time(monkeypatch):
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        winter = parse_scontrol_show_job(SHOW_JOB, tz="local")["start"]
+        summer = parse_scontrol_show_job(SHOW_JOB.replace("2026-12-01T20:00:03", "2026-07-01T20:00:03"),
+                                         tz="local")["start"]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert winter == "2026-12-01T20:00:03-05:00" and summer == "2026-07-01T20:00:03-04:00"
