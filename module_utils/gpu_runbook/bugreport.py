@@ -11,7 +11,7 @@ versions, an InfiniBand section (``/usr/sbin/ibstat`` followed by ``Running Infi
 commands for device: mlx5_0`` and ibnetdiscover/ibswitches/iblinkinfo runs).
 
 ``split_bug_report(text) -> {"nvidia-smi-q.txt": ..., "kern.log": ..., "ibstat.txt": ...,
-"ibv_devinfo.txt": ...}`` with only the parts found. Pure, standard library, never raises.
+"ibv_devinfo.txt": ...}`` with only the parts found. Pure, standard library.
 """
 
 import re
@@ -92,14 +92,8 @@ def _scan_sections(body):
 
 
 def split_bug_report(text):
-    """nvidia-bug-report.log text -> {source_name: text} for the sections found."""
-    try:
-        return _split(text)
-    except Exception:  # noqa: BLE001 -- a bug report can hold anything
-        return {}
-
-
-def _split(text):
+    """nvidia-bug-report.log text -> {source_name: text} for the sections found. The caller
+    guards it with findings.never_raise, so a bug here is a finding, not an empty result."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str) or not text.strip():

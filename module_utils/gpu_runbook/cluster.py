@@ -14,6 +14,7 @@ edit a host's own findings. Each host's verdict is then decided once, from all o
 
 from .analyze import SCHEMA, unreachable_host
 from .findings import SEVERITY_RANK, finding
+from .taxonomy import RUNG_TABLE
 from .timeutil import to_utc
 from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
 
@@ -147,7 +148,9 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
     timeline = build_timeline(hosts, job)
     hosts.sort(key=suspect_order, reverse=True)
     suspects = [h["host"] for h in hosts if SEVERITY_RANK[h["severity"]] >= SEVERITY_RANK["warning"]]
-    remediate = [h["host"] for h in hosts if h["severity"] == "critical" and h["rung"] not in ("none", "fix_application")]
+    # hosts a node-scoped rung can act on (job-scoped rungs change the next run, not a node)
+    remediate = [h["host"] for h in hosts
+                 if h["severity"] == "critical" and RUNG_TABLE[h["rung"]]["scope"] in ("gpu", "host")]
     if not keep_facts:
         hosts = [{k: h[k] for k in ("host", "verdict", "severity", "rung", "findings")} for h in hosts]
     return {

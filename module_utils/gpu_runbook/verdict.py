@@ -1,4 +1,6 @@
-"""Host verdict: one function from a host's findings to verdict, severity and next rung."""
+"""Host verdict: one function from a host's findings to verdict, severity and next rung,
+and the one order (``rank_key``) every ranking of findings uses: the host's primary finding,
+the finding that explains a job's culprit rank, the job's cause."""
 
 from .findings import RUNG_RANK, SEVERITY_RANK, worst_severity
 
@@ -8,9 +10,6 @@ SUSPICION = {
     "gpu_hardware": 9, "driver": 8, "ib_network": 7, "unknown": 5, "memory_leak": 4,
     "dataloader": 3, "nccl_config": 3, "nccl_deadlock": 2, "application": 1, "healthy": 0,
 }
-
-# A hardware or driver verdict with no specific fix still takes the node out of service.
-_DRAIN_BY_DEFAULT = {"gpu_hardware", "driver", "ib_network", "unknown"}
 
 
 def rank_key(finding):
@@ -38,9 +37,9 @@ def host_verdict(findings):
     # rung wins: Xid 48 (reset) beside a row-remap failure (RMA) means RMA.
     peers = [f for f in findings
              if f["category"] == top["category"] and f["severity"] == top["severity"]]
+    # The rung is always one a finding itself asks for (the taxonomy gives every critical
+    # hardware kind a rung); the verdict never invents one its evidence does not name.
     rung = max((f.get("rung") or "none" for f in peers), key=lambda r: RUNG_RANK[r])
-    if rung == "none" and top["category"] in _DRAIN_BY_DEFAULT and top["severity"] == "critical":
-        rung = "drain"
     return {"verdict": top["category"], "severity": severity, "rung": rung, "primary": top}
 
 

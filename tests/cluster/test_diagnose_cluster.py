@@ -3,6 +3,7 @@ fake GPUs/HCAs driven by the scenario files in tests/scenarios."""
 
 import json
 import os
+import time
 
 import pytest
 import yaml
@@ -32,12 +33,12 @@ JOB_HOST_OK = {"dataloader_stall": {"healthy", "dataloader", "unknown"}, "memory
                "nccl_socket": {"healthy", "nccl_config"}}
 
 
-def _diagnose(tb, tmp_path, *extra, limit=None):
+def _diagnose(tb, tmp_path, *extra, limit=None, env=None):
     report = tmp_path / "report"
     args = ["playbooks/diagnose.yml", "-i", tb.inventory_path, "-l", limit or tb.rack,
             "-e", "diagnosis_report_dir=%s" % report, "-e", "gpu_health_expected_gpus=8",
             "-e", "gpu_health_expected_ib_rate=400", "-e", "gpu_health_probe_timeout=5"] + list(extra)
-    proc = tb.run_ansible(*args, tool="ansible-playbook")
+    proc = tb.run_ansible(*args, tool="ansible-playbook", env=env)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     with open(report / "report.json") as fh:
         rep = json.load(fh)
@@ -115,6 +116,31 @@ def test_job_id_from_slurm_narrows_the_play_and_the_window(cluster, tmp_path):
     assert not any(f.get("xid") == 79 for f in n03["findings"])
     assert any(f["kind"] in ("gpu_missing", "gpu_handle_error") and f["severity"] == "critical"
                for f in n03["findings"]), n03["findings"]
+
+
+def test_seoul_controller_keeps_the_xid_that_broke_the_job(fresh_cluster, tmp_path):
+    """The controller runs at +09:00 (TZ=KST-9, no tzdata needed), the nodes at the machine's
+    zone: Slurm prints the job's start in Seoul time without a zone, the nodes print dmesg -T
+    in theirs. Read as UTC, the start lies 9 hours after the node's Xid and drops it; read in
+    the zone of whoever wrote it, the Xid that broke the job is in the window and the Xid 79
+    from before the job stays out."""
+    tb = fresh_cluster
+    nodes = ["gpu-r3-n03", "gpu-r3-n04"]
+    job_id = tb.sbatch(nodes)
+    try:
+        tb.wait_nodes(lambda st: st.startswith(("alloc", "mix")), nodes=nodes, timeout=30)
+        time.sleep(1.5)  # Slurm's start has whole seconds: the fault comes clearly after it
+        tb.set_fault("gpu-r3-n04", "xid94", gpu=1)
+        rep, by, _ = _diagnose(tb, tmp_path, "-e", "job_id=%d" % job_id, env={"TZ": "KST-9"})
+    finally:
+        tb.slurm("scancel", str(job_id), check=False)
+    start = rep["job"]["slurm"]["start"]
+    assert start.endswith("+09:00"), start  # the controller's zone travels with the time
+    assert sorted(by) == nodes
+    n04 = by["gpu-r3-n04"]
+    assert any(f.get("xid") == 94 for f in n04["findings"]), n04["findings"]
+    assert n04["verdict"] == "gpu_hardware"
+    assert not any(f.get("xid") == 79 for f in by["gpu-r3-n03"]["findings"])  # before the job: out
 
 
 def _scenario_names():
