@@ -19,8 +19,10 @@ from .timeutil import to_utc
 from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
 
 
-def host_from_result(host, result):
-    """A registered gpu_health_facts result (or an unreachable/failed one) -> host analysis."""
+def host_from_result(host, result, everyone_unreachable=False):
+    """A registered gpu_health_facts result (or an unreachable/failed one) -> host analysis.
+    When no host of the run answered, the controller's access is the suspect, not each node:
+    nothing is listed for remediation on that evidence."""
     result = result or {}
     facts = (result.get("ansible_facts") or {}).get("gpu_health")
     if facts:
@@ -28,6 +30,12 @@ def host_from_result(host, result):
         h["host"] = host
         h["findings"] = [dict(f) for f in facts.get("findings") or []]  # cross_host edits copies
         return h
+    if result.get("unreachable") and everyone_unreachable:
+        f = finding("unreachable_everywhere", "host did not answer, nor did any other host of the run: %s"
+                    % str(result.get("msg") or "unreachable").strip()[:300], source="ansible",
+                    evidence=str(result.get("msg") or "")[:300])
+        return {"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
+                "findings": [f], "facts": {}, "probes": {}}
     if result.get("unreachable"):
         return unreachable_host(host, result.get("msg"))
     msg = result.get("msg") or result.get("module_stderr") or "no result (host skipped or gather failed)"
@@ -138,7 +146,8 @@ def suspect_order(h):
 def build_cluster(results, job=None, generated=None, keep_facts=False):
     """results: {host: registered result}; job: parse_job_logs() output (plus Slurm fields)
     -> analysis dict (schema v1) with ``job`` joined and a ``cluster`` section."""
-    hosts = [host_from_result(name, res) for name, res in sorted(results.items())]
+    everyone = len(results) >= 2 and all((r or {}).get("unreachable") for r in results.values())
+    hosts = [host_from_result(name, res, everyone) for name, res in sorted(results.items())]
     cluster_findings = cross_host(hosts)
     if job:
         job = dict(job)

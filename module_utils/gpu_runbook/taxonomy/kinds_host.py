@@ -3,6 +3,11 @@ reach or use, parser bugs, and the cross-host (cluster) rules."""
 
 from .table import kind
 
+STEPS = {
+    "check_controller_access": (None, "Check the controller's SSH keys, inventory and network (`ansible -m ping`).",
+                                "컨트롤러의 SSH 키, 인벤토리, 네트워크를 확인하십시오 (`ansible -m ping`)."),
+}
+
 KINDS = {
     "parser_error": kind(
         "unknown", "warning", "none", ("report_parser_bug",),
@@ -13,8 +18,12 @@ KINDS = {
         "unknown", "critical", "drain", ("drain_node", "check_console"),
         "the host did not answer (a dead or wedged node)",
         "호스트 응답 없음 (죽었거나 멈춘 노드)"),
+    "unreachable_everywhere": kind(
+        "unknown", "warning", "none", ("check_controller_access", "rerun_diagnosis"),
+        "no host of the run answered: the controller's access (SSH keys, inventory, network), not every node",
+        "실행 대상 호스트가 모두 응답하지 않음: 모든 노드 고장이 아니라 컨트롤러의 접속 설정(SSH 키, 인벤토리, 네트워크) 문제"),
     "gather_failed": kind(
-        "unknown", "critical", "drain", ("drain_node", "check_console"),
+        "unknown", "warning", "none", ("check_console", "rerun_diagnosis"),
         "the health gather failed on this host",
         "이 호스트에서 상태 수집이 실패함"),
     # ---- cross-host rules (cluster.py)
