@@ -29,7 +29,7 @@ _PCI_RE = re.compile(
 
 
 def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, rank=None,
-            severity=None, category=None, rung=None, steps=None, note=None):
+            severity=None, category=None, rung=None, steps=None, note=None, name=None):
     """Build a finding of a declared kind (taxonomy/kinds_*.py).
 
     Category, severity, rung and the action come from the kind's row; a finding may set its
@@ -51,7 +51,7 @@ def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, 
         "xid": xid, "gpu": gpu, "ib": ib, "rank": rank,
         "source": source, "evidence": evidence,
         "message": message, "action": action, "rung": rung,
-        "steps": list(steps), "note": note,
+        "steps": list(steps), "note": note, "name": name,
     }
 
 
