@@ -5,6 +5,8 @@ undecodable byte becomes U+FFFD, so a bad byte cannot hide the Xid beside it."""
 import codecs
 import zlib
 
+_READ = 64 * 1024  # compressed bytes per read: a corrupt block loses at most this much before it
+
 # "utf-16" (not -le/-be) reads the BOM and drops it
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
@@ -55,25 +57,29 @@ class TextChunks(object):
                 yield data
             return
         z = zlib.decompressobj(wbits=31)
-        data = b""
+        data, full = b"", False
         while True:
-            data = data or raw.read(1024 * 1024)
-            if not data:
-                if not z.eof:
-                    self.error = "compressed stream ends early (truncated file)"
-                return
+            if not data and not full:
+                data = raw.read(_READ)
+                if not data:
+                    if not z.eof:
+                        self.error = "compressed stream ends early (truncated file)"
+                    return
             try:
-                out = z.decompress(data)
+                # bounded output: memory stays flat whatever the compression ratio (a log of
+                # repeated lines deflates ~1000:1)
+                out = z.decompress(data, self.size)
             except zlib.error as exc:
                 self.error = "corrupt compressed data: %s" % exc
                 return
-            data = b""
+            full = len(out) >= self.size  # zlib may hold more output for the same input
+            data = z.unconsumed_tail
             if out:
                 yield out
             if z.eof:
-                data = z.unused_data
+                data, full = z.unused_data, False
                 if not data.strip(b"\0"):
-                    data = raw.read(1024 * 1024)
+                    data = raw.read(_READ)
                     if not data:
                         return
                 z = zlib.decompressobj(wbits=31)  # the next gzip member

@@ -17,179 +17,201 @@ runbook's remedy for it (RESTART_APP -> fix_application when the Xid points at t
 job's own code, else none; RESET_GPU -> gpu_reset; RESTART_BM/RESTART_VM -> reboot;
 CONTACT_SUPPORT -> rma; IGNORE -> none).  Where we deviate from the bucket, ``why``
 says so.  category/severity are our triage judgement, not NVIDIA's.
+
+What to do is ``steps``: step ids of the taxonomy (taxonomy/rungs.py, and the ``xid_`` steps
+of taxonomy/kinds_kernel.py), so the advice reads the same in every language; the costliest
+rung among them is the entry's ``rung`` (checked at import). ``note`` is guidance no step says
+(a tool to use, a table to decode with), kept verbatim in every language; ``action`` is the
+English sentence both make, for readers of the catalog.
 """
 
-# code: (mnemonic, name, category, nvidia_action, investigate, rung, severity, action, why)
+from .taxonomy import RUNG_STEPS, action_text, rung_of_steps
+
+# Shared step tuples of the common buckets.
+_APP_CUDA = ("restart_job", "xid_check_app_cuda")
+_IGNORE_SUPPORT = ("no_action", "contact_support_if_recurs")
+_RESTART_SUPPORT = ("restart_job", "contact_support_if_recurs")   # RESTART_APP on a driver Xid
+_RESET_SUPPORT = ("drain_node", "reset_gpu", "contact_support_if_recurs")
+_RESET_RMA = ("drain_node", "reset_gpu", "rma_if_recurs")
+_RESET_GSP = ("drain_node", "reset_gpu", "xid_reboot_if_reset_fails", "check_driver")
+
+# code: (mnemonic, name, category, nvidia_action, investigate, rung, severity, steps, note, why)
 _ROWS = {
     8: ("ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT", "GPU stopped processing (idle timeout)",
         "application", "RESTART_APP", "CONTACT_SUPPORT", "fix_application", "warning",
-        "Restart the job; if it recurs on the same GPU with other jobs, contact NVIDIA support.", ""),
+        ("restart_job", "xid_check_app_cuda", "xid_support_if_follows_gpu"), None, ""),
     11: ("ROBUST_CHANNEL_GR_ERROR_MISSING_HW", "Invalid or corrupted push buffer stream",
          "application", "RESTART_APP", "CHECK_APP/CUDA", "fix_application", "warning",
-         "Restart the job and check the application / CUDA version.", ""),
+         _APP_CUDA, None, ""),
     13: ("ROBUST_CHANNEL_GR_EXCEPTION", "Graphics Engine Exception (SM warp exception)",
          "application", "RESTART_APP", "WORKFLOW_XID_13", "fix_application", "warning",
-         "Debug the application (illegal address / instruction in a kernel, e.g. with "
-         "compute-sanitizer); run DCGM diag only if it follows this GPU across jobs.", ""),
+         ("xid_debug_app", "xid_dcgm_if_follows_gpu"),
+         "Find the faulting kernel with compute-sanitizer (`compute-sanitizer --tool memcheck`)." ""),
     25: ("ROBUST_CHANNEL_GR_ILLEGAL_NOTIFY", "Invalid or illegal push buffer stream",
          "application", "RESTART_APP", "CHECK_APP/CUDA", "fix_application", "warning",
-         "Restart the job and check the application / CUDA version.", ""),
+         _APP_CUDA, None, ""),
     31: ("ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT", "GPU memory page fault",
          "application", "RESTART_APP", "WORKFLOW_XID_31", "fix_application", "warning",
-         "Debug the application: an illegal GPU memory access (MMU fault) killed its context.", ""),
+         ("xid_debug_app",), None, ""),
     32: ("ROBUST_CHANNEL_PBDMA_ERROR", "Invalid or corrupted push buffer stream",
          "application", "RESTART_APP", "CHECK_APP/CUDA", "fix_application", "warning",
-         "Restart the job and check the application / CUDA version.", ""),
+         _APP_CUDA, None, ""),
     38: ("ROBUST_CHANNEL_FECS_ERR_WATCHDOG_TIMEOUT", "Driver firmware error",
          "driver", "IGNORE", "CONTACT_SUPPORT", "none", "info",
-         "No immediate action; contact NVIDIA support if it repeats.", ""),
+         _IGNORE_SUPPORT, None, ""),
     39: ("ROBUST_CHANNEL_CE0_ERROR", "Copy Engine Exception",
          "driver", "RESTART_APP", "CONTACT_SUPPORT", "none", "warning",
-         "Restart the job; contact NVIDIA support if copy-engine errors repeat.", ""),
+         _RESTART_SUPPORT, None, ""),
     40: ("ROBUST_CHANNEL_CE1_ERROR", "Copy Engine Exception",
          "driver", "RESTART_APP", "CONTACT_SUPPORT", "none", "warning",
-         "Restart the job; contact NVIDIA support if copy-engine errors repeat.", ""),
+         _RESTART_SUPPORT, None, ""),
     41: ("ROBUST_CHANNEL_CE2_ERROR", "Copy Engine Exception",
          "driver", "RESTART_APP", "CONTACT_SUPPORT", "none", "warning",
-         "Restart the job; contact NVIDIA support if copy-engine errors repeat.", ""),
+         _RESTART_SUPPORT, None, ""),
     43: ("ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", "GPU stopped processing (channel reset)",
          "application", "IGNORE", "CONTACT_SUPPORT", "fix_application", "warning",
-         "The job's GPU context was torn down after its own fault; fix the application, "
-         "the GPU itself needs no action.",
-         "NVIDIA bucket is IGNORE for the GPU; the job that owned the channel still died, "
-         "so the remedy is on the application side."),
+         ("check_follow_up", "fix_application"),
+         None,
+         "NVIDIA bucket is IGNORE for the GPU; the job that owned the channel still died, so the remedy is on"
+         " the application side."),
     44: ("ROBUST_CHANNEL_GR_FAULT_DURING_CTXSW", "Graphics Engine fault during context switch",
          "driver", "IGNORE", "CONTACT_SUPPORT", "none", "info",
-         "No immediate action; contact NVIDIA support if it repeats.", ""),
+         _IGNORE_SUPPORT, None, ""),
     45: ("ROBUST_CHANNEL_PREEMPTIVE_REMOVAL", "Preemptive cleanup, due to previous errors",
-         "application", "WORKFLOW_XID_45", "Solo: RESTART_FM; Not Solo: IGNORE (follow other Xid)",
-         "none", "info",
-         "Follow the Xid that preceded it; alone it is a normal channel teardown on process exit/kill.", ""),
+         "application", "WORKFLOW_XID_45", "Solo: RESTART_FM; Not Solo: IGNORE (follow other Xid)", "none", "info",
+         ("check_follow_up", "xid_teardown_alone_is_normal"), None, ""),
     46: ("ROBUST_CHANNEL_GPU_TIMEOUT_ERROR", "GPU stopped processing",
          "driver", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
-         "Drain the node and reset the GPU; contact NVIDIA support if it recurs.", ""),
+         _RESET_SUPPORT, None, ""),
     48: ("ROBUST_CHANNEL_GPU_ECC_DBE", "Double Bit ECC Error (uncorrectable)",
          "gpu_hardware", "WORKFLOW_XID_48", "WORKFLOW_XID_48", "gpu_reset", "critical",
-         "Drain and reset the GPU so the row remap is applied; RMA if DBEs recur or the remap fails (Xid 64).",
+         _RESET_RMA,
+         None,
          "WORKFLOW_XID_48: on Ampere+ a reset applies the pending row remap."),
     54: ("SILENT_RUNNING_PWR_REDUCED_CLOCKING", "Auxiliary power is not connected to the GPU board",
          "gpu_hardware", "CHECK_MECHANICALS", "CONTACT_SUPPORT", "drain", "warning",
-         "Drain the node and check the GPU's auxiliary power cabling.", ""),
+         ("drain_node", "check_power_cabling"), None, ""),
     61: ("PMU_BREAKPOINT", "Internal micro-controller breakpoint/warning",
          "gpu_hardware", "CONTACT_SUPPORT", "", "rma", "critical",
-         "Contact NVIDIA support with an nvidia-bug-report; plan an RMA.",
+         ("drain_node", "replace_hardware"),
+         None,
          "Catalog marks 61 unused on Ampere+; older GPUs log it for a micro-controller fault."),
     62: ("PMU_HALT_ERROR", "Internal micro-controller halt",
          "gpu_hardware", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
-         "Drain the node and reset the GPU; contact NVIDIA support if it recurs.", ""),
+         _RESET_SUPPORT, None, ""),
     63: ("INFOROM_DRAM_RETIREMENT_EVENT", "GPU memory row remapping / page retirement event",
          "gpu_hardware", "IGNORE", "IGNORE", "gpu_reset", "warning",
-         "Reset the GPU (or reboot) at the next drain so the pending row remap is activated; "
-         "RMA if Xid 64 follows.",
-         "NVIDIA bucket is IGNORE, but the remap only takes effect after a GPU reset "
-         "('reset gpu to activate')."),
+         ("xid_reset_at_next_drain", "xid_rma_if_remap_fails"),
+         None,
+         "NVIDIA bucket is IGNORE, but the remap only takes effect after a GPU reset ('reset gpu to "
+         "activate')."),
     64: ("INFOROM_DRAM_RETIREMENT_FAILURE", "GPU memory row remapping / page retirement failure",
          "gpu_hardware", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
-         "Drain and reset the GPU; the memory can no longer protect itself, so RMA if it recurs.", ""),
+         _RESET_RMA, None, ""),
     68: ("ROBUST_CHANNEL_NVDEC0_ERROR", "NVDEC0 (video decoder) exception",
          "application", "RESTART_APP", "CONTACT_SUPPORT", "fix_application", "warning",
-         "Restart the job and check its video input; contact NVIDIA support if it repeats.", ""),
+         ("restart_job", "xid_check_video_input", "contact_support_if_recurs"), None, ""),
     69: ("ROBUST_CHANNEL_GR_CLASS_ERROR", "Graphics Engine class error",
          "application", "RESTART_APP", "CHECK_APP/CUDA", "fix_application", "warning",
-         "Restart the job and check the application / CUDA version.", ""),
+         _APP_CUDA, None, ""),
     74: ("NVLINK_ERROR", "NVLink error",
          "gpu_hardware", "WORKFLOW_NVLINK_ERR", "CONTACT_SUPPORT", "gpu_reset", "critical",
-         "Drain and reset the GPU (NVLink retrain); RMA the GPU/baseboard if the same link errors again.", ""),
+         _RESET_RMA, None, ""),
     79: ("ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "GPU has fallen off the bus",
          "gpu_hardware", "RESTART_BM", "CONTACT_SUPPORT", "reboot", "critical",
-         "Drain and reboot the node; if the GPU drops off again, RMA it.", ""),
+         ("drain_node", "reboot_node", "rma_if_recurs"), None, ""),
     80: ("PBDMA_PUSHBUFFER_CRC_MISMATCH", "Corrupted data sent to GPU",
          "application", "RESTART_APP", "CHECK_APP/CUDA", "fix_application", "warning",
-         "Restart the job and check the application / CUDA version.", ""),
+         _APP_CUDA, None, ""),
     92: ("EXCESSIVE_SBE_INTERRUPTS", "High single-bit ECC error rate",
          "gpu_hardware", "IGNORE", "CONTACT_SUPPORT", "none", "warning",
-         "No immediate action; trend correctable ECC counts and contact NVIDIA support if they keep rising.", ""),
+         ("no_action", "xid_trend_ecc"), None, ""),
     93: ("INFOROM_ERASE_LIMIT_EXCEEDED", "Non-fatal violation of provisioned InfoROM wear limit",
          "gpu_hardware", "IGNORE", "CONTACT_SUPPORT", "none", "info",
-         "No immediate action; mention it to NVIDIA support at the next service window.", ""),
+         ("no_action", "xid_support_next_window"), None, ""),
     94: ("ROBUST_CHANNEL_CONTAINED_ERROR", "Contained uncorrectable memory (ECC) error",
          "gpu_hardware", "RESTART_APP", "IGNORE (sympathetic)", "none", "warning",
-         "Restart the job (only the affected process was killed); reset the GPU at the next drain "
-         "to apply the row remap.",
+         ("restart_job", "xid_remap_at_next_drain"),
+         None,
          "RESTART_APP here means re-run, not fix the code: the fault is in GPU memory."),
     95: ("ROBUST_CHANNEL_UNCONTAINED_ERROR", "Uncontained uncorrectable memory (ECC) error",
          "gpu_hardware", "RESET_GPU", "IGNORE (sympathetic)", "gpu_reset", "critical",
-         "Drain and reset the GPU; every process on it was affected.", ""),
+         ("drain_node", "reset_gpu"), None, ""),
     109: ("ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", "Context Switch Timeout Error",
           "driver", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
-          "Reset the GPU; if it follows an Xid 13/31 from the same job, fix that job first.", ""),
+          ("drain_node", "reset_gpu", "xid_fix_app_xid_first"), None, ""),
     110: ("SEC_FAULT_ERROR", "Security Fault Error",
           "driver", "RESET_GPU", "INVESTIGATE_SW", "gpu_reset", "critical",
-          "Drain and reset the GPU; check driver/firmware versions.", ""),
+          ("drain_node", "reset_gpu", "check_driver"), None, ""),
     119: ("GSP_RPC_TIMEOUT", "GSP RPC Timeout",
           "driver", "RESET_GPU", "INVESTIGATE_SW", "gpu_reset", "critical",
-          "Drain and reset the GPU (reboot if the reset fails); check the driver/GSP firmware version.", ""),
+          _RESET_GSP, None, ""),
     120: ("GSP_ERROR", "GSP Error",
           "driver", "RESET_GPU", "INVESTIGATE_SW", "gpu_reset", "critical",
-          "Drain and reset the GPU (reboot if the reset fails); check the driver/GSP firmware version.", ""),
+          _RESET_GSP, None, ""),
     121: ("C2C_ERROR", "C2C (chip-to-chip) link error",
           "gpu_hardware", "IGNORE", "CONTACT_SUPPORT", "none", "warning",
-          "No immediate action; contact NVIDIA support if C2C errors repeat.", ""),
+          _IGNORE_SUPPORT, None, ""),
     136: ("ALI_TRAINING_FAIL", "NVLink link training failed",
           "gpu_hardware", "RESET_GPU", "INVESTIGATE_LINK_SI", "gpu_reset", "critical",
-          "Drain and reset the GPU to retrain NVLink; investigate the link if it fails again.", ""),
+          ("drain_node", "reset_gpu", "xid_check_nvlink_if_recurs"), None, ""),
     137: ("NVLINK_PRIV_ERR", "NVLink privilege error",
           "unknown", "IGNORE", "XID_137_FLOW", "none", "warning",
-          "No immediate action; follow NVIDIA's Xid 137 investigation flow if it repeats.", ""),
+          ("no_action", "xid_follow_nvidia_flow"), None, ""),
     140: ("UNRECOVERABLE_ECC_ERROR_ESCAPE", "ECC unrecovered error",
           "gpu_hardware", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
-          "Drain and reset the GPU; contact NVIDIA support if it recurs.", ""),
+          _RESET_SUPPORT, None, ""),
     141: ("ROBUST_CHANNEL_FAST_PATH_ERROR", "CUDA fast path error",
           "driver", "IGNORE", "CONTACT_SUPPORT", "none", "info",
-          "No immediate action.", ""),
+          ("no_action",), None, ""),
     143: ("GPU_INIT_ERROR", "GPU initialization error",
           "gpu_hardware", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
-          "Drain and reset the GPU; contact NVIDIA support if it does not initialise.", ""),
+          _RESET_SUPPORT, None, ""),
     151: ("ROBUST_CHANNEL_KEY_ROTATION_ERROR", "Key rotation error (confidential computing)",
           "driver", "RESTART_VM", "CONTACT_SUPPORT", "reboot", "critical",
-          "Restart the VM / node.", ""),
+          ("drain_node", "reboot_node"), None, ""),
     154: ("GPU_RECOVERY_ACTION_CHANGED", "GPU recovery action changed",
           "gpu_hardware", "XID_154", "N/A Informational only regarding another Xid", "drain", "critical",
-          "Apply the recovery action named in the message (GPU reset, node reboot or drain P2P).",
+          ("drain_node", "xid_apply_recovery_action"),
+          None,
           "The rung is taken from the message when it names one (see rung_for_xid154)."),
     155: ("NVLINK_SW_DEFINED_ERROR", "NVLink software-defined error",
           "driver", "RESET_GPU", "INVESTIGATE_SW_USER", "gpu_reset", "critical",
-          "Drain and reset the GPU; check the driver and fabric manager versions.", ""),
+          ("drain_node", "reset_gpu", "check_driver", "xid_check_fabric_manager"), None, ""),
     156: ("RESOURCE_RETIREMENT_EVENT", "Resource retirement event",
           "gpu_hardware", "RESET_GPU", "IGNORE", "gpu_reset", "warning",
-          "Reset the GPU at the next drain so the retirement takes effect.", ""),
+          ("xid_reset_at_next_drain",), None, ""),
     157: ("RESOURCE_RETIREMENT_FAILURE", "Resource retirement failure",
           "gpu_hardware", "IGNORE", "CONTACT_SUPPORT", "rma", "critical",
-          "Contact NVIDIA support and plan an RMA: a failing resource could not be retired.",
+          ("drain_node", "replace_hardware"),
+          None,
           "Immediate bucket is IGNORE; the investigatory CONTACT_SUPPORT is what decides the GPU's fate."),
     158: ("GPU_FATAL_TIMEOUT", "GPU fatal timeout",
           "gpu_hardware", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
-          "Drain and reset the GPU; contact NVIDIA support if it recurs.", ""),
+          _RESET_SUPPORT, None, ""),
     159: ("ROBUST_CHANNEL_CHI_NON_DATA_ERROR", "CHI non-data error",
           "driver", "CHECK_UVM", "SYMPATHETIC_REPORT_SOLO", "none", "warning",
-          "Check UVM (unified memory) state; follow any accompanying Xid.", ""),
+          ("xid_check_uvm", "check_follow_up"), None, ""),
     160: ("CHANNEL_RETIREMENT_EVENT", "Channel retirement event",
           "driver", "IGNORE", "INVESTIGATE_SW", "none", "info",
-          "No immediate action.", ""),
+          ("no_action",), None, ""),
     161: ("CHANNEL_RETIREMENT_FAILURE", "Channel retirement failure",
           "driver", "IGNORE", "INVESTIGATE_SW", "none", "warning",
-          "No immediate action; investigate the driver if it repeats.", ""),
+          ("no_action", "xid_check_driver_if_recurs"), None, ""),
     167: ("PCIE_FATAL_TIMEOUT", "PCIe fatal timeout",
           "gpu_hardware", None, None, "reboot", "critical",
-          "Drain and reboot the node; RMA if the GPU's PCIe link fails again.",
+          ("drain_node", "reboot_node", "rma_if_recurs"),
+          None,
           "No bucket in the catalog snapshot; treated like Xid 79."),
     171: ("UNCORRECTABLE_DRAM_ERROR", "Uncorrectable DRAM error (detail for Xid 48)",
           "gpu_hardware", None, None, "gpu_reset", "critical",
-          "Handle as Xid 48: drain and reset the GPU; RMA if it recurs.",
+          _RESET_RMA,
+          None,
           "No bucket in the catalog snapshot; companion of Xid 48."),
     172: ("UNCORRECTABLE_SRAM_ERROR", "Uncorrectable SRAM error (detail for Xid 48)",
           "gpu_hardware", None, None, "gpu_reset", "critical",
-          "Handle as Xid 48: drain and reset the GPU; RMA when SRAM errors reach NVIDIA's RMA threshold.",
+          ("drain_node", "reset_gpu"),
+          "RMA the GPU when its SRAM errors reach NVIDIA's RMA threshold (GPU Memory Error Management guide).",
           "No bucket in the catalog snapshot; companion of Xid 48."),
 }
 
@@ -200,20 +222,26 @@ for _code, _unit in ((144, "SAW"), (145, "RLW"), (146, "TLW"), (147, "TREX"),
     _ROWS[_code] = (
         "NVLINK_%s_ERROR" % _unit, "NVLink5 %s error" % _unit,
         "gpu_hardware", "WORKFLOW_NVLINK5_ERR", "WORKFLOW_NVLINK5_ERR", "gpu_reset", "warning",
-        "Decode intrinfo/errorstatus with NVIDIA's Xid 144-150 table; fatal decodes need a GPU reset, "
-        "repeats on one link need support.",
+        ("xid_reset_if_fatal", "contact_support_if_recurs"),
+        "Tell fatal from non-fatal by decoding intrinfo/errorstatus with NVIDIA's Xid 144-150 table.",
         "Rung is the worst case of the decode table; severity stays warning because most decodes are non-fatal.")
 
 _FIELDS = ("mnemonic", "name", "category", "nvidia_action", "investigate", "rung",
-           "severity", "action", "why")
+           "severity", "steps", "note", "why")
 
-XID_CATALOG = {code: dict(zip(_FIELDS, row), xid=code) for code, row in _ROWS.items()}
 
-UNKNOWN_XID = {
-    "mnemonic": None, "name": "unknown Xid, not in catalog", "category": "unknown",
-    "nvidia_action": None, "investigate": None, "rung": "none", "severity": "warning",
-    "action": "Look the code up in NVIDIA's Xid catalog and the driver release notes.", "why": "",
-}
+def _entry(code, row):
+    e = dict(zip(_FIELDS, row), xid=code)
+    if rung_of_steps(e["steps"]) != e["rung"]:  # a typo fails at import, in every test
+        raise ValueError("Xid %d: steps %r do not perform rung %r" % (code, e["steps"], e["rung"]))
+    e["action"] = action_text(e["steps"]) + (" " + e["note"] if e["note"] else "")
+    return e
+
+
+XID_CATALOG = {code: _entry(code, row) for code, row in _ROWS.items()}
+
+UNKNOWN_XID = _entry(None, (None, "unknown Xid, not in catalog", "unknown", None, None, "none", "warning",
+                            ("xid_look_up", "xid_drain_if_job_died"), None, ""))
 
 
 def lookup(code):
@@ -240,3 +268,13 @@ def rung_for_xid154(message):
     if "none" in m:
         return "none"
     return None
+
+
+def remedy(entry, message=""):
+    """(rung, steps, note) of one Xid finding: the entry's, except for Xid 154, whose message
+    names the recovery action (then that rung's standard steps, RUNG_STEPS)."""
+    if entry.get("xid") == 154:
+        rung = rung_for_xid154(message)
+        if rung is not None:
+            return rung, RUNG_STEPS[rung], None
+    return entry["rung"], entry["steps"], entry.get("note")

@@ -147,10 +147,10 @@ def scan(path, limit=None, workers=1):
 
 
 def scan_file(path):
-    """Child-process body: the production file path (grep prefilter + scanner, probes.scan_kernel_log_file)."""
-    from gpu_runbook.probes import scan_kernel_log_file
+    """Child-process body: the production file path (grep prefilter + scanner, kernlog.scan_kernel_log_files)."""
+    from gpu_runbook.kernlog import scan_kernel_log_files
     t0 = time.perf_counter()
-    facts, findings = scan_kernel_log_file(path, source=os.path.basename(path))
+    facts, findings = scan_kernel_log_files([path])
     dt = time.perf_counter() - t0
     return {"bytes": os.path.getsize(path), "seconds": dt, "lines": facts["lines"],
             "xid_lines": sum(x["count"] for x in facts["xids"]),

@@ -53,7 +53,8 @@ def test_010_roce_two_data_nics_down_are_critical():
     crit = sev(findings, "critical")
     assert sorted(f["ib"]["device"] for f in crit) == sorted(truth["down_ports"])
     assert all(f["category"] == "ib_network" and f["kind"] == "roce_port_down" for f in crit)
-    assert all(f["rung"] == "ib_restart" for f in crit)
+    # Physical state Disabled: the cable/switch side, not an openibd restart (issue 7)
+    assert all(f["rung"] == "drain" and "check_cable" in f["steps"] for f in crit)
     byp = ports_by(facts)
     for dev in truth["down_ports"]:
         assert byp[(dev, 1)]["state"] == "Down"
@@ -139,7 +140,7 @@ def test_043_switch_port_counters():
     assert "port_select" not in c and "counter_select" not in c
     kinds = {f["kind"]: f for f in findings}
     assert kinds["ib_link_downed"]["severity"] == "warning"
-    assert kinds["ib_link_downed"]["rung"] == "ib_restart"
+    assert kinds["ib_link_downed"]["rung"] == "drain"     # a flapping link is the cable (issue 7)
     assert kinds["ib_xmit_discards"]["severity"] == "warning"
     assert "LinkDownedCounter" in kinds["ib_link_downed"]["evidence"]
     assert "ib_symbol_errors" not in kinds and "ib_rcv_errors" not in kinds
@@ -352,7 +353,7 @@ def test_sysfs_one_port_polling_among_eight():
     assert ports_by(facts)[("mlx5_3", 1)]["state"] == "Down"
     (f,) = sev(findings, "warning", "critical")
     assert (f["severity"], f["kind"], f["ib"], f["rung"]) == \
-        ("critical", "ib_port_down", {"device": "mlx5_3", "port": 1}, "ib_restart")
+        ("critical", "ib_port_down", {"device": "mlx5_3", "port": 1}, "drain")
     assert "Polling" in f["message"] and "cable" in f["message"]
     assert f["evidence"] == ROOT + "/mlx5_3/ports/1/state:1: DOWN"
     assert_findings_wellformed(text, findings, "ib-sysfs.txt")
@@ -410,7 +411,7 @@ def test_sysfs_expected_devices_missing():
 
 
 @pytest.mark.parametrize("value,expected", [
-    (0, None), (1, ("warning", "ib_restart")), (4, ("warning", "ib_restart")), (5, ("critical", "ib_restart")),
+    (0, None), (1, ("warning", "drain")), (4, ("warning", "drain")), (5, ("critical", "drain")),
 ])
 def test_sysfs_link_downed_thresholds(value, expected):
     _, findings = ib.parse_ib_sysfs(sysfs(counters={"mlx5_2": {"link_downed": value}}))
@@ -448,9 +449,10 @@ def test_threshold_overrides():
     # perfquery spelling in the override hits the sysfs counter (one rule table)
     _, f3 = ib.parse_ib_sysfs(text, thresholds={"SymbolErrorCounter": {"warning": 2, "critical": 4}})
     assert ("ib_symbol_errors", "critical") in [(f["kind"], f["severity"]) for f in f3]
-    # a brand-new counter rule
+    # a brand-new counter rule raises the one declared generic kind; the message names the counter
     _, f4 = ib.parse_ib_sysfs(sysfs(hw={"mlx5_0": {"np_cnp_sent": 50}}), thresholds={"np_cnp_sent": 10})
-    assert [(f["kind"], f["severity"]) for f in f4] == [("ib_counter_np_cnp_sent", "warning")]
+    assert [(f["kind"], f["severity"]) for f in f4] == [("ib_counter_threshold", "warning")]
+    assert "np_cnp_sent" in f4[0]["message"]
 
 
 def test_sysfs_and_perfquery_names_hit_the_same_rule():
@@ -487,7 +489,7 @@ def test_ethernet_lone_down_port_is_info_only():
     text = sysfs(n=4) + (ROOT + "/mlx5_9/ports/1/state:1: DOWN\n" + ROOT + "/mlx5_9/ports/1/phys_state:3: Disabled\n"
                          + ROOT + "/mlx5_9/ports/1/link_layer:Ethernet\n")
     _, findings = ib.parse_ib_sysfs(text)
-    assert [(f["severity"], f["kind"]) for f in findings] == [("info", "eth_port_down")]
+    assert [(f["severity"], f["kind"]) for f in findings] == [("info", "eth_port_unused")]
 
 
 def test_roce_host_data_port_down_is_critical_in_sysfs():

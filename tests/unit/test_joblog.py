@@ -236,7 +236,7 @@ def test_desync_never_joined_format():
     assert job["culprit_ranks"] == [5, 6]
     assert job["collective"] == {"op": "BROADCAST", "seq": 12}
     assert job["phase"] == "early"
-    assert one(findings, "nccl_watchdog_timeout")["category"] == "application"
+    assert one(findings, "nccl_watchdog_timeout_app")["category"] == "application"
 
 
 def test_flight_recorder_text():
@@ -276,7 +276,7 @@ def test_socket_fallback():
     f = one(findings, "nccl_socket_fallback")
     assert (f["category"], f["severity"], f["rung"]) == ("nccl_config", "warning", "nccl_env")
     assert "NCCL_IB_DISABLE" in f["evidence"]
-    t = one(findings, "nccl_watchdog_timeout")
+    t = one(findings, "nccl_watchdog_timeout_config")
     assert t["category"] == "nccl_config" and t["rung"] == "nccl_env"
     assert job["culprit_ranks"] == [] and len(job["timed_out_ranks"]) == 16
 
@@ -301,7 +301,7 @@ def test_dataloader_worker_killed_with_srun_labels():
     f = [x for x in findings if x["kind"] == "dataloader_worker_killed"][0]
     assert (f["category"], f["rank"]) == ("dataloader", 5) and "Killed" in f["message"]
     assert "dataloader_worker_exited" in kinds(findings)
-    t = one(findings, "nccl_watchdog_timeout")
+    t = one(findings, "nccl_watchdog_timeout_app")
     assert t["category"] == "dataloader" and t["rung"] == "fix_application"
     assert job["failed_at"] == {"epoch": 20, "progress": 0.48}
     assert "python_exception" not in kinds(findings)        # the RuntimeError is the DataLoader one
@@ -317,7 +317,7 @@ def test_leak_falling_rate_then_cuda_oom():
     oom = one(findings, "cuda_oom")
     assert (oom["category"], oom["rank"]) == ("memory_leak", 6) and "2.00 GiB" in oom["message"]
     assert job["culprit_ranks"] == [6]
-    assert one(findings, "nccl_watchdog_timeout")["category"] == "memory_leak"
+    assert one(findings, "nccl_watchdog_timeout_app")["category"] == "memory_leak"
 
 
 def test_early_failure_epoch1():
@@ -327,7 +327,7 @@ def test_early_failure_epoch1():
     assert job["culprit_ranks"] == [3]
     f = one(findings, "early_phase_failure")
     assert (f["category"], f["rung"]) == ("application", "fix_application")
-    t = one(findings, "nccl_watchdog_timeout")
+    t = one(findings, "nccl_watchdog_timeout_app")
     assert (t["category"], t["rung"]) == ("application", "fix_application")
     exc = one(findings, "python_exception")
     assert exc["rank"] == 3 and "KeyError" in exc["message"]
@@ -343,7 +343,7 @@ def test_ib_error12_messy_crlf_ansi_garbage():
     f = one(findings, "ib_completion_error")
     assert f["ib"] == {"device": "mlx5_3", "port": None} and f["rank"] == 11
     assert "gpu-r3-n01" in f["message"]                    # the peer IP resolved through the OOB/bootstrap lines
-    t = one(findings, "nccl_watchdog_timeout")
+    t = one(findings, "nccl_watchdog_timeout_ib")
     assert (t["category"], t["rung"]) == ("ib_network", "ib_restart")
     errs = [e for e in job["nccl"]["errors"] if e["kind"] == "ib_completion_error"]
     assert errs and all(e["status_name"] == "IBV_WC_RETRY_EXC_ERR" and e["vendor_err"] == 129 for e in errs)
@@ -447,7 +447,7 @@ def test_watchdog_on_the_tqdm_line_and_oldest_format():
     assert job["timed_out_ranks"] == [0, 1]
     assert job["failed_at"] == {"epoch": 0, "progress": round(31870 / 480000.0, 4)}
     assert job["phase"] == "early"
-    assert one(findings, "nccl_watchdog_timeout")["source"] == "o:1"
+    assert one(findings, "nccl_watchdog_timeout_app")["source"] == "o:1"
 
 
 def test_pg_prefixed_watchdog_variants():

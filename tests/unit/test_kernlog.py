@@ -189,7 +189,7 @@ def test_event_timeline_is_capped():
 
 
 def test_distinct_keys_are_capped(monkeypatch):
-    monkeypatch.setattr(kernlog, "MAX_KEYS", 50)
+    monkeypatch.setattr(kernlog.scanner, "MAX_KEYS", 50)   # the limit lives where the scanner reads it
     sc = KernelLogScanner()
     for i in range(300):
         sc.feed("NVRM: Xid (PCI:0000:%02x:%02x): 13, pid=1, name=x, boom" % (i // 32, i % 32))
@@ -380,7 +380,7 @@ def test_mlx5_link_flaps_named_by_ib_device():
     assert "dropped 2 time(s)" in flap[0]["message"] and flap[0]["source"] == "kern.log:2"
     d0 = facts["ib_events"]["devices"]["mlx5_0"]
     assert d0["counts"]["link_down"] == 2 and d0["pci"] == "0000:0c:00.0" and d0["drops"] == 2
-    down = [f for f in findings if f["kind"] == "ib_port_down"]
+    down = [f for f in findings if f["kind"] == "ib_link_dropped"]   # "ib_port_down" is the port-state kind
     assert len(down) == 1 and down[0]["severity"] == "critical" and down[0]["ib"]["device"] == "0000:0d:00.0"
     unplug = [f for f in findings if f["kind"] == "ib_cable_unplugged"]
     assert len(unplug) == 1 and unplug[0]["severity"] == "warning"

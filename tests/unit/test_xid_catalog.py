@@ -7,7 +7,8 @@ import pytest
 
 from gpu_runbook import xid_catalog
 from gpu_runbook.findings import CATEGORIES, RUNGS, SEVERITIES
-from gpu_runbook.xid_catalog import XID_CATALOG, lookup, rung_for_xid154
+from gpu_runbook.taxonomy import RUNG_STEPS, STEPS, action_text, rung_of_steps
+from gpu_runbook.xid_catalog import UNKNOWN_XID, XID_CATALOG, lookup, remedy, rung_for_xid154
 
 REQUIRED = [8, 13, 31, 32, 43, 45, 46, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109,
             119, 120, 121, 136, 137, 140, 143, 144, 145, 146, 147, 148, 149, 150, 154,
@@ -84,7 +85,7 @@ def test_rung_for_xid154(msg, rung):
     assert rung_for_xid154(msg) == rung
 
 
-@pytest.mark.parametrize("name", ["xid_catalog.py", "kernlog.py"])
+@pytest.mark.parametrize("name", ["xid_catalog.py"] + sorted("kernlog/" + p.name for p in (PKG / "kernlog").glob("*.py")))
 def test_stdlib_and_relative_imports_only_py39_syntax(name):
     src = (PKG / name).read_text()
     tree = ast.parse(src, feature_version=(3, 9))
@@ -95,3 +96,51 @@ def test_stdlib_and_relative_imports_only_py39_syntax(name):
                 assert a.name.split(".")[0] in stdlib, a.name
         elif isinstance(node, ast.ImportFrom):
             assert node.level >= 1 or node.module.split(".")[0] in stdlib, node.module
+
+
+# -- the catalog speaks in taxonomy steps ---------------------------------------------------
+
+def _has_hangul(text):
+    return any("\uac00" <= ch <= "\ud7a3" for ch in text)
+
+
+@pytest.mark.parametrize("code", sorted(XID_CATALOG) + [None])
+def test_every_entry_steps_perform_its_rung_and_read_in_korean(code):
+    e = XID_CATALOG[code] if code is not None else UNKNOWN_XID
+    assert e["steps"] and all(s in STEPS for s in e["steps"]), e["steps"]
+    assert rung_of_steps(e["steps"]) == e["rung"]
+    for s in e["steps"]:
+        en, ko = STEPS[s][1], STEPS[s][2]
+        assert en.endswith(".") and _has_hangul(ko), s
+    ko = action_text(e["steps"], "ko")
+    assert _has_hangul(ko) and ko != action_text(e["steps"], "en")
+    # the English action is the steps' sentence plus the verbatim note, nothing else
+    assert e["action"] == action_text(e["steps"]) + (" " + e["note"] if e["note"] else "")
+    if e["note"]:
+        assert e["note"].endswith(".") and len(e["note"]) < 160
+
+
+def test_key_entries_take_the_steps_an_engineer_expects():
+    assert XID_CATALOG[48]["steps"] == ("drain_node", "reset_gpu", "rma_if_recurs")
+    assert XID_CATALOG[79]["steps"] == ("drain_node", "reboot_node", "rma_if_recurs")
+    for code in (13, 31, 43):
+        assert rung_of_steps(XID_CATALOG[code]["steps"]) == "fix_application"
+    for code in (39, 40, 41):   # RESTART_APP on a driver Xid: re-run, not fix the code
+        assert XID_CATALOG[code]["steps"] == ("restart_job", "contact_support_if_recurs")
+        assert XID_CATALOG[code]["rung"] == "none"
+    assert "compute-sanitizer" in XID_CATALOG[13]["note"]
+    assert all("144-150" in XID_CATALOG[c]["note"] for c in range(144, 151))
+
+
+@pytest.mark.parametrize("msg,rung", [
+    ("GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", "gpu_reset"),
+    ("GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)", "reboot"),
+    ("GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)", "none"),
+])
+def test_xid154_message_picks_the_steps_of_its_rung(msg, rung):
+    assert remedy(XID_CATALOG[154], msg) == (rung, RUNG_STEPS[rung], None)
+
+
+def test_xid154_without_a_named_action_keeps_the_entry():
+    e = XID_CATALOG[154]
+    assert remedy(e, "something else") == (e["rung"], e["steps"], e["note"])

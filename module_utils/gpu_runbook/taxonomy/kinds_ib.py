@@ -1,6 +1,201 @@
-"""Finding kinds of the ib domain. See taxonomy/__init__.py for the row format."""
+"""Finding kinds of the ib domain: InfiniBand / RoCE port state, link rate, HCAs and error
+counters (the parsers in infiniband/). See taxonomy/__init__.py for the row format.
 
-from .table import kind  # noqa: F401
+The remedy follows what the port says, as an IB engineer reads it:
+
+- the physical layer is not up (phys_state Polling, Disabled, Sleep, PortConfigurationTraining,
+  LinkErrorRecovery, or no cable), the link runs below its rate or width, or the physical
+  error counters climb (symbol errors, link error recovery, link downed, receive errors,
+  link integrity): the cable, the transceiver or the switch port. Drain and check the cable;
+  restarting openibd does not mend a bad cable (rung ``drain``);
+- the physical link is up (LinkUp) but the logical port is Down/Init/Armed: the subnet
+  manager or the driver, which software can fix (rung ``ib_restart``);
+- an HCA that vanished (stat failed, fewer devices than expected): PCIe or firmware, which
+  needs a reboot and an RMA if it does not come back (rung ``reboot``).
+"""
+
+from .table import kind
+
+# Steps only the IB findings take. Prefixed ``ib_`` so they can never collide with
+# rungs.STEPS or another domain's steps.
+STEPS = {
+    "ib_confirm_active": (None, "Then confirm `State: Active` and `Physical state: LinkUp` (`ibstat`).",
+                          "이후 `State: Active`, `Physical state: LinkUp`인지 확인하십시오 (`ibstat`)."),
+    "ib_check_netdev": (None, "Check that the port's network interface is up (`ibdev2netdev`, `ip link`).",
+                        "포트의 네트워크 인터페이스가 올라와 있는지 확인하십시오 (`ibdev2netdev`, `ip link`)."),
+    "ib_check_switch_speed": (None, "Check the switch port's configured speed and width.",
+                              "스위치 포트에 설정된 속도와 폭(width)을 확인하십시오."),
+    "ib_clear_counters": (None, "Clear the port counters (`perfquery -x -R`) and check that they stay at zero.",
+                          "포트 카운터를 초기화(`perfquery -x -R`)하고 다시 오르지 않는지 확인하십시오."),
+    "ib_check_hca_pcie": (None, "Check `lspci` for the HCA and `dmesg` for `mlx5_core` and PCIe AER errors.",
+                          "`lspci`로 HCA를, `dmesg`로 `mlx5_core` 및 PCIe AER 오류를 확인하십시오."),
+    "ib_check_rdma_stack": (None, "If this node should have InfiniBand/RoCE HCAs, check `lspci`, the "
+                                  "`mlx5_core`/`mlx5_ib` drivers and the rdma service.",
+                            "이 노드에 InfiniBand/RoCE HCA가 있어야 한다면 `lspci`, `mlx5_core`/`mlx5_ib` "
+                            "드라이버, rdma 서비스를 확인하십시오."),
+    "ib_run_tool_as_root": (None, "Run the tool as root and check that the `ib_umad`/rdma modules are loaded.",
+                            "도구를 root로 실행하고 `ib_umad`/rdma 모듈이 로드되었는지 확인하십시오."),
+    "ib_check_probe_ran": (None, "Check that the InfiniBand probe ran and produced its output.",
+                           "InfiniBand 프로브가 실행되어 출력을 남겼는지 확인하십시오."),
+    "ib_check_port_meant_cabled": (None, "None if the port is not meant to be cabled; if it should carry "
+                                         "traffic, check its cable and switch port.",
+                                   "케이블을 연결하지 않는 포트라면 조치 불필요. 트래픽을 실어야 하는 포트라면 "
+                                   "케이블과 스위치 포트를 점검하십시오."),
+    "ib_check_not_nccl_path": (None, "Check whether this port is meant to be cabled; it does not carry NCCL "
+                                     "traffic when NCCL uses the InfiniBand HCAs.",
+                               "이 포트가 케이블 연결 대상인지 확인하십시오. NCCL이 InfiniBand HCA를 쓰면 "
+                               "이 포트는 NCCL 트래픽을 싣지 않습니다."),
+    "ib_check_congestion": (None, "Check the link for flaps and the fabric for congestion (the switch port's "
+                                  "counters, `ibqueryerrors`).",
+                            "링크 플래핑 여부와 패브릭 혼잡을 확인하십시오 (스위치 포트 카운터, `ibqueryerrors`)."),
+    "ib_check_flow_control": (None, "Check the link and the peer port's flow-control (VL/credit) configuration.",
+                              "링크와 상대 포트의 흐름 제어(VL/크레딧) 설정을 확인하십시오."),
+    "ib_check_upstream_links": (None, "Look for physical errors on the upstream switch links (`perfquery`, "
+                                      "`ibqueryerrors`).",
+                                "상위 스위치 링크의 물리 오류를 확인하십시오 (`perfquery`, `ibqueryerrors`)."),
+    "ib_check_routing": (None, "Nothing to do unless it grows with traffic; then check the subnet manager's "
+                               "routing.",
+                         "트래픽과 함께 늘지 않으면 조치 불필요. 늘면 서브넷 매니저의 라우팅을 확인하십시오."),
+    "ib_check_pkeys": (None, "Check the partition (P_Key) configuration.", "파티션(P_Key) 설정을 확인하십시오."),
+    "ib_watch_subnet_manager": (None, "Nothing to do unless the subnet manager reports problems.",
+                                "서브넷 매니저가 문제를 보고하지 않으면 조치 불필요."),
+    "ib_watch_counter": (None, "Nothing to do unless it grows during the failing job.",
+                         "실패한 작업 중에 늘지 않았다면 조치 불필요."),
+    "ib_check_remote_peer": (None, "Check the link and the remote node of the failing connection.",
+                             "실패한 연결의 링크와 원격 노드를 확인하십시오."),
+    "ib_check_peer_health": (None, "Check the link's error counters and the peers' health.",
+                             "링크 오류 카운터와 상대 노드 상태를 확인하십시오."),
+    "ib_check_path_errors": (None, "Correlate with the link error counters on the path.",
+                             "경로상의 링크 오류 카운터와 대조하십시오."),
+    "ib_check_link_counters": (None, "Check the link and the peer port.", "링크와 상대 포트를 확인하십시오."),
+}
+
+# What the physical layer says is wrong: the cable, transceiver or switch port.
+_CABLE = ("drain_node", "check_cable", "ib_clear_counters")
 
 KINDS = {
+    # ---- port state (sysfs, ibstat, ibstatus, ibv_devinfo, iblinkinfo)
+    "ib_port_down": kind(
+        "ib_network", "critical", "drain", ("drain_node", "check_cable", "ib_confirm_active"),
+        "InfiniBand port {ib} has no physical link (Polling/Disabled/no cable): the cable, "
+        "transceiver or switch port",
+        "InfiniBand 포트 {ib}에 물리 링크가 없음 (Polling/Disabled/케이블 없음): 케이블, 트랜시버 또는 스위치 포트 문제"),
+    "ib_port_not_active": kind(
+        "ib_network", "critical", "ib_restart", ("drain_node", "check_subnet_manager", "restart_openibd"),
+        "InfiniBand port {ib} has its physical link up but is not Active: the subnet manager or the driver",
+        "InfiniBand 포트 {ib}의 물리 링크는 올라왔으나 Active가 아님: 서브넷 매니저 또는 드라이버 문제"),
+    "ib_port_unused": kind(
+        "ib_network", "info", "none", ("ib_check_port_meant_cabled",),
+        "InfiniBand port {ib} is down like the same port on every card: probably not cabled",
+        "InfiniBand 포트 {ib}가 모든 카드의 같은 포트처럼 내려가 있음: 케이블 미연결 포트로 보임"),
+    "roce_port_down": kind(
+        "ib_network", "critical", "drain", ("drain_node", "check_cable", "ib_confirm_active"),
+        "RoCE data-path port {ib} is down while its peers are up: the cable, transceiver or switch port",
+        "RoCE 데이터 경로 포트 {ib}만 내려가 있음: 케이블, 트랜시버 또는 스위치 포트 문제"),
+    "roce_port_not_active": kind(
+        "ib_network", "critical", "ib_restart", ("drain_node", "ib_check_netdev", "restart_openibd"),
+        "RoCE data-path port {ib} has its physical link up but is Down: the driver or the interface, not the cable",
+        "RoCE 데이터 경로 포트 {ib}의 물리 링크는 올라왔으나 Down 상태: 케이블이 아니라 드라이버 또는 인터페이스 문제"),
+    "eth_port_down": kind(
+        "unknown", "warning", "none", ("ib_check_not_nccl_path",),
+        "Ethernet port {ib} is down while same-type ports are up; it does not look like the NCCL data path",
+        "이더넷 포트 {ib}가 내려가 있음 (같은 종류 포트는 동작 중). NCCL 데이터 경로로 보이지 않음"),
+    "eth_port_unused": kind(
+        "ib_network", "info", "none", ("ib_check_port_meant_cabled",),
+        "Ethernet port {ib} is down and no port of its type is up: probably an unused NIC",
+        "이더넷 포트 {ib}가 내려가 있고 같은 종류 포트도 모두 내려가 있음: 사용하지 않는 NIC로 보임"),
+    "ib_link_degraded": kind(
+        "ib_network", "warning", "drain", ("drain_node", "check_cable", "ib_check_switch_speed"),
+        "link {ib} runs below its rate or width (lanes or speed fell back): the cable, transceiver or switch port",
+        "링크 {ib}가 정격 속도/폭보다 낮게 동작 (레인 또는 속도 저하): 케이블, 트랜시버 또는 스위치 포트 문제"),
+    # ---- devices
+    "ib_device_missing": kind(
+        "ib_network", "critical", "reboot", ("drain_node", "ib_check_hca_pcie", "reboot_node", "rma_if_recurs"),
+        "HCA {ib} is missing (removed, reset or off the PCIe bus)",
+        "HCA {ib}가 사라짐 (제거, 리셋 또는 PCIe 버스에서 이탈)"),
+    "ib_no_devices": kind(
+        "ib_network", "warning", "none", ("ib_check_rdma_stack",),
+        "no RDMA device was found on this host",
+        "이 호스트에서 RDMA 장치를 찾지 못함"),
+    "ib_tool_error": kind(
+        "unknown", "info", "none", ("ib_run_tool_as_root",),
+        "an InfiniBand tool reported an error",
+        "InfiniBand 도구가 오류를 보고함"),
+    "unparseable": kind(
+        "unknown", "info", "none", ("ib_check_probe_ran",),
+        "an InfiniBand capture is empty or not the expected tool's output",
+        "InfiniBand 캡처가 비었거나 예상한 도구의 출력이 아님"),
+    # ---- error counters (infiniband/counters.py names the kind each counter raises)
+    "ib_link_downed": kind(
+        "ib_network", "warning", "drain", _CABLE,
+        "link {ib} went down and retrained (flapping): the cable, transceiver or switch port",
+        "링크 {ib}가 끊겼다가 재협상됨 (플래핑): 케이블, 트랜시버 또는 스위치 포트 문제"),
+    "ib_symbol_errors": kind(
+        "ib_network", "warning", "drain", _CABLE,
+        "symbol errors (physical-layer bit errors) on link {ib}: the cable or transceiver",
+        "링크 {ib}에 심볼 오류(물리 계층 비트 오류): 케이블 또는 트랜시버 문제"),
+    "ib_link_error_recovery": kind(
+        "ib_network", "warning", "drain", _CABLE,
+        "link {ib} ran its error-recovery procedure (a marginal link): the cable or transceiver",
+        "링크 {ib}가 오류 복구 절차를 수행함 (불안정한 링크): 케이블 또는 트랜시버 문제"),
+    "ib_rcv_errors": kind(
+        "ib_network", "warning", "drain", _CABLE,
+        "malformed packets received on {ib} (bad CRC/length): the cable or the peer port",
+        "{ib}에서 손상된 패킷 수신 (CRC/길이 오류): 케이블 또는 상대 포트 문제"),
+    "ib_link_integrity_errors": kind(
+        "ib_network", "warning", "drain", _CABLE,
+        "local link integrity errors on {ib} (physical errors beyond the link threshold): the cable or transceiver",
+        "{ib}에 로컬 링크 무결성 오류 (임계치를 넘는 물리 오류): 케이블 또는 트랜시버 문제"),
+    "ib_buffer_overrun_errors": kind(
+        "ib_network", "warning", "drain", ("drain_node", "ib_check_flow_control"),
+        "excessive buffer overruns on {ib} (a flow-control / credit problem)",
+        "{ib}에 과도한 버퍼 오버런 (흐름 제어/크레딧 문제)"),
+    "ib_xmit_discards": kind(
+        "ib_network", "warning", "drain", ("drain_node", "ib_check_congestion"),
+        "outbound packets discarded on {ib} (port down, or congestion / head-of-line timeout)",
+        "{ib}에서 송신 패킷 폐기 (포트 다운 또는 혼잡/HOL 타임아웃)"),
+    "ib_remote_physical_errors": kind(
+        "ib_network", "warning", "none", ("ib_check_upstream_links",),
+        "packets arrived on {ib} marked bad by an upstream link: the fault is elsewhere in the fabric",
+        "{ib}에 상위 링크에서 손상 표시된 패킷 도착: 패브릭의 다른 곳에 문제"),
+    "ib_vl15_dropped": kind(
+        "ib_network", "info", "none", ("ib_watch_subnet_manager",),
+        "subnet-management (VL15) packets dropped on {ib}",
+        "{ib}에서 서브넷 관리(VL15) 패킷 폐기"),
+    "ib_switch_relay_errors": kind(
+        "ib_network", "info", "none", ("ib_check_routing",),
+        "packets the switch could not relay on {ib} (routing; often multicast, usually benign)",
+        "{ib}에서 스위치가 중계하지 못한 패킷 (라우팅, 주로 멀티캐스트이며 대개 무해)"),
+    "ib_constraint_errors": kind(
+        "ib_network", "info", "none", ("ib_check_pkeys",),
+        "packets dropped on {ib} by partition/constraint checks",
+        "{ib}에서 파티션/제약 검사로 패킷 폐기"),
+    "ib_congestion": kind(
+        "ib_network", "info", "none", ("ib_check_congestion",),
+        "port {ib} often waited for credits (congestion)",
+        "포트 {ib}가 크레딧을 자주 기다림 (혼잡)"),
+    "ib_transport_retries_exceeded": kind(
+        "ib_network", "warning", "none", ("ib_check_remote_peer",),
+        "RDMA requests on {ib} exhausted their transport retries (NCCL 'retry counter exceeded')",
+        "{ib}의 RDMA 요청이 전송 재시도 한도를 소진함 (NCCL 'retry counter exceeded')"),
+    "ib_ack_timeouts": kind(
+        "ib_network", "info", "none", ("ib_check_peer_health",),
+        "RDMA ACK timeouts on {ib} (peer slow, packets lost or link flapping)",
+        "{ib}에서 RDMA ACK 타임아웃 (상대가 느림, 패킷 손실 또는 링크 플래핑)"),
+    "ib_rnr_retry_errors": kind(
+        "ib_network", "info", "none", ("ib_watch_counter",),
+        "receiver-not-ready retry failures on {ib}",
+        "{ib}에서 RNR(receiver-not-ready) 재시도 실패"),
+    "ib_packet_seq_errors": kind(
+        "ib_network", "info", "none", ("ib_check_path_errors",),
+        "packet sequence errors on {ib} (packets lost in the fabric)",
+        "{ib}에서 패킷 순서 오류 (패브릭에서 패킷 손실)"),
+    "ib_out_of_buffer": kind(
+        "ib_network", "info", "none", ("ib_watch_counter",),
+        "packets dropped on {ib} for lack of receive WQEs",
+        "{ib}에서 수신 WQE 부족으로 패킷 폐기"),
+    "ib_counter_threshold": kind(
+        "ib_network", "warning", "none", ("ib_check_link_counters",),
+        "a counter on {ib} crossed a threshold set for this run",
+        "{ib}의 카운터가 이번 실행에 지정한 임계치를 넘음"),
 }

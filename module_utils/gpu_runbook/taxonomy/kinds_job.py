@@ -1,6 +1,197 @@
-"""Finding kinds of the job domain. See taxonomy/__init__.py for the row format."""
+"""Finding kinds of the job domain: what a training job's own logs (PyTorch, NCCL_DEBUG,
+tqdm, Slurm) say went wrong. See taxonomy/__init__.py for the row format.
 
-from .table import kind  # noqa: F401
+The collective-timeout finding takes its remedy from its cause, so it is one kind per
+remedy (``nccl_watchdog_timeout_*``): a kind's rung is fixed."""
+
+from .table import kind
+
+# Steps only the job domain uses. Facts kept straight: the collective timeout is
+# ``init_process_group(timeout=)`` (there is no NCCL_TIMEOUT).
+STEPS = {
+    "job_check_ib_link": (None, "Check the IB port state and error counters (`ibstat`, `perfquery`) on both hosts "
+                                "of the link.",
+                          "링크 양쪽 호스트에서 IB 포트 상태와 오류 카운터(`ibstat`, `perfquery`)를 확인하십시오."),
+    "job_exclude_peer": (None, "Resolve the peer address to its node and exclude that node from the next run "
+                               "(`sbatch --exclude`).",
+                         "피어 주소에 해당하는 노드를 찾아 다음 실행에서 제외하십시오 (`sbatch --exclude`)."),
+    "job_read_ecc": (None, "Read the GPU's Xid and ECC counters (`nvidia-smi -q -d ECC,ROW_REMAPPER`).",
+                     "GPU의 Xid와 ECC 카운터를 확인하십시오 (`nvidia-smi -q -d ECC,ROW_REMAPPER`)."),
+    "job_read_xid": (None, "Read the host's kernel log for Xid errors (GPU hangs) before returning it to service.",
+                     "서비스에 복귀시키기 전에 호스트의 커널 로그에서 Xid 오류(GPU 멈춤)를 확인하십시오."),
+    "job_locate_kernel": (None, "Rerun with `CUDA_LAUNCH_BLOCKING=1` to locate the failing kernel; check the host's "
+                                "kernel log for Xids.",
+                          "`CUDA_LAUNCH_BLOCKING=1`로 다시 실행해 실패한 커널을 찾고, 호스트 커널 로그에서 Xid를 "
+                          "확인하십시오."),
+    "job_fix_kernel": ("fix_application", "Fix that kernel or the code that calls it, unless an Xid shows a "
+                                          "hardware fault.",
+                       "Xid가 하드웨어 고장을 가리키지 않는 한 해당 커널이나 이를 호출하는 코드를 수정하십시오."),
+    "job_fix_gpu_memory": ("fix_application", "Find what keeps growing in GPU memory (tensors kept across steps, "
+                                              "caches) or reduce the batch size.",
+                           "GPU 메모리에서 계속 커지는 것(스텝 간에 유지되는 텐서, 캐시)을 찾거나 배치 크기를 "
+                           "줄이십시오."),
+    "job_fix_host_memory": ("fix_application", "Reduce host memory use (DataLoader workers, pinned memory, "
+                                               "prefetch) or find the leak.",
+                            "호스트 메모리 사용량(DataLoader 워커, pinned memory, prefetch)을 줄이거나 누수를 "
+                            "찾으십시오."),
+    "job_fix_dataloader": ("fix_application", "Check host memory and `/dev/shm` on that node, the storage it reads "
+                                              "from, and fix the dataset code (`num_workers`, `pin_memory`).",
+                           "해당 노드의 호스트 메모리와 `/dev/shm`, 읽는 스토리지를 확인하고 데이터셋 코드"
+                           "(`num_workers`, `pin_memory`)를 수정하십시오."),
+    "job_read_nccl_warn": (None, "Read the NCCL WARN lines around it (`NCCL_DEBUG=INFO`) for the peer or device at "
+                                 "fault.",
+                           "주변의 NCCL WARN 줄(`NCCL_DEBUG=INFO`)에서 문제의 피어나 장치를 확인하십시오."),
+    "job_fix_traceback": ("fix_application", "Read the traceback; fix the application unless the exception is the "
+                                             "consequence of a hardware error.",
+                          "traceback을 읽고, 하드웨어 오류의 결과가 아니라면 애플리케이션을 수정하십시오."),
+    "job_use_ib": ("nccl_env", "Unset `NCCL_IB_DISABLE`; check `NCCL_IB_HCA`/`NCCL_NET` and that the IB devices "
+                               "are visible inside the job.",
+                   "`NCCL_IB_DISABLE`을 해제하고 `NCCL_IB_HCA`/`NCCL_NET` 설정과 작업 안에서 IB 장치가 보이는지 "
+                   "확인하십시오."),
+    "job_exclude_roce": ("nccl_env", "Exclude the RoCE device(s) from `NCCL_IB_HCA` (or list the IB HCAs "
+                                     "explicitly):",
+                         "`NCCL_IB_HCA`에서 RoCE 장치를 제외하십시오 (또는 IB HCA를 명시적으로 나열):"),
+    "job_profile_memory": ("fix_application", "Profile memory over steps (`torch.cuda.memory_allocated`, host RSS) "
+                                              "and fix what grows.",
+                           "스텝별 메모리(`torch.cuda.memory_allocated`, 호스트 RSS)를 프로파일링하고 커지는 것을 "
+                           "수정하십시오."),
+    "job_fix_first_traceback": ("fix_application", "Fix the application: read the first traceback and check that "
+                                                   "every rank issues the same collectives.",
+                                "애플리케이션을 수정하십시오: 첫 traceback을 읽고 모든 랭크가 같은 collective를 "
+                                "호출하는지 확인하십시오."),
+    "job_fix_collective_order": ("fix_application", "Fix the application: every rank must issue the same "
+                                                    "collectives in the same order.",
+                                 "애플리케이션을 수정하십시오: 모든 랭크가 같은 collective를 같은 순서로 호출해야 "
+                                 "합니다."),
+    "job_check_collective_order": (None, "Check that every rank issues the same collectives in the same order.",
+                                   "모든 랭크가 같은 collective를 같은 순서로 호출하는지 확인하십시오."),
+    "job_enable_desync_debug": (None, "Rerun with `TORCH_NCCL_DESYNC_DEBUG=1` and the Flight Recorder "
+                                      "(`TORCH_NCCL_TRACE_BUFFER_SIZE`, `TORCH_NCCL_DUMP_ON_TIMEOUT=1`) so the next "
+                                      "timeout names the rank that did not join.",
+                                "다음 타임아웃에서 참여하지 않은 랭크가 드러나도록 `TORCH_NCCL_DESYNC_DEBUG=1`과 "
+                                "Flight Recorder(`TORCH_NCCL_TRACE_BUFFER_SIZE`, `TORCH_NCCL_DUMP_ON_TIMEOUT=1`)를 "
+                                "켜고 다시 실행하십시오."),
+    "job_fix_cause": ("fix_application", "Fix the error named as the cause (its own finding says how); the "
+                                         "timeout is only its consequence.",
+                      "원인으로 지목된 오류를 수정하십시오 (해당 finding에 방법이 있음); 타임아웃은 그 결과일 "
+                      "뿐입니다."),
+    "job_node_checks": (None, "Run the node checks on the culprit's host before the job restarts.",
+                        "작업을 재시작하기 전에 원인 랭크의 호스트를 점검하십시오."),
+}
+
+_IB_LINK = ("job_check_ib_link", "drain_node", "restart_openibd", "check_cable")
+_GPU_FAULT = ("drain_node", "job_read_ecc", "reset_gpu", "rma_if_recurs")
+_DATALOADER = ("job_fix_dataloader",)
 
 KINDS = {
+    # ---- network
+    "ib_completion_error": kind(
+        "ib_network", "critical", "ib_restart", _IB_LINK,
+        "an InfiniBand work completion failed between two hosts of the job: the RDMA path is broken",
+        "작업의 두 호스트 사이에서 InfiniBand work completion 오류 발생: RDMA 경로가 끊어짐"),
+    "nccl_peer_connection_error": kind(
+        "ib_network", "critical", "drain", ("job_exclude_peer", "drain_node"),
+        "rank {rank}: NCCL's connection to a peer failed: that node's network is broken or its process is gone",
+        "랭크 {rank}: 피어로의 NCCL 연결 실패: 해당 노드의 네트워크가 고장났거나 프로세스가 종료됨"),
+    "nccl_error": kind(
+        "unknown", "warning", "none", ("job_read_nccl_warn",),
+        "rank {rank}: an NCCL call failed (system, remote or internal error)",
+        "랭크 {rank}: NCCL 호출 실패 (시스템, 원격 또는 내부 오류)",
+        also=("ib_network",)),
+    "nccl_socket_fallback": kind(
+        "nccl_config", "warning", "nccl_env", ("job_use_ib",),
+        "NCCL fell back to sockets (TCP) instead of InfiniBand: collectives are slow and time out under load",
+        "NCCL이 InfiniBand 대신 소켓(TCP)을 사용함: collective가 느리고 부하가 걸리면 타임아웃됨"),
+    "nccl_ib_hca_mixed": kind(
+        "nccl_config", "warning", "nccl_env", ("job_exclude_roce",),
+        "NCCL's NET/IB list mixes InfiniBand HCAs with RoCE devices: traffic over them is slow or unroutable",
+        "NCCL의 NET/IB 목록에 InfiniBand HCA와 RoCE 장치가 섞여 있음: 그 장치로 가는 트래픽이 느리거나 "
+        "라우팅되지 않음"),
+    # ---- GPU and CUDA
+    "cuda_hardware_error": kind(
+        "gpu_hardware", "critical", "gpu_reset", _GPU_FAULT,
+        "rank {rank} hit a CUDA error that means a GPU hardware fault (ECC, NVLink, fallen off the bus)",
+        "랭크 {rank}에서 GPU 하드웨어 고장을 뜻하는 CUDA 오류 발생 (ECC, NVLink, 버스 이탈)"),
+    "cuda_launch_failure": kind(
+        "gpu_hardware", "critical", "drain", ("drain_node", "job_read_xid"),
+        "rank {rank} hit 'unspecified launch failure' after a long healthy run: likely a GPU fault",
+        "랭크 {rank}: 오랜 정상 실행 뒤 'unspecified launch failure' 발생: GPU 고장일 가능성이 높음"),
+    "cuda_error": kind(
+        "application", "critical", "fix_application", ("job_locate_kernel", "job_fix_kernel"),
+        "rank {rank} hit a CUDA error that is usually an application bug",
+        "랭크 {rank}에서 대개 애플리케이션 버그인 CUDA 오류 발생"),
+    "nccl_watchdog_stuck": kind(
+        "driver", "critical", "drain", ("drain_node", "job_read_xid"),
+        "the NCCL watchdog of rank {rank} got stuck: a CUDA/NCCL call hung inside the driver",
+        "랭크 {rank}의 NCCL watchdog이 멈춤: CUDA/NCCL 호출이 드라이버 안에서 멈춤"),
+    # ---- memory, data, application
+    "cuda_oom": kind(
+        "application", "critical", "fix_application", ("job_fix_gpu_memory",),
+        "rank {rank} ran out of GPU memory",
+        "랭크 {rank}의 GPU 메모리 부족(OOM)",
+        also=("memory_leak",)),
+    "host_oom": kind(
+        "application", "critical", "fix_application", ("job_fix_host_memory",),
+        "the kernel/Slurm OOM killer killed a training process (rank {rank})",
+        "커널/Slurm OOM killer가 학습 프로세스를 종료시킴 (랭크 {rank})",
+        also=("memory_leak",)),
+    "dataloader_worker_killed": kind(
+        "dataloader", "critical", "fix_application", _DATALOADER,
+        "a DataLoader worker of rank {rank} was killed by a signal: the rank stopped feeding its collectives",
+        "랭크 {rank}의 DataLoader 워커가 시그널로 종료됨: 해당 랭크가 collective를 진행하지 못함"),
+    "dataloader_worker_exited": kind(
+        "dataloader", "critical", "fix_application", _DATALOADER,
+        "a DataLoader worker of rank {rank} exited unexpectedly: the rank stopped feeding its collectives",
+        "랭크 {rank}의 DataLoader 워커가 예기치 않게 종료됨: 해당 랭크가 collective를 진행하지 못함"),
+    "dataloader_timeout": kind(
+        "dataloader", "critical", "fix_application", _DATALOADER,
+        "the DataLoader of rank {rank} timed out waiting for a batch",
+        "랭크 {rank}의 DataLoader가 배치를 기다리다 타임아웃됨"),
+    "dataloader_shm_bus_error": kind(
+        "dataloader", "critical", "fix_application", _DATALOADER,
+        "a DataLoader worker of rank {rank} hit a bus error (shared memory /dev/shm too small)",
+        "랭크 {rank}의 DataLoader 워커에서 bus error 발생 (공유 메모리 /dev/shm 부족)"),
+    "python_exception": kind(
+        "application", "warning", "fix_application", ("job_fix_traceback",),
+        "rank {rank} raised a Python exception",
+        "랭크 {rank}에서 Python 예외 발생"),
+    "iteration_rate_falling": kind(
+        "memory_leak", "warning", "fix_application", ("job_profile_memory",),
+        "training slows down epoch after epoch: typical of a leak (memory, caches, growing graphs)",
+        "에폭이 지날수록 학습이 느려짐: 누수(메모리, 캐시, 커지는 그래프)의 전형적인 증상"),
+    "early_phase_failure": kind(
+        "application", "critical", "fix_application", ("job_fix_first_traceback",),
+        "the job failed early: a setup/application problem, not a node that wore out",
+        "작업이 초반에 실패함: 노드 노후가 아니라 설정/애플리케이션 문제"),
+    # ---- the collective timeout, one kind per remedy its cause calls for
+    "nccl_watchdog_timeout": kind(
+        "nccl_deadlock", "critical", "drain", ("drain_node", "job_node_checks"),
+        "collective timeout: the ranks waited for culprit rank {rank} (GPU {gpu}); drain its host",
+        "collective 타임아웃: 다른 랭크들이 원인 랭크 {rank} (GPU {gpu})를 기다림; 해당 호스트를 drain",
+        also=("ib_network", "gpu_hardware", "driver")),
+    "nccl_watchdog_timeout_ib": kind(
+        "ib_network", "critical", "ib_restart", _IB_LINK,
+        "collective timeout caused by an InfiniBand error (rank {rank})",
+        "InfiniBand 오류로 인한 collective 타임아웃 (랭크 {rank})"),
+    "nccl_watchdog_timeout_gpu": kind(
+        "gpu_hardware", "critical", "gpu_reset", _GPU_FAULT,
+        "collective timeout caused by a GPU hardware fault (rank {rank}, GPU {gpu})",
+        "GPU 하드웨어 고장으로 인한 collective 타임아웃 (랭크 {rank}, GPU {gpu})"),
+    "nccl_watchdog_timeout_config": kind(
+        "nccl_config", "critical", "nccl_env", ("job_use_ib",),
+        "collective timeout caused by the job's NCCL configuration (sockets instead of InfiniBand)",
+        "작업의 NCCL 설정(InfiniBand 대신 소켓)으로 인한 collective 타임아웃"),
+    "nccl_watchdog_timeout_app": kind(
+        "application", "critical", "fix_application", ("job_fix_cause",),
+        "collective timeout caused by an error of rank {rank} in the application, its data or its memory",
+        "랭크 {rank}의 애플리케이션/데이터/메모리 오류로 인한 collective 타임아웃",
+        also=("dataloader", "memory_leak")),
+    "nccl_watchdog_timeout_early": kind(
+        "application", "critical", "fix_application", ("job_fix_collective_order",),
+        "collective timeout early in the run with no error before it: the ranks issue mismatched collectives",
+        "실행 초반에 앞선 오류 없이 collective 타임아웃: 랭크들이 서로 다른 collective를 호출함"),
+    "nccl_watchdog_timeout_unexplained": kind(
+        "nccl_deadlock", "critical", "none", ("job_check_collective_order", "job_enable_desync_debug"),
+        "collective timeout whose culprit rank could not be identified",
+        "원인 랭크를 특정하지 못한 collective 타임아웃"),
 }

@@ -1,0 +1,71 @@
+"""InfiniBand / RoCE port state and error counters: sysfs, ibstat, ibstatus, ibv_devinfo,
+perfquery and iblinkinfo text -> (facts, findings).
+
+Every parser returns ``(facts, findings)`` with
+
+    facts = {"format": "ib-sysfs" | "ibstat" | "ibstatus" | "ibv_devinfo" | "perfquery" | "iblinkinfo",
+             "ports": [{"device", "port", "state", "phys_state", "rate_gbps", "link_layer",
+                        "ca_type", "counters": {canonical_name: int}}],
+             "devices": [names, in order of appearance]}
+
+Port states are normalised to ``Down/Init/Armed/Active/ActiveDefer``; physical states to
+``Sleep/Polling/Disabled/PortConfigurationTraining/LinkUp/LinkErrorRecovery/PhyTest``;
+counter names to the sysfs spelling (``SymbolErrorCounter`` -> ``symbol_error``) so one
+threshold table (``COUNTER_RULES``, overridable per call with ``thresholds``) serves all
+formats. Every finding is of a kind declared in taxonomy/kinds_ib.py, which also says
+the remedy (a port without a physical link is a cable, not an openibd restart). Pure
+functions of text: standard library only, Python 3.9+, never raise.
+
+Modules: ``names`` (spellings), ``model`` (the port model, the guard), ``ports`` (port
+rules), ``counters`` (counter rules), one module per format, and the dispatcher here.
+"""
+
+import re
+
+from .counters import COUNTER_RULES, merged_rules
+from .iblinkinfo import parse_iblinkinfo
+from .ibstat import parse_ibstat
+from .ibv_devinfo import parse_ibv_devinfo
+from .model import unparseable
+from .names import normalize_counter_name, normalize_phys_state, normalize_state, parse_rate
+from .perfquery import parse_perfquery
+from .ports import NO_PHYSICAL_LINK, port_state_kind
+from .sysfs import parse_ib_sysfs
+
+__all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
+           "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_iblinkinfo",
+           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "port_state_kind"]
+
+_SNIFF = (
+    ("ib-sysfs", re.compile(r"/ports/\d+/(?:state|phys_state|rate|link_layer|counters/\w+|"
+                            r"hw_counters/\w+):", re.M)),
+    ("ibstat", re.compile(r"^\s*CA\s+'[^']+'|^\s*Infiniband device\s+'", re.M | re.I)),
+    ("ibv_devinfo", re.compile(r"^\s*hca_id\s*:", re.M)),
+    ("perfquery", re.compile(r"^\s*#\s*Port\s+[^:]*:\s*Lid\s+\d+", re.M | re.I)),
+    ("iblinkinfo", re.compile(r"==\(.*\)==>")),
+)
+_PARSERS = {"ib-sysfs": parse_ib_sysfs, "ibstat": parse_ibstat, "ibv_devinfo": parse_ibv_devinfo,
+            "perfquery": parse_perfquery, "iblinkinfo": parse_iblinkinfo}
+
+
+def detect_ib_format(text):
+    """Which IB tool produced ``text``; None when none fits."""
+    if not isinstance(text, str):
+        return None
+    head = text[:65536]
+    for fmt, rx in _SNIFF:
+        if rx.search(head):
+            return fmt
+    return None
+
+
+def parse_ib(text, source="ib.txt", **kwargs):
+    """Sniff the format and dispatch; unknown text -> info 'unparseable'. Each parser
+    guards itself (never raises)."""
+    fmt = detect_ib_format(text)
+    fn = _PARSERS.get(fmt)
+    if fn is None:
+        return unparseable("ib", source, text)
+    if fmt in ("perfquery", "iblinkinfo"):
+        kwargs = {"thresholds": kwargs.get("thresholds")}
+    return fn(text, source=source, **kwargs)

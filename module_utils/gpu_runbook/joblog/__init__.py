@@ -1,0 +1,93 @@
+"""Training-job logs: find the rank, host and GPU behind an NCCL collective timeout.
+
+``parse_job_logs(files, since=None) -> (job, findings)``
+
+``files`` maps a file name to its text: one combined ``slurm-<id>.out`` with every rank
+interleaved, or per-rank files (``rank-3.log``, ``train.rank_11.err`` ...).  A line's rank
+comes from its prefix when it has one (torchrun ``[rank3]:``, ``srun --label`` ``3: ``,
+Lightning ``GLOBAL_RANK: 3``), else from the file name (``rank-3``, ``rank_3``, ``task3``).
+
+Recognised (formats of PyTorch 1.x .. 2.x and NCCL 2.7 .. 2.2x):
+
+* PyTorch watchdog timeouts ``[Rank 3] Watchdog caught collective operation timeout:
+  WorkNCCL(SeqNum=.., OpType=.., NumelIn=.., ..., Timeout(ms)=..) ran for .. milliseconds``,
+  with or without the glog prefix; ``last enqueued/completed NCCL work`` lines;
+  ``Some NCCL operations have failed or timed out``; ``watchdog got stuck``.
+* TORCH_NCCL_DESYNC_DEBUG reports (``ranks [11] are the lagging ranks ...``,
+  ``[11] joined but didn't finish collective #N``, ``[..] finished collective #N, but
+  didn't join collective #N+1``).
+* Flight Recorder: ``fr_trace`` text (``Not all ranks joining collective``, ``missing
+  ranks: {11}``) and raw JSON dumps (``collective_seq_id`` / ``state`` per entry).
+* NCCL_DEBUG lines ``host:pid:tid [dev] NCCL INFO|WARN``: communicator rank/nranks/busId/
+  localRank, ``NET/IB : Using ...``, ``Using network ...``, ``NCCL_IB_DISABLE``, IB
+  completion errors (every format from ``with error 12, opcode 0, len`` to
+  ``with status=transport retry counter exceeded(12) ... hca mlx5_3``), refused or closed
+  connections, ``unhandled system error`` / ``remote process exited``.
+* tqdm progress (also ``\\r``-chained updates in one physical line) and HF ``'epoch': x``.
+* DataLoader worker deaths/timeouts, CUDA and host OOM, CUDA errors (ECC, illegal address,
+  launch failure), Python tracebacks, ``srun: error: host: task N: ...``.
+
+``since`` (ISO string, datetime or epoch seconds; e.g. the Slurm StartTime) drops lines whose
+own timestamp (ISO ``2026-12-02 14:03:11`` or glog ``E1202 14:03:11``, year taken from
+``since``) is earlier; lines without a timestamp are always kept.  Times are compared as
+wall-clock values (Slurm and glog both print local time).
+
+Culprit evidence, strongest first: Flight Recorder (missing / never-entered ranks), the
+desync report, the ranks that did not time out on the collective everybody else waits in
+(needs the world size from NCCL ``nranks`` or the ranks seen in the logs), the lowest
+``last completed NCCL work``, then the rank that logged a CUDA / IB / OOM / DataLoader error
+first.  An IB peer named by several reporters is the suspect host.
+
+Pure function of text: no I/O, stdlib only, never raises on garbage (a bug in it becomes
+one ``parser_error`` finding, through ``findings.never_raise``).
+
+The package: ``patterns`` (the regex table), ``lines`` (the per-file line parser, a dispatcher
+over the handler families ``nccl_lines``, ``torch_lines``, ``progress``, ``error_lines``),
+``analysis`` and ``culprits`` (the whole job), ``event_findings`` and ``job_findings``.
+"""
+
+from datetime import datetime, timezone
+
+from ..findings import never_raise
+from .analysis import analyse, empty_job
+from .lines import parse_file
+from .patterns import IBV_WC_STATUS
+from .state import JobState
+from .text import busid_to_pci, rank_from_name, since_value
+
+# the names the tests have always imported from here
+_busid_to_pci = busid_to_pci
+_rank_from_name = rank_from_name
+
+__all__ = ["IBV_WC_STATUS", "parse_job_logs"]
+
+
+def parse_job_logs(files, since=None):
+    """Parse the job's logs. ``files``: {name: text} (or a list of texts, or one text).
+    Returns (job, findings)."""
+    since_dt = since_value(since)
+    st = JobState(since_dt, since_dt.year if since_dt is not None else datetime.now(timezone.utc).year)
+    errors = []
+    for name, text in _items(files):
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", "replace")
+        if not isinstance(text, str) or not text:
+            continue
+        # a bug on one file costs that file's remaining lines, not the job
+        _facts, errs = never_raise(_read_file, str(name), str(name), text, st)
+        errors.extend(errs)
+    job, findings = never_raise(analyse, "job logs", st)
+    return job or empty_job(), errors + findings
+
+
+def _items(files):
+    if isinstance(files, dict):
+        return list(files.items())
+    if isinstance(files, (list, tuple)):
+        return [(str(i), t) for i, t in enumerate(files)]
+    return [("job.log", files)]
+
+
+def _read_file(name, text, st):
+    parse_file(name, text, st)
+    return {}, []

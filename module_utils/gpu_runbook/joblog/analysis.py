@@ -1,0 +1,265 @@
+"""The whole-job analysis: world size and rank map, the collective and its culprits, the
+iteration rate and its trend, where the run failed and in which phase, the transport NCCL
+used, the incident timeline. ``analyse(st)`` turns the job state into (job, findings)."""
+
+from collections import Counter, OrderedDict
+from datetime import timedelta
+
+from . import culprits as C
+from .job_findings import job_findings
+from .patterns import RANK_PREFIX
+from .text import line_time, median
+
+_NCCL_ERROR_KEYS = ("kind", "rank", "host", "peer", "status", "status_name", "status_text", "vendor_err", "hca",
+                    "direction", "what", "src")
+
+
+def empty_job():
+    return {"timed_out_ranks": [], "culprit_ranks": [], "culprit_hosts": [], "collective": None,
+            "failed_at": None, "rank_map": {}, "world_size": None,
+            "iteration_rate": {"by_epoch": {}, "trend": "unknown"}, "phase": "unknown", "events": [],
+            "culprit_evidence": None,
+            "nccl": {"transport": "unknown", "ib_devices": [], "errors": []}}
+
+
+def analyse(st):
+    world, rank_map = world_and_map(st)
+    resolve_event_ranks(st)
+    for ev in st.events:
+        if ev.get("host") is None and ev.get("rank") is not None and ev["rank"] in rank_map:
+            ev["host"] = rank_map[ev["rank"]]["host"]
+
+    coll, at_target, behind, _per_rank = C.collective(st)
+    if coll is None and st.desync_timeout:
+        c = Counter((op, seq) for _r, op, seq, _s in st.desync_timeout).most_common(1)[0][0]
+        coll = {"op": c[0], "seq": c[1]}
+    timed_out = sorted(set(t["rank"] for t in st.timeouts if t["rank"] is not None))
+    if not timed_out and st.desync_timeout:
+        timed_out = sorted(set(r for r, _o, _s, _src in st.desync_timeout))
+
+    ranks, how = C.culprits(st, world, coll, set(at_target) or set(timed_out), behind)
+    rates, trend = iteration(st)
+    failed_at, run_frac, last_prog = where_failed(st)
+
+    hosts = []
+    for r in ranks:
+        h = (rank_map.get(r) or {}).get("host")
+        if h and h not in hosts:
+            hosts.append(h)
+    ranks, how, hosts = C.network_suspects(st, rank_map, ranks, how, hosts, C.ib_peer_reporters(st))
+
+    nccl_errors = [{k: ev.get(k) for k in _NCCL_ERROR_KEYS} for ev in st.events
+                   if ev["kind"] in ("ib_completion_error", "nccl_peer_connection", "nccl_error")]
+    job = {
+        "timed_out_ranks": timed_out,
+        "culprit_ranks": sorted(ranks),
+        "culprit_hosts": hosts,
+        "culprit_evidence": how,
+        "collective": coll,
+        "failed_at": failed_at,
+        "rank_map": dict(rank_map),
+        "world_size": world,
+        "iteration_rate": {"by_epoch": dict(rates), "trend": trend},
+        "phase": phase(failed_at, run_frac, coll),
+        "events": timeline(st),
+        "nccl": {"transport": transport(st), "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
+                 "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},
+    }
+    return job, job_findings(st, job, last_prog)
+
+
+def world_and_map(st):
+    """World size (the largest communicator, else the hints) and rank -> host, GPU, local rank."""
+    world = None
+    if st.comm:
+        world = max(c["nranks"] for c in st.comm)
+    hints = [w for w in st.world_hints if 0 < w < 10 ** 6]
+    if world is None and hints:
+        world = max(hints)
+    rank_map = {}
+    for c in st.comm:
+        if c["nranks"] != world:
+            continue
+        r = c["rank"]
+        if c["host"] and c["pid"] is not None:
+            st.pid_rank.setdefault((c["host"], c["pid"]), r)
+        ent = rank_map.setdefault(r, {"host": None, "gpu_pci": None, "local_rank": None})
+        if c["host"] and not ent["host"]:
+            ent["host"] = c["host"]
+        if c["pci"] and not ent["gpu_pci"]:
+            ent["gpu_pci"] = c["pci"]
+        if c["local_rank"] is not None:
+            ent["local_rank"] = c["local_rank"]
+    for k, v in st.pid_rank_weak.items():
+        st.pid_rank.setdefault(k, v)
+    _sub_communicators(st, rank_map)
+    for src_map in (st.rank_host, st.rank_host_weak):
+        for r, h in src_map.items():
+            ent = rank_map.setdefault(r, {"host": None, "gpu_pci": None, "local_rank": None})
+            if not ent["host"]:
+                ent["host"] = h
+    for r, lr in st.local_rank_weak.items():
+        if r in rank_map and rank_map[r]["local_rank"] is None:
+            rank_map[r]["local_rank"] = lr
+    if world is not None:
+        rank_map = {r: v for r, v in rank_map.items() if 0 <= r < world}
+    return world, OrderedDict(sorted(rank_map.items()))
+
+
+def _sub_communicators(st, rank_map):
+    """Sub-communicator lines still give pci/local rank for a process whose global rank we know."""
+    for c in st.comm:
+        if c["host"] is None or c["pid"] is None:
+            continue
+        r = st.pid_rank.get((c["host"], c["pid"]))
+        if r is None:
+            continue
+        ent = rank_map.setdefault(r, {"host": c["host"], "gpu_pci": None, "local_rank": None})
+        if not ent["gpu_pci"] and c["pci"]:
+            ent["gpu_pci"] = c["pci"]
+        if ent["host"] is None:
+            ent["host"] = c["host"]
+    for c in st.comm:  # fill local_rank from the NCCL prefix device when nothing better exists
+        r = st.pid_rank.get((c["host"], c["pid"])) if c["host"] else None
+        if r is not None and r in rank_map and rank_map[r]["local_rank"] is None and c["local_rank"] is None:
+            rank_map[r]["local_rank"] = c["dev"]
+
+
+def resolve_event_ranks(st):
+    for ev in st.events:
+        if ev.get("rank") is None and ev.get("host") and ev.get("pid") is not None:
+            ev["rank"] = st.pid_rank.get((ev["host"], ev["pid"]))
+
+
+def iteration(st):
+    """Median iteration rate per epoch and its trend (steady, falling, erratic, unknown)."""
+    labelled = [p for p in st.progress if p["labelled"]]
+    use = labelled if labelled else st.progress
+    by_epoch = {}
+    for p in use:
+        ep = p["epoch"] if p["labelled"] else p["reset_index"]
+        if p["rate"] is not None and p["rate"] > 0:
+            by_epoch.setdefault(ep, []).append(p["rate"])
+    rates = OrderedDict((ep, round(median(v), 4)) for ep, v in sorted(by_epoch.items()))
+    eps = list(rates)
+    if len(eps) < 3:
+        return rates, "unknown"
+    # the first epoch carries warm-up / compilation; drop it when there is enough history
+    if len(eps) >= 5:
+        eps = eps[1:]
+    return rates, _trend([rates[e] for e in eps])
+
+
+def _trend(ys):
+    """Least-squares line through the rates: falling when it drops 15 % and most steps go down."""
+    xs = list(range(len(ys)))
+    mx, my = sum(xs) / float(len(xs)), sum(ys) / float(len(ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    fit_first, fit_last = my - slope * mx, my + slope * (xs[-1] - mx)
+    resid = [y - (my + slope * (x - mx)) for x, y in zip(xs, ys)]
+    rs = (sum(r * r for r in resid) / len(resid)) ** 0.5
+    down = sum(1 for a, b in zip(ys, ys[1:]) if b < a)
+    rel = (fit_last - fit_first) / fit_first if fit_first > 0 else 0.0
+    if my > 0 and rs / my > 0.25:
+        return "erratic"
+    if rel < -0.15 and down >= 0.6 * (len(ys) - 1):
+        return "falling"
+    if my > 0 and rs / my > 0.12:
+        return "erratic"
+    return "steady"
+
+
+def where_failed(st):
+    """(failed_at {epoch, progress}, fraction of the run done or None, last progress record)."""
+    if not st.progress:
+        if st.hf_epoch:
+            v = st.hf_epoch[0]
+            return {"epoch": int(v), "progress": round(v - int(v), 4)}, None, None
+        return None, None, None
+    labelled = [p for p in st.progress if p["labelled"]]
+    if labelled:
+        best = max(labelled, key=lambda p: (p["epoch"], p["progress"]))
+        run_frac = None
+        if best["epochs_total"]:
+            run_frac = (best["epoch"] + best["progress"]) / float(best["epochs_total"] + 1)
+        return {"epoch": best["epoch"], "progress": round(best["progress"], 4)}, run_frac, best
+    best = max(st.progress, key=lambda p: (p["reset_index"], p["progress"]))
+    if any(p["reset_index"] for p in st.progress):
+        return {"epoch": best["reset_index"], "progress": round(best["progress"], 4)}, None, best
+    # one bar over the whole run (HF Trainer): its fraction is the run fraction
+    fa = None
+    if st.hf_epoch:
+        v = st.hf_epoch[0]
+        fa = {"epoch": int(v), "progress": round(v - int(v), 4)}
+    return fa, best["progress"], best
+
+
+def phase(failed_at, run_frac, coll):
+    """'early' (setup / application trouble), 'late' (a node that wore out) or 'unknown'."""
+    if failed_at is not None:
+        if failed_at["epoch"] < 3 or (run_frac is not None and run_frac < 0.10):
+            return "early"
+        return "late"
+    if run_frac is not None:
+        return "early" if run_frac < 0.10 else "late"
+    seq = coll.get("seq") if coll else None
+    if seq is not None:
+        if seq < 50:
+            return "early"
+        if seq >= 5000:
+            return "late"
+    return "unknown"
+
+
+def transport(st):
+    nets = [n.lower() for n in st.networks]
+    if nets:
+        last = nets[-1]
+        if any(n.startswith("ib") for n in nets) and not any(n.startswith("socket") for n in nets):
+            return "IB"
+        if any(n.startswith("socket") for n in nets) and not any(n.startswith("ib") for n in nets):
+            return "Socket"
+        if last.startswith("ib"):
+            return "IB"
+        if last.startswith("socket"):
+            return "Socket"
+    if st.via:
+        keys = list(st.via)
+        if any(k.startswith("NET/IB") for k in keys):
+            return "IB"
+        if any(k.startswith("NET/Socket") for k in keys):
+            return "Socket"
+        if any(k.startswith("P2P") or k.startswith("SHM") for k in keys):
+            return "P2P"
+    if st.socket_evidence and not st.ib_devices:
+        return "Socket"
+    if st.ib_devices or st.roce_devices:
+        return "IB"
+    return "unknown"
+
+
+def timeline(st):
+    """Timed job events for the incident timeline: when the hang began (first watchdog fire
+    minus its timeout) and when the watchdog fired. Times are naive UTC ISO strings."""
+    timed = []
+    for t in st.timeouts:
+        when = line_time(RANK_PREFIX.sub("", t.get("evidence") or ""), st.year, st.since_dt)
+        if when is not None:
+            timed.append((when, t))
+    if not timed:
+        return []
+    timed.sort(key=lambda x: x[0])
+    when, first = timed[0]
+    ranks = sorted(set(t["rank"] for _w, t in timed if t.get("rank") is not None))
+    what = "%s SeqNum %s" % (first.get("op") or "collective", first.get("seq"))
+    events = []
+    if first.get("timeout_ms"):
+        began = when - timedelta(milliseconds=first.get("ran_ms") or first["timeout_ms"])
+        events.append({"time": began.isoformat(), "kind": "collective_started",
+                       "text": "%s began; it never completed (watchdog fired %d s later)"
+                               % (what, (first.get("ran_ms") or first["timeout_ms"]) // 1000)})
+    events.append({"time": when.isoformat(), "kind": "watchdog_timeout",
+                   "text": "watchdog fired: %d rank(s) timed out in %s" % (len(ranks), what),
+                   "evidence": first.get("evidence")})
+    return events

@@ -1,0 +1,170 @@
+"""Who the job waited for: the collective it hung in, the culprit ranks (strongest evidence
+first) and, from the network errors, the suspect hosts.
+
+Culprit evidence, strongest first: Flight Recorder (missing / never-entered ranks), the
+desync report, the ranks that did not time out on the collective everybody else waits in,
+the lowest ``last completed NCCL work``, then the rank that logged a CUDA / IB / OOM /
+DataLoader error first. An IB peer named by several reporters is the suspect host."""
+
+from collections import Counter
+
+_FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("cuda_oom", "host_oom"),
+                      ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_timeout",
+                       "dataloader_shm_bus_error"))
+NET_EVENT_KINDS = ("ib_completion_error", "nccl_peer_connection")
+
+
+def collective(st):
+    """The collective the job hung in: most reported (op, seq) among the watchdog timeouts.
+    Returns (collective, ranks at it, ranks behind it, per-rank earliest timeout)."""
+    per_rank_min = {}
+    for t in st.timeouts:
+        r = t["rank"]
+        if r is None:
+            continue
+        key = (t["seq"] if t["seq"] is not None else -1)
+        if r not in per_rank_min or key < per_rank_min[r][0]:
+            per_rank_min[r] = (key, t)
+    counts = Counter((v[1]["seq"], v[1]["op"]) for v in per_rank_min.values())
+    if not counts and st.timeouts:
+        counts = Counter((t["seq"], t["op"]) for t in st.timeouts)
+    if not counts:
+        return None, [], [], {}
+    (seq, op), _n = max(counts.items(), key=lambda kv: (kv[1], kv[0][0] is not None, -(kv[0][0] or 0)))
+    at_target = sorted(r for r, v in per_rank_min.items() if v[1]["seq"] == seq)
+    behind = sorted(r for r, v in per_rank_min.items()
+                    if seq is not None and v[1]["seq"] is not None and v[1]["seq"] < seq)
+    return {"op": op, "seq": seq}, at_target, behind, per_rank_min
+
+
+def culprits(st, world, coll, timed_out, behind):
+    """Returns (ranks, how): the first source of evidence that names someone wins."""
+    for finder in (_flight_recorder, _desync_report):
+        found = finder(st, world)
+        if found:
+            return found
+    found = _silent_ranks(st, world, coll, timed_out, behind)
+    if found:
+        return found
+    return _last_completed(st) or _first_error(st) or ([], None)
+
+
+def _flight_recorder(st, world):
+    if st.fr_missing:
+        ranks = sorted(set(r for item in st.fr_missing for r in item[0]))
+        if ranks:
+            return ranks, "flight_recorder"
+    if st.fr_entries and len(st.fr_entries) >= 2:
+        max_seq = {r: max(e) for r, e in st.fr_entries.items() if e}
+        target = max(max_seq.values())
+        never = sorted(r for r, s in max_seq.items() if s < target)
+        if never and len(never) < len(max_seq):
+            return never, "flight_recorder"
+        sched = sorted(r for r, e in st.fr_entries.items() if e.get(target, ("",))[0] == "scheduled")
+        started = [r for r, e in st.fr_entries.items() if e.get(target, ("",))[0] == "started"]
+        if sched and started:
+            return sched, "flight_recorder"
+    return None
+
+
+def _desync_report(st, world):
+    if st.desync_missing:
+        ranks = sorted(set(r for item in st.desync_missing for r in item[0]))
+        if ranks:
+            return ranks, "desync_report"
+    if st.desync_lagging:
+        ranks = set(r for item in st.desync_lagging for r in item[0])
+        everyone = set(range(world)) if world else set(st.ranks_seen)
+        if ranks and (not everyone or ranks < everyone or len(ranks) < len(everyone)):
+            return sorted(ranks), "desync_report"
+    return None
+
+
+def _silent_ranks(st, world, coll, timed_out, behind):
+    """The ranks that did not time out on the collective everyone else waits in."""
+    if not timed_out:
+        return None
+    known = set(range(world)) if world else set(st.ranks_seen) | set(st.rank_host) | set(st.rank_host_weak)
+    ahead = set()
+    if coll and coll.get("seq") is not None:
+        for t in st.timeouts:
+            if t["rank"] is not None and t["seq"] is not None and t["seq"] > coll["seq"] \
+                    and t["rank"] not in timed_out:
+                ahead.add(t["rank"])
+    missing = known - set(timed_out) - ahead
+    cand = missing | set(behind)
+    # a rank we have log lines from (its own file, its prefix) and that stayed silent beats a rank
+    # whose log we simply do not have
+    seen = cand & st.ranks_seen
+    if seen and len(seen) < len(cand):
+        cand = seen
+    cand = sorted(cand)
+    if cand and len(timed_out) >= max(1, len(known) // 2) and len(cand) <= len(timed_out):
+        return cand, "watchdog_missing_rank"
+    return None
+
+
+def _last_completed(st):
+    if len(st.last_work) >= 2:
+        comp = {r: v[2] for r, v in st.last_work.items()}
+        lo = min(comp.values())
+        ranks = sorted(r for r, c in comp.items() if c == lo)
+        if lo < max(comp.values()) and len(ranks) < len(comp):
+            return ranks, "last_completed_work"
+    return None
+
+
+def _first_error(st):
+    """A rank that logged a hardware / network / crash error first, else a stuck watchdog."""
+    for kinds in _FIRST_ERROR_KINDS:
+        for ev in st.events:
+            if ev["kind"] in kinds and ev.get("rank") is not None:
+                return [ev["rank"]], "first_error"
+    for s in st.stuck:
+        if s["rank"] is not None:
+            return [s["rank"]], "watchdog_stuck"
+    return None
+
+
+def ib_peer_reporters(st):
+    """peer address -> the hosts (or ranks) whose network errors name it."""
+    reporters = {}
+    for ev in st.events:
+        if ev["kind"] in NET_EVENT_KINDS and ev.get("peer"):
+            reporters.setdefault(ev["peer"], set()).add(ev.get("host") or ev.get("rank"))
+    return reporters
+
+
+def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
+    """Refine (ranks, how, hosts) with the network errors: an IB peer several hosts complain
+    about is the suspect, not the first reporter; a refused/closed peer is itself the
+    suspect; otherwise both ends of a broken link are."""
+    net_events = [e for e in st.events if e["kind"] in NET_EVENT_KINDS]
+    shared_peers = [p for p, rep in reporters.items() if len(rep) > 1]
+    if shared_peers and how in (None, "first_error"):
+        culprit_hosts, ranks = [], []
+        for p in shared_peers:
+            h = st.ip_host.get(p, p)
+            if h not in culprit_hosts:
+                culprit_hosts.append(h)
+            ranks.extend(r for r, ent in rank_map.items() if ent.get("host") == h)
+        ranks, how = sorted(set(ranks)), "ib_peer"
+    if net_events and not culprit_hosts:
+        for e in net_events:
+            peer = e.get("peer")
+            peer_name = st.ip_host.get(peer, peer) if peer else None
+            if e["kind"] == "nccl_peer_connection" or (peer and len(reporters.get(peer, ())) > 1):
+                cands = [peer_name]
+            else:
+                cands = [e.get("host"), peer_name]
+            for h in cands:
+                if h and h not in culprit_hosts:
+                    culprit_hosts.append(h)
+        if not ranks:
+            rs = []
+            for e in net_events:
+                if e["kind"] == "ib_completion_error" and e.get("rank") is not None and e["rank"] not in rs:
+                    rs.append(e["rank"])
+            if rs:
+                ranks, how = sorted(rs), how or "first_error"
+    return ranks, how, culprit_hosts

@@ -1,0 +1,116 @@
+"""Handlers of application and host errors: DataLoader worker deaths and timeouts, CUDA and
+host OOM, CUDA errors, ``srun: error:`` lines, the torchrun failure summary, NCCL errors as
+PyTorch raises them, world-size hints, and the exception line that ends a Python traceback.
+
+A handler takes (line, file state, job state) and returns True when the line is fully read."""
+
+from .patterns import (CUDA_ERR, CUDA_OOM, DL_BUS, DL_EXITED, DL_KILLED, DL_TIMEOUT, ELASTIC_HOST, ELASTIC_RANK,
+                       EXC_LINE, HOST_OOM, NCCL_ERROR_IN, NCCL_ERROR_NAME, SRUN_ERR, STORE_BARRIER, TRACEBACK, WORLD)
+from .text import add, task_list
+
+_DATALOADER = ((DL_KILLED, "dataloader_worker_killed"), (DL_EXITED, "dataloader_worker_exited"),
+               (DL_TIMEOUT, "dataloader_timeout"), (DL_BUS, "dataloader_shm_bus_error"))
+
+
+def dataloader(line, fs, st):
+    text = line.text
+    if "DataLoader" in text or "bus error encountered in worker" in text:
+        for rx, kind in _DATALOADER:
+            m = rx.search(text)
+            if m:
+                ev = {"kind": kind, "rank": line.rank, "src": line.src, "evidence": line.raw}
+                if kind == "dataloader_worker_killed":
+                    ev["signal"] = m.group(1).strip()
+                add(st.events, ev)
+                break
+    return False
+
+
+def memory_and_cuda(line, fs, st):
+    """CUDA OOM, CUDA errors, host OOM (kernel or Slurm OOM killer)."""
+    text = line.text
+    base = {"rank": line.rank, "src": line.src, "evidence": line.raw}
+    if "out of memory" in text.lower():
+        m = CUDA_OOM.search(text)
+        if m:
+            add(st.events, dict(base, kind="cuda_oom", alloc=m.group(1)))
+    if "CUDA" in text or "cuda" in text or "GPU" in text or "NVLink" in text:
+        m = CUDA_ERR.search(text)
+        if m:
+            # NCCL-prefixed lines (which carry host and pid) never reach this handler
+            add(st.events, dict(base, kind="cuda_error", what=m.group(1), host=None, pid=None))
+    ml = text.lower()
+    if ("oom" in ml or "out of memory" in ml) and not text.startswith("srun: error:"):
+        if HOST_OOM.search(text):
+            add(st.events, dict(base, kind="host_oom"))
+    return False
+
+
+def srun_and_elastic(line, fs, st):
+    """'srun: error: host: task N: ...' maps tasks to hosts (and reports Slurm's OOM kill);
+    torchrun's failure summary ('host : x' then 'rank : N (local_rank: M)') does too."""
+    text = line.text
+    if text.startswith("srun: error:"):
+        m = SRUN_ERR.search(text)
+        if m:
+            tasks = task_list(m.group(2))
+            for t in tasks:
+                st.rank_host_weak.setdefault(t, m.group(1))
+                st.ranks_seen.add(t)
+            if "Out Of Memory" in m.group(3) and len(tasks) == 1:
+                add(st.events, {"kind": "host_oom", "rank": tasks[0], "host": m.group(1), "src": line.src,
+                                "evidence": line.raw})
+    elif ": " in text and (text.lstrip().startswith("host") or text.lstrip().startswith("rank")):
+        m = ELASTIC_HOST.match(text)
+        if m:
+            fs.elastic_host = m.group(1)
+        else:
+            m = ELASTIC_RANK.match(text)
+            if m and fs.elastic_host:
+                r = int(m.group(1))
+                st.rank_host_weak.setdefault(r, fs.elastic_host)
+                st.local_rank_weak.setdefault(r, int(m.group(2)))
+                fs.elastic_host = None
+    return False
+
+
+def nccl_error(line, fs, st):
+    """'NCCL error ... unhandled system error', ncclRemoteError ...: one event per rank and
+    error among the last few (PyTorch repeats them)."""
+    text = line.text
+    if "NCCL error" in text or "nccl" in text:
+        m = NCCL_ERROR_IN.search(text)
+        if m:
+            what = NCCL_ERROR_NAME.get(m.group(1), m.group(1))
+            if not any(e["kind"] == "nccl_error" and e["rank"] == line.rank and e["what"] == what
+                       for e in st.events[-8:]):
+                add(st.events, {"kind": "nccl_error", "what": what, "rank": line.rank, "src": line.src,
+                                "evidence": line.raw})
+    return False
+
+
+def world_hints(line, fs, st):
+    text = line.text
+    if "orld" in text or "barrier" in text:
+        for m in WORLD.finditer(text):
+            st.world_hints.append(int(m.group(1)))
+        m = STORE_BARRIER.search(text)
+        if m:
+            st.world_hints.append(int(m.group(2)))
+    return False
+
+
+def traceback(line, fs, st):
+    """The exception line that ends a Python traceback (the first unindented line after it)."""
+    text = line.text
+    if TRACEBACK in text:
+        fs.in_tb = True
+        fs.tb_rank = line.rank
+    elif fs.in_tb and text and not text[0].isspace():
+        m = EXC_LINE.match(text.strip())
+        if m:
+            add(st.events, {"kind": "python_exception", "exc": m.group(1), "msg": m.group(2) or "",
+                            "rank": fs.tb_rank if fs.tb_rank is not None else line.rank,
+                            "src": line.src, "evidence": line.raw})
+            fs.in_tb = False
+    return False

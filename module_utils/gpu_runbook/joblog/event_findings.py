@@ -1,0 +1,130 @@
+"""One finding per error event a line handler recorded (IB completion, refused peer, CUDA
+error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job.py."""
+
+from ..findings import finding, gpu_ref, ib_ref
+from .text import evidence
+
+# ibv_wc_status values that mean the link or the peer is gone (the rest may be one bad request)
+_IB_FATAL_STATUS = (12, 13, 5, 4, 10, 11, 19, 20)
+
+_DATALOADER_WHAT = {
+    "dataloader_worker_killed": "a DataLoader worker was killed by signal %s",
+    "dataloader_worker_exited": "a DataLoader worker exited unexpectedly",
+    "dataloader_timeout": "the DataLoader timed out waiting for a batch",
+    "dataloader_shm_bus_error": "a DataLoader worker hit a bus error (shared memory /dev/shm too small)",
+}
+
+
+class _Ctx(object):
+    """What every event finding shares: where it happened, the rank's GPU, its evidence."""
+
+    def __init__(self, ev, rank_map):
+        self.rank = ev.get("rank")
+        ent = rank_map.get(self.rank, {}) or {}
+        self.host = ev.get("host") or ent.get("host")
+        self.where = ("rank %s" % self.rank if self.rank is not None else "a rank") + \
+            (" on %s" % self.host if self.host else "")
+        self.gpu = gpu_ref(ent["gpu_pci"], ent.get("local_rank")) if ent.get("gpu_pci") else None
+        self.common = {"evidence": evidence(ev["evidence"]), "source": ev["src"], "rank": self.rank}
+
+
+def finding_for_event(ev, st, phase, trend, rank_map):
+    """The finding of one event, or None for an event that makes none."""
+    k = ev["kind"]
+    if k.startswith("dataloader"):
+        return _dataloader(ev, _Ctx(ev, rank_map))
+    build = _BUILDERS.get(k)
+    if build is None:
+        return None
+    return build(ev, _Ctx(ev, rank_map), st, phase, trend)
+
+
+def _ib_completion(ev, c, st, phase, trend):
+    peer = ev.get("peer")
+    peer_host = st.ip_host.get(peer)
+    return finding(
+        "ib_completion_error",
+        "%s got IB work completion %s (%d, %s) from peer %s%s%s; the RDMA path between the two "
+        "hosts is broken." % (c.where, ev["status_name"], ev["status"], ev["status_text"], peer,
+                              " (%s)" % peer_host if peer_host else "",
+                              ", vendor err %s" % ev["vendor_err"] if ev.get("vendor_err") is not None else ""),
+        severity="critical" if ev["status"] in _IB_FATAL_STATUS else "warning",
+        gpu=c.gpu, ib=ib_ref(ev["hca"], None) if ev.get("hca") else None, **c.common)
+
+
+def _peer_connection(ev, c, st, phase, trend):
+    peer = ev.get("peer")
+    peer_host = st.ip_host.get(peer) if peer else None
+    return finding(
+        "nccl_peer_connection_error",
+        "%s: NCCL connection to peer %s%s failed (%s); that node's network is broken or its "
+        "process is gone." % (c.where, peer or "?", " (%s)" % peer_host if peer_host else "", ev["what"]),
+        **c.common)
+
+
+def _cuda_error(ev, c, st, phase, trend):
+    what = ev["what"]
+    if "ECC" in what or "NVLink" in what or "fallen off the bus" in what:
+        return finding("cuda_hardware_error", "%s hit CUDA error '%s': a GPU hardware fault." % (c.where, what),
+                       gpu=c.gpu, **c.common)
+    if what == "unspecified launch failure" and phase == "late":
+        return finding(
+            "cuda_launch_failure",
+            "%s hit '%s' after a long healthy run: likely a GPU fault (check Xid 13/31/43/79)." % (c.where, what),
+            gpu=c.gpu, **c.common)
+    return finding(
+        "cuda_error",
+        "%s hit CUDA error '%s' (usually a kernel/application bug; Xid 13/31 in the kernel log "
+        "confirms where)." % (c.where, what),
+        gpu=c.gpu, **c.common)
+
+
+def _leak_or_application(phase, trend):
+    """An OOM late in the run, or while the rate falls, is memory that grows: a leak."""
+    return "memory_leak" if (trend == "falling" or phase == "late") else "application"
+
+
+def _cuda_oom(ev, c, st, phase, trend):
+    cat = _leak_or_application(phase, trend)
+    return finding(
+        "cuda_oom",
+        "%s ran out of GPU memory%s%s." % (c.where, " allocating %s" % ev["alloc"] if ev.get("alloc") else "",
+                                           " late in the run (memory grows over time)" if cat == "memory_leak"
+                                           else ""),
+        category=cat, gpu=c.gpu, **c.common)
+
+
+def _host_oom(ev, c, st, phase, trend):
+    return finding("host_oom", "The kernel/Slurm OOM killer killed a training process (%s)." % c.where,
+                   category=_leak_or_application(phase, trend), **c.common)
+
+
+def _dataloader(ev, c):
+    what = _DATALOADER_WHAT[ev["kind"]]
+    if ev["kind"] == "dataloader_worker_killed":
+        what = what % ev.get("signal", "?")
+    return finding(ev["kind"], "On %s %s; the rank stopped feeding its collectives." % (c.where, what), **c.common)
+
+
+def _nccl_error(ev, c, st, phase, trend):
+    what = ev["what"]
+    return finding("nccl_error", "%s: NCCL call failed with '%s'." % (c.where, what),
+                   category="ib_network" if "network" in what else "unknown", **c.common)
+
+
+def _python_exception(ev, c, st, phase, trend):
+    return finding(
+        "python_exception",
+        "%s raised %s%s." % (c.where, ev["exc"], (": " + ev["msg"][:200]) if ev["msg"] else ""),
+        **c.common)
+
+
+_BUILDERS = {
+    "ib_completion_error": _ib_completion,
+    "nccl_peer_connection": _peer_connection,
+    "cuda_error": _cuda_error,
+    "cuda_oom": _cuda_oom,
+    "host_oom": _host_oom,
+    "nccl_error": _nccl_error,
+    "python_exception": _python_exception,
+}

@@ -1,0 +1,83 @@
+"""The per-file line parser: read each physical line's rank and time prefixes, drop lines
+older than ``since``, then hand the line to each family of handlers in turn.
+
+Handlers run in a fixed order (the order matters: a wrapped IB line must be joined before
+anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
+its own handler). A handler returns True when no later handler needs the line."""
+
+from . import error_lines, nccl_lines, progress, torch_lines
+from .patterns import GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_RANK, TORCHRUN_ROLE
+from .state import FileState, Line
+from .text import line_time, physical_lines, rank_from_name
+
+HANDLERS = (
+    nccl_lines.continue_wrapped_ib,
+    progress.tqdm_bars,
+    progress.hf_epoch,
+    nccl_lines.nccl_line,
+    nccl_lines.bare_ib_completion,
+    torch_lines.watchdog,
+    torch_lines.desync_report,
+    torch_lines.flight_recorder_text,
+    torch_lines.flight_recorder_json,
+    error_lines.dataloader,
+    error_lines.memory_and_cuda,
+    error_lines.srun_and_elastic,
+    error_lines.nccl_error,
+    error_lines.world_hints,
+    error_lines.traceback,
+)
+
+
+def parse_file(name, text, st):
+    """Read one file of the job into the job state ``st``."""
+    fs = FileState(name, rank_from_name(name))
+    for lineno, raw in physical_lines(text):
+        if not raw:
+            continue
+        line = read_line(raw, "%s:%d" % (name, lineno), fs, st)
+        if line is None:
+            continue
+        for handle in HANDLERS:
+            if handle(line, fs, st):
+                break
+    if fs.fr_cur:
+        torch_lines.fr_flush(fs, fs.file_rank, st)
+
+
+def read_line(raw, src, fs, st):
+    """The Line of a physical line, or None when its own timestamp is older than ``since``.
+
+    The rank comes from the line's prefix (srun --label ``3: ``, torchrun ``[rank3]:``,
+    Lightning ``GLOBAL_RANK: 3``), else from the file name."""
+    text, rank = raw, None
+    m = SRUN_LABEL.match(text)
+    if m:
+        rank = int(m.group(1))
+        text = text[m.end():]
+    m = TORCHRUN_RANK.match(text)
+    if m:
+        rank = int(m.group(1))
+        text = text[m.end():]
+    else:
+        m = TORCHRUN_ROLE.match(text)
+        if m:
+            text = text[m.end():]
+    if st.since_dt is not None:
+        t = line_time(text, st.since_dt.year, st.since_dt)
+        if t is not None and t < st.since_dt:
+            return None
+    m = GLOG.match(text) or GLOG_OLD.match(text)
+    if m:
+        text = text[m.end():]
+    if rank is None:
+        m = LIGHTNING_RANK.search(text)
+        if m:
+            rank = int(m.group(1))
+            st.world_hints.append(int(m.group(3)))
+    prefixed = rank is not None
+    if rank is None:
+        rank = fs.file_rank
+    if rank is not None:
+        st.ranks_seen.add(rank)
+    return Line(src, raw, text, rank, prefixed)

@@ -1,0 +1,207 @@
+"""Handlers of NCCL_DEBUG lines (``host:pid:tid [dev] NCCL INFO|WARN ...``): communicators
+(rank, nranks, busId, localRank), the network NCCL chose, IB completion errors (also a
+wrapped continuation line and the prefix-less ``Last error:`` form), refused or closed
+connections, CUDA failures NCCL reports.
+
+A handler takes (line, file state, job state) and returns True when the line is fully read
+(no later handler needs to see it)."""
+
+from .patterns import (BOOTSTRAP, BUSID, COMM, CONN_ERR, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE,
+                       IB_HCA, IB_NODEV, IB_OPCODE, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX, NCCL_VERSION,
+                       NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
+from .text import add, busid_to_pci, evidence
+
+
+def continue_wrapped_ib(line, fs, st):
+    """A wrapped IB completion line ("... len\\n0, vendor err 129 (Recv)"): its tail belongs
+    to the error on the line before."""
+    ev, fs.pending_ib = fs.pending_ib, None
+    if ev is None or "vendor err" not in line.text or NCCL_PREFIX.search(line.text):
+        return False
+    mv = IB_VENDOR.search(line.text)
+    if mv:
+        ev["vendor_err"] = int(mv.group(1))
+    md = IB_DIR.search(line.text)
+    if md:
+        ev["direction"] = md.group(1)
+    ev["evidence"] = evidence(ev["evidence"] + "\n" + line.raw)
+    return False
+
+
+def nccl_line(line, fs, st):
+    if "NCCL" not in line.text:
+        return False
+    text, rank = line.text, line.rank
+    host = pid = dev = None
+    body = None
+    mp = NCCL_PREFIX.search(text)
+    if mp:
+        host, pid, dev = mp.group("host"), int(mp.group("pid")), int(mp.group("dev"))
+        body = text[mp.end():]
+        if line.prefixed:
+            st.pid_rank[(host, pid)] = rank
+            st.rank_host.setdefault(rank, host)
+        elif rank is not None:                    # per-rank file: weaker than a line prefix
+            st.pid_rank_weak.setdefault((host, pid), rank)
+            st.rank_host_weak.setdefault(rank, host)
+    else:
+        mb = NCCL_BARE.search(text)
+        if mb:
+            body = text[mb.end():]
+    if body is not None:
+        ev = nccl_body(body, line, host, pid, dev, st)
+        if ev is not None and ev.get("vendor_err") is None:
+            fs.pending_ib = ev
+        return True
+    mv = NCCL_VERSION.search(text)
+    if mv:
+        st.nccl_version = mv.group(1)
+    return False
+
+
+def bare_ib_completion(line, fs, st):
+    """An IB completion without the NCCL prefix (PyTorch's 'Last error:' block)."""
+    if "Got completion from peer" in line.text:
+        ev = ib_completion(line.text, line, None, None, None, st)
+        if ev is not None and ev.get("vendor_err") is None:
+            fs.pending_ib = ev
+    return False
+
+
+def nccl_body(body, line, host, pid, dev, st):
+    """One NCCL message body. Returns the IB completion event it recorded, if any."""
+    for reader in (_comm, _net_ib, _bootstrap, _net_socket, _network_choice):
+        done = reader(body, line, host, pid, dev, st)
+        if done:
+            return None
+    if "Got completion from peer" in body:
+        return ib_completion(body, line, host, pid, dev, st)
+    _error(body, line, host, pid, st)
+    return None
+
+
+def _comm(body, line, host, pid, dev, st):
+    m = COMM.search(body)
+    if not m:
+        return False
+    rec = {"comm": m.group(1), "rank": int(m.group(2)), "nranks": int(m.group(3)),
+           "host": host, "pid": pid, "dev": dev,
+           "local_rank": int(m.group(6)) if m.group(6) else None, "pci": None,
+           "line_rank": line.rank}
+    mb = BUSID.search(body)
+    if mb:
+        rec["pci"] = busid_to_pci(mb.group(1))
+    mc = CUDADEV.search(body)
+    if mc:
+        rec["cuda_dev"] = int(mc.group(1))
+    st.comm.append(rec)
+    return True
+
+
+def _net_ib(body, line, host, pid, dev, st):
+    if not ("NET/IB" in body and "Using" in body):
+        return False
+    m = NET_IB_USING.search(body)
+    if m:
+        for d, _port, ll in NET_DEV.findall(m.group(1)):
+            lst = st.ib_devices if ll == "IB" else st.roce_devices
+            if d not in lst:
+                lst.append(d)
+        mo = OOB.search(body)
+        if mo:
+            st.oob = mo.group(1)
+            if host:
+                st.ip_host.setdefault(mo.group(2), host)
+        if st.net_ib_line is None:
+            st.net_ib_line = (line.src, line.raw)
+    return True
+
+
+def _bootstrap(body, line, host, pid, dev, st):
+    if "Bootstrap" not in body:
+        return False
+    m = BOOTSTRAP.search(body)
+    if m and host:
+        st.ip_host.setdefault(m.group(2), host)
+    return True
+
+
+def _net_socket(body, line, host, pid, dev, st):
+    if not ("NET/Socket" in body and "Using" in body):
+        return False
+    m = NET_SOCKET_USING.search(body)
+    if m:
+        for _ifn, ip in SOCK_DEV.findall(m.group(1)):
+            if host:
+                st.ip_host.setdefault(ip, host)
+        if st.socket_evidence is None:
+            st.socket_evidence = (line.src, line.raw)
+    return True
+
+
+def _network_choice(body, line, host, pid, dev, st):
+    """'Using network X', 'via NET/IB', NCCL_IB_DISABLE, 'NET/IB : No device found'."""
+    m = USING_NETWORK.search(body)
+    if m:
+        st.networks.append(m.group(1))
+        if m.group(1).lower().startswith("socket") and st.socket_evidence is None:
+            st.socket_evidence = (line.src, line.raw)
+        return True
+    if "via " in body:
+        m = VIA.search(body)
+        if m:
+            st.via[m.group(1).split("/")[0] + ("/" + m.group(1).split("/")[1] if "/" in m.group(1) else "")] += 1
+        return True
+    if IB_DISABLE.search(body):
+        if st.ib_disabled is None:
+            st.ib_disabled = (line.src, line.raw)
+        return True
+    if IB_NODEV.search(body):
+        if st.ib_nodev is None:
+            st.ib_nodev = (line.src, line.raw)
+        return True
+    return False
+
+
+def _error(body, line, host, pid, st):
+    """A refused/closed peer connection, or a CUDA failure NCCL reports."""
+    base = {"rank": line.rank, "host": host, "pid": pid, "src": line.src, "evidence": line.raw}
+    m = CONN_ERR.search(body)
+    if m:
+        mp = PEER_ADDR.search(body)
+        add(st.events, dict(base, kind="nccl_peer_connection", what=m.group(1),
+                            peer=mp.group(1).strip("[]") if mp else None))
+        return
+    if "out of memory" in body and "Cuda failure" in body:
+        add(st.events, dict(base, kind="cuda_oom", alloc=None))
+        return
+    m = CUDA_ERR.search(body)
+    if m:
+        add(st.events, dict(base, kind="cuda_error", what=m.group(1)))
+
+
+def ib_completion(body, line, host, pid, dev, st):
+    m = IB_COMPLETION.search(body)
+    if not m:
+        return None
+    status = int(m.group("st") or m.group("st2"))
+    ev = {"kind": "ib_completion_error", "peer": m.group("peer"), "status": status,
+          "status_name": IBV_WC_STATUS.get(status, ("IBV_WC_%d" % status, "unknown status"))[0],
+          "status_text": IBV_WC_STATUS.get(status, (None, (m.group("stname") or "unknown status").strip()))[1],
+          "vendor_err": None, "opcode": None, "direction": None, "hca": None,
+          "rank": line.rank, "host": host, "pid": pid, "dev": dev, "src": line.src, "evidence": line.raw}
+    rest = body[m.end():]
+    mv = IB_VENDOR.search(rest)
+    if mv:
+        ev["vendor_err"] = int(mv.group(1))
+    mo = IB_OPCODE.search(rest)
+    if mo:
+        ev["opcode"] = int(mo.group(1))
+    md = IB_DIR.search(rest)
+    if md and md.group(1) in ("Send", "Recv", "Read", "Write", "Flush"):
+        ev["direction"] = md.group(1)
+    mh = IB_HCA.search(rest)
+    if mh:
+        ev["hca"] = mh.group(1)
+    add(st.events, ev)
+    return ev

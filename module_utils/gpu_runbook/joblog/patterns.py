@@ -1,0 +1,154 @@
+"""The line patterns of job logs: one table of regexes, grouped by the family of lines they
+read, plus the few constants the handlers share. Nothing here runs; every handler imports
+what it matches from here, so a new log format is one line to add."""
+
+import re
+
+# ibv_wc_status (libibverbs verbs.h) -> (enum name, ibv_wc_status_str text)
+IBV_WC_STATUS = {
+    0: ("IBV_WC_SUCCESS", "success"),
+    1: ("IBV_WC_LOC_LEN_ERR", "local length error"),
+    2: ("IBV_WC_LOC_QP_OP_ERR", "local QP operation error"),
+    3: ("IBV_WC_LOC_EEC_OP_ERR", "local EE context operation error"),
+    4: ("IBV_WC_LOC_PROT_ERR", "local protection error"),
+    5: ("IBV_WC_WR_FLUSH_ERR", "Work Request Flushed Error"),
+    6: ("IBV_WC_MW_BIND_ERR", "memory management operation error"),
+    7: ("IBV_WC_BAD_RESP_ERR", "bad response error"),
+    8: ("IBV_WC_LOC_ACCESS_ERR", "local access error"),
+    9: ("IBV_WC_REM_INV_REQ_ERR", "remote invalid request error"),
+    10: ("IBV_WC_REM_ACCESS_ERR", "remote access error"),
+    11: ("IBV_WC_REM_OP_ERR", "remote operation error"),
+    12: ("IBV_WC_RETRY_EXC_ERR", "transport retry counter exceeded"),
+    13: ("IBV_WC_RNR_RETRY_EXC_ERR", "RNR retry counter exceeded"),
+    14: ("IBV_WC_LOC_RDD_VIOL_ERR", "local RDD violation error"),
+    15: ("IBV_WC_REM_INV_RD_REQ_ERR", "remote invalid RD request"),
+    16: ("IBV_WC_REM_ABORT_ERR", "aborted error"),
+    17: ("IBV_WC_INV_EECN_ERR", "invalid EE context number"),
+    18: ("IBV_WC_INV_EEC_STATE_ERR", "invalid EE context state"),
+    19: ("IBV_WC_FATAL_ERR", "fatal error"),
+    20: ("IBV_WC_RESP_TIMEOUT_ERR", "response timeout error"),
+    21: ("IBV_WC_GENERAL_ERR", "general error"),
+    22: ("IBV_WC_TM_ERR", "TM error"),
+    23: ("IBV_WC_TM_RNDV_INCOMPLETE", "TM software rendezvous"),
+}
+
+MAX_LINE = 1 << 20          # longer physical lines are cut (a tqdm \r chain can be huge)
+MAX_EVIDENCE = 2000
+MAX_FINDINGS_PER_KIND = 16
+CAP = 50000                  # most records of one sort kept per job (first ones win)
+
+# ---------------------------------------------------------------- line prefixes and times
+
+SRUN_LABEL = re.compile(r"^ {0,4}(\d{1,6}): ")
+TORCHRUN_RANK = re.compile(r"^\[rank(\d{1,6})\]:\s?")
+TORCHRUN_ROLE = re.compile(r"^\[[A-Za-z_]+\d{1,6}\]:\s?")
+GLOG = re.compile(r"^\[?([EWIF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.\d+)?\s+\d+\s+[^\]\s]+:\d+\]\s?")
+GLOG_OLD = re.compile(r"^\[([EWIF]) [\w.]+:\d+\]\s?")
+ISO_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})")
+
+# ---------------------------------------------------------------- NCCL_DEBUG lines
+
+NCCL_PREFIX = re.compile(
+    r"(?:^|[\s\]:])(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
+    r"(?:[\w./\-]+:\d+ )?NCCL (?P<lvl>INFO|WARN|ERROR|ABORT|TRACE)\b ?")
+NCCL_BARE = re.compile(r"\bNCCL (INFO|WARN|ERROR|ABORT)\b ?")
+
+COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)"
+                   r"(?: nNodes (\d+) localRanks (\d+) localRank (\d+))?")
+BUSID = re.compile(r"\bbusId (?:0x)?([0-9a-fA-F]{1,12})\b")
+CUDADEV = re.compile(r"\bcudaDev (\d+)")
+NET_IB_USING = re.compile(r"\bNET/IB\w*\s*: Using (.*)$")
+NET_DEV = re.compile(r"([A-Za-z][\w.\-]*):(\d+)/(IB|RoCE)\b")
+OOB = re.compile(r"\bOOB ([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
+BOOTSTRAP = re.compile(r"\bBootstrap ?: Using ([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
+NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
+SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
+USING_NETWORK = re.compile(r"\bUsing network (\S+)")
+VIA = re.compile(r"\bvia (NET/\w+|P2P/\w+|P2P\b|SHM\b|COLLNET\w*)")
+IB_DISABLE = re.compile(r"\bNCCL_IB_DISABLE set by environment to ([1-9])")
+IB_NODEV = re.compile(r"\bNET/IB\w*\s*: No device found")
+NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
+
+IB_COMPLETION = re.compile(
+    r"\bNET/IB\w*(?:/\w+)?\s*:\s*Got completion from peer (?P<peer>[^\s<]+)(?:<(?P<port>\d+)>)?"
+    r" with (?:status=(?:(?P<stname>[^()]*?)\()?(?P<st>\d+)\)?|error (?P<st2>\d+))")
+IB_VENDOR = re.compile(r"vendor[ _]err[ =](\d+)")
+IB_OPCODE = re.compile(r"opcode[= ](?:[A-Za-z_]*\()?(\d+)")
+IB_DIR = re.compile(r"\((Send|Recv|Read|Write|Flush|[A-Za-z]+)\)")
+IB_HCA = re.compile(r"\bhca (\S+)")
+PEER_ADDR = re.compile(r"((?:\d{1,3}\.){3}\d{1,3}|\[?[0-9a-fA-F:]{3,}\]?|[A-Za-z][\w.\-]*)<(\d+)>")
+CONN_ERR = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
+                       r"No route to host|Connection timed out)")
+
+# ---------------------------------------------------------------- PyTorch ProcessGroupNCCL
+
+SEQ = re.compile(r"SeqNum=(\d+)")
+OPTYPE = re.compile(r"OpType=(\w+)")
+NUMEL_IN = re.compile(r"NumelIn=(-?\d+)")
+TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
+RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
+MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
+PG_ID = re.compile(r"\[PG (?:ID )?(\w+)")
+LAST_WORK = re.compile(
+    r"(?:detected by watchdog at work|Timeout at NCCL work|watchdog at work sequence id):? (\d+)"
+    r".*?last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)")
+BLOCKING_TIMEOUT = re.compile(r"timed out in blocking wait|Timed out waiting \d+ms for \w+ operation")
+
+DESYNC_MISSING = re.compile(r"ranks \[([\d,\s]*)\] are the lagging ranks")
+DESYNC_JOINED = re.compile(r"\[([\d,\s]+)\] joined but didn't finish collective #(\d+)")
+DESYNC_FINISHED = re.compile(r"\[([\d,\s]+)\] finished collective #(\d+), but didn't join collective #(\d+)")
+DESYNC_TIMEOUT_AT = re.compile(r"\[(\d+)\] Timeout at collective: (\w+), #(\d+)")
+
+FR_NOT_ALL = re.compile(r"Not all ranks joining collective(?: (\d+)(?: at entry \d+)?|, sequence number: (\d+))?")
+FR_MISSING = re.compile(r"[Mm]issing ranks(?: are|:)\s*\{([\d,\s]*)\}")
+FR_COLLECTIVE = re.compile(r"^\s*collective: (?:\w+:)?(\w+)")
+FR_JSON_SEQ = re.compile(r"[\"']collective_seq_id[\"']\s*:\s*[\"']?(-?\d+)")
+FR_JSON_STATE = re.compile(r"[\"']state[\"']\s*:\s*[\"'](scheduled|started|completed)[\"']")
+FR_JSON_NAME = re.compile(r"[\"']profiling_name[\"']\s*:\s*[\"'](?:\w+:)?(\w+)[\"']")
+FR_JSON_P2P = re.compile(r"[\"']is_p2p[\"']\s*:\s*(true|True)")
+FR_JSON_RANK = re.compile(r"^\s*[\"']rank[\"']\s*:\s*(\d+)")
+
+# ---------------------------------------------------------------- progress
+
+TQDM = re.compile(
+    r"(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|\s*"
+    r"(?P<n>\d+(?:\.\d+)?)(?P<nu>[kMG]?)/(?P<tot>\d+(?:\.\d+)?)(?P<tu>[kMG]?)\s*"
+    r"\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?|\?)\s*(?P<unit>s/\w+|\w+/s)")
+TQDM_LABEL = re.compile(r"([^|\r\n]{1,200}?):\s*$")
+EPOCH_LABEL = re.compile(r"[Ee]poch\s*[:#=\[(]?\s*(\d+)(?:\s*(?:/|of)\s*(\d+))?")
+NON_TRAIN_LABEL = re.compile(r"valid|test|predict|sanity|eval|infer", re.I)
+HF_EPOCH = re.compile(r"['\"]epoch['\"]\s*:\s*(\d+(?:\.\d+)?)")
+
+# ---------------------------------------------------------------- application / host errors
+
+DL_KILLED = re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal: ?([^.\n]*)")
+DL_EXITED = re.compile(r"DataLoader worker \(pid\(?s?\)?[^)]*\)+ exited unexpectedly")
+DL_TIMEOUT = re.compile(r"DataLoader timed out after (\d+) seconds")
+DL_BUS = re.compile(r"Unexpected bus error encountered in worker")
+CUDA_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate ([\d.]+ [KMGT]i?B))?")
+CUDA_ERR = re.compile(r"(uncorrectable ECC error encountered|an illegal memory access was encountered|"
+                       r"unspecified launch failure|uncorrectable NVLink error|misaligned address|"
+                       r"an illegal instruction was encountered|GPU has fallen off the bus)")
+HOST_OOM = re.compile(r"(oom[-_]kill event|OOM Killed|Out of memory: Killed process|"
+                       r"task \S+: Out Of Memory|Killed process \d+ \(\S+\).*oom|oom-kill:)", re.I)
+SRUN_ERR = re.compile(r"srun: error: ([\w.\-]+): tasks? ([\d,\- ]+): (.*)$")
+LIGHTNING_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER: (\d+)/(\d+)")
+WORLD = re.compile(r"\bworld[_ ]size\s*[=:]\s*(\d{1,6})\b", re.I)
+STORE_BARRIER = re.compile(r"Rank (\d+): Completed store-based barrier for key:\S+ with (\d+) nodes")
+ELASTIC_HOST = re.compile(r"^\s*host\s*: ([\w.\-]+)\s*$")
+ELASTIC_RANK = re.compile(r"^\s*rank\s*: (\d+) \(local_rank: (\d+)\)")
+CONSEQUENCE_EXC = ("ChildFailedError", "DistBackendError", "SignalException", "KeyboardInterrupt", "SystemExit")
+TRACEBACK = "Traceback (most recent call last):"
+EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure))(?::\s?(.*))?$")
+NCCL_ERROR_IN = re.compile(r"(unhandled system error|remote process exited or there was a network error|"
+                            r"internal error - please report this issue to the NCCL developers|unhandled cuda error|"
+                            r"ncclSystemError|ncclRemoteError|ncclInternalError|ncclUnhandledCudaError)")
+NCCL_ERROR_NAME = {"ncclSystemError": "unhandled system error",
+                    "ncclRemoteError": "remote process exited or there was a network error",
+                    "ncclInternalError": "internal error - please report this issue to the NCCL developers",
+                    "ncclUnhandledCudaError": "unhandled cuda error"}
+
+# a rank in a file name: rank-3.log, train.rank_11.err, task7.out
+FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d{1,6})(?![\d])", re.I)
+# the rank prefix of a line kept as evidence (stripped again to read its time)
+RANK_PREFIX = re.compile(r"^\s*\[(?:rank|Rank )?\d+\]:\s*|^\s*\d+:\s+")

@@ -1,0 +1,81 @@
+"""What the line handlers collect: one JobState for the whole job, one FileState per file
+(the multi-line constructs that span lines of one file), one Line per physical line."""
+
+from collections import Counter
+
+
+class JobState(object):
+    """Everything the line handlers saw, across every file of the job."""
+
+    def __init__(self, since_dt=None, year=None):
+        self.since_dt = since_dt
+        self.year = year
+        self.comm = []             # dicts from NCCL comm lines
+        self.rank_host = {}        # rank -> host from [rankN]: + NCCL prefix / srun
+        self.rank_host_weak = {}   # rank -> host from srun error lines / torchrun failure summary
+        self.local_rank_weak = {}
+        self.pid_rank = {}         # (host, pid) -> rank (prefixed lines, then world communicator lines)
+        self.pid_rank_weak = {}    # (host, pid) -> rank from the file name
+        self.ranks_seen = set()
+        self.world_hints = []
+        self.ip_host = {}
+        self.ib_devices = []
+        self.roce_devices = []
+        self.oob = None
+        self.nccl_version = None
+        self.networks = []         # "Using network X" values
+        self.via = Counter()
+        self.socket_evidence = None
+        self.ib_disabled = None
+        self.ib_nodev = None
+        self.net_ib_line = None
+        self.timeouts = []         # watchdog entries
+        self.last_work = {}        # rank -> (seq, enqueued, completed)
+        self.some_failed = []
+        self.stuck = []
+        self.desync_missing = []
+        self.desync_lagging = []
+        self.desync_timeout = []
+        self.fr_missing = []       # (ranks, seq, op, src)
+        self.fr_entries = {}       # rank -> {seq: (state, op)}
+        self.events = []           # error events (dicts)
+        self.progress = []         # tqdm observations
+        self.hf_epoch = None
+
+
+class FileState(object):
+    """What one file carries from one line to the next."""
+
+    def __init__(self, name, file_rank):
+        self.name = name
+        self.file_rank = file_rank
+        self.tb_rank = None            # rank of the open traceback
+        self.in_tb = False
+        self.elastic_host = None       # torchrun failure summary: 'host :' waits for its 'rank :'
+        self.fr_cur = {}               # Flight Recorder JSON entry being read
+        self.fr_file_rank = None       # the dump's own "rank": field
+        self.fr_missing_ctx = None     # fr_trace 'Not all ranks joining' waiting for its missing ranks
+        self.tq_last_n = None          # unlabelled tqdm bar: a smaller n starts a new epoch
+        self.tq_resets = 0
+        self.pending_ib = None         # IB completion whose vendor err may be on the next line
+
+
+class Line(object):
+    """One physical line: ``raw`` as written (evidence), ``text`` with rank and glog prefixes
+    stripped (what handlers match), ``rank`` (from the prefix, else the file name)."""
+
+    __slots__ = ("src", "raw", "text", "rank", "prefixed")
+
+    def __init__(self, src, raw, text, rank, prefixed):
+        self.src = src
+        self.raw = raw
+        self.text = text
+        self.rank = rank
+        self.prefixed = prefixed
+
+    def msg_rank(self, match):
+        """The rank a PyTorch message is about: the line prefix wins, then '[Rank N]' in the
+        message, then the file's rank."""
+        if self.prefixed:
+            return self.rank
+        return int(match.group(1)) if match else self.rank

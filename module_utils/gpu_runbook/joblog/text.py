@@ -1,0 +1,123 @@
+"""Small text helpers of the job-log parser: physical lines, times, ranks from file names,
+bounded lists. Pure functions; nothing here knows a log format beyond its own regex."""
+
+import re
+from datetime import datetime, timezone
+
+from ..findings import strip_ansi
+from .patterns import CAP, FILE_RANK, GLOG, ISO_TS, MAX_EVIDENCE, MAX_LINE
+
+
+def ints(text):
+    return [int(x) for x in re.findall(r"\d+", text or "")]
+
+
+def busid_to_pci(raw):
+    """NCCL prints busId as the int64 of the PCI address in hex: 2a000 -> 0000:2a:00.0."""
+    try:
+        v = int(raw, 16)
+    except (TypeError, ValueError):
+        return None
+    return "%04x:%02x:%02x.%x" % (v >> 20, (v >> 12) & 0xff, (v >> 4) & 0xff, v & 0xf)
+
+
+def rank_from_name(name):
+    base = re.split(r"[\\/]", name or "")[-1]
+    m = FILE_RANK.search(base)
+    return int(m.group(1)) if m else None
+
+
+def to_unit(val, unit):
+    try:
+        x = float(val)
+    except (TypeError, ValueError):
+        return None
+    return x * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}.get(unit or "", 1)
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    if not n:
+        return None
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def since_value(since):
+    """since: datetime, epoch seconds or ISO string -> naive datetime (or None)."""
+    if since is None:
+        return None
+    try:
+        if isinstance(since, datetime):
+            return since.replace(tzinfo=None)
+        if isinstance(since, (int, float)):
+            return datetime.fromtimestamp(float(since), timezone.utc).replace(tzinfo=None)
+        m = ISO_TS.search(str(since))
+        if m:
+            return datetime(*[int(x) for x in m.groups()])
+        m = re.match(r"\s*(\d{4})-(\d{2})-(\d{2})\s*$", str(since))
+        if m:
+            return datetime(*[int(x) for x in m.groups()])
+    except (ValueError, OverflowError, OSError, TypeError):
+        return None
+    return None
+
+
+def line_time(line, year, since_dt=None):
+    """The wall-clock time a line carries (ISO, or glog with the year guessed), else None."""
+    m = ISO_TS.search(line[:64])
+    try:
+        if m:
+            return datetime(*[int(x) for x in m.groups()])
+        m = GLOG.match(line)
+        if m and year:
+            t = datetime(year, int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                         int(m.group(5)), int(m.group(6)))
+            if since_dt is not None and (since_dt - t).days > 180:
+                t = t.replace(year=year + 1)          # a job that started in December, log in January
+            elif since_dt is not None and (t - since_dt).days > 180:
+                t = t.replace(year=year - 1)          # since in January, line from December
+            return t
+    except ValueError:
+        return None
+    return None
+
+
+def evidence(line):
+    return line if len(line) <= MAX_EVIDENCE else line[:MAX_EVIDENCE] + "..."
+
+
+def physical_lines(text):
+    """(lineno, line): split on \\n only (\\r stays for tqdm), strip trailing \\r, ANSI, NULs."""
+    if "\x1b" in text:
+        text = strip_ansi(text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    n, pos, end = 0, 0, len(text)
+    while pos < end:
+        nl = text.find("\n", pos)
+        if nl < 0:
+            nl = end
+        n += 1
+        line = text[pos:nl] if nl - pos <= MAX_LINE else text[nl - MAX_LINE:nl]
+        pos = nl + 1
+        yield n, line.rstrip("\r")
+
+
+def add(lst, item):
+    """Bounded append: a pathological log cannot grow memory without limit (first ones win)."""
+    if len(lst) < CAP:
+        lst.append(item)
+
+
+def task_list(spec):
+    """Slurm task list '3,5-7' -> [3, 5, 6, 7]."""
+    out = []
+    for part in (spec or "").replace(" ", "").split(","):
+        if "-" in part:
+            a, _, b = part.partition("-")
+            if a.isdigit() and b.isdigit() and int(b) - int(a) < 100000:
+                out.extend(range(int(a), int(b) + 1))
+        elif part.isdigit():
+            out.append(int(part))
+    return out

@@ -1,0 +1,154 @@
+"""Findings from what the scanner gathered: one per (Xid, GPU), per GPU event, per HCA
+fault, per AER class and device, per OOM-killed command and per hung task. Pure functions of
+the scanner's tables; ``sref(line)`` names the file and line a record came from."""
+
+from ..findings import finding, gpu_ref, ib_ref
+from ..xid_catalog import UNKNOWN_XID, lookup, remedy
+from .patterns import DATA_TASK_RE, DRIVER_TASK_RE
+
+AER_STORM = 25  # corrected errors in one log that make a marginal link, not noise
+
+
+def xid_findings(xids, uuids, sref):
+    """``xids``: the scanner's Xid records in line order."""
+    app_first = {}  # pci -> first line of an application-class Xid
+    for r in xids:
+        e = lookup(r["xid"])
+        if e and e["category"] == "application":
+            app_first.setdefault(r["pci"], r["line"])
+    return [_xid_finding(r, uuids, app_first, sref) for r in xids]
+
+
+def _xid_finding(r, uuids, app_first, sref):
+    code, pci = r["xid"], r["pci"]
+    where = dict(evidence=r["evidence"], source=sref(r["line"]), xid=code,
+                 gpu=gpu_ref(pci, index=r["index"], uuid=uuids.get(pci)))
+    when = "" if r["first"] is None else (" first %s, last %s" % (r["first"], r["last"]))
+    proc = (", process %s" % r["process"]) if r["process"] else ""
+    e = lookup(code)
+    if e is None:
+        u = UNKNOWN_XID
+        return finding("xid", "unknown Xid %d, not in catalog, on GPU %s x%d%s%s: %s" % (
+            code, pci, r["count"], when, proc, r["message"][:200]),
+            severity=u["severity"], category=u["category"], rung=u["rung"], steps=u["steps"], **where)
+    category, echo = e["category"], ""
+    if code == 109 and category != "application" and pci in app_first and app_first[pci] < r["line"]:
+        # A context-switch timeout right after the job's own fault is its echo, not a second cause.
+        category, echo = "application", " (follows an application Xid on the same GPU)"
+    rung, steps, note = remedy(e, r["message"])
+    msg = "Xid %d (%s) on GPU %s x%d%s%s%s: %s" % (
+        code, e["name"], pci, r["count"], when, proc, echo, r["message"][:200])
+    return finding("xid", msg, severity=e["severity"], category=category, rung=rung, steps=steps, note=note,
+                   **where)
+
+
+def bad_xid_finding(bad, sref):
+    n, line, ev = bad
+    return finding("xid_unparsed", "%d NVRM Xid line(s) could not be parsed (truncated or unknown format)" % n,
+                   evidence=ev, source=sref(line))
+
+
+def gpu_event_findings(events, uuids, sref):
+    """``events``: {(kind, pci): record} of GPUs off the bus / failing to initialise."""
+    out = []
+    for (kind, pci), r in sorted(events.items(), key=lambda kv: kv[1]["line"]):
+        gpu = gpu_ref(pci, uuid=uuids.get(pci)) if pci else None
+        where = pci or "unknown PCI address"
+        if kind == "gpu_fallen_off_bus":
+            msg = "GPU %s has fallen off the bus (%d line(s))" % (where, r["count"])
+        else:
+            msg = "NVIDIA driver failed to initialise GPU %s (RmInitAdapter failed, %d line(s))" % (where, r["count"])
+        out.append(finding(kind, msg, evidence=r["evidence"], source=sref(r["line"]), gpu=gpu))
+    return out
+
+
+def ib_findings(ib, ib_names, sref):
+    """-> (findings, facts per HCA) from the mlx5 records {pci: record}."""
+    findings, devices = [], {}
+    for pci, r in sorted(ib.items(), key=lambda kv: min(kv[1]["first_line"].values())):
+        name = ib_names.get(pci) or pci
+        devices[name] = {"pci": pci, "device": ib_names.get(pci), "netdev": r["netdev"],
+                         "port": r["port"], "last_state": r["last_state"], "drops": r["drops"],
+                         "unplugs": r["unplugs"], "counts": dict(r["counts"])}
+        findings.extend(_hca_findings(name, pci, r, sref))
+    low_power = sorted((r["first_line"]["pcie_power"], ib_names.get(pci) or pci, r["evidence"]["pcie_power"])
+                       for pci, r in ib.items() if "pcie_power" in r["first_line"])
+    if low_power:  # common, and harmless unless a port misbehaves: one line for all HCAs
+        findings.append(finding("ib_pcie_power", "%d HCA(s) report insufficient PCIe slot power: %s" % (
+            len(low_power), ", ".join(x[1] for x in low_power[:8])),
+            evidence=low_power[0][2], source=sref(low_power[0][0])))
+    return findings, devices
+
+
+def _hca_findings(name, pci, r, sref):
+    c, ev, fl = r["counts"], r["evidence"], r["first_line"]
+    ib = ib_ref(name, r["port"])
+    label = name if name == pci else "%s (%s)" % (name, pci)
+
+    def add(kind, msg, key, **kw):
+        out.append(finding(kind, msg, evidence=ev[key], source=sref(fl[key]), ib=ib, **kw))
+
+    out = []
+    if c.get("health"):
+        add("ib_hca_health", "HCA %s reported a firmware/health fault (%d line(s))" % (label, c["health"]), "health")
+    if c.get("cable_error"):
+        add("ib_cable_error", "HCA %s port module (cable/transceiver) error (%d event(s))" % (
+            label, c["cable_error"]), "cable_error")
+    if r["unplugs"]:
+        add("ib_cable_unplugged", "HCA %s: cable unplugged %d time(s) after being plugged" % (
+            label, r["unplugs"]), "unplug")
+    if r["drops"]:
+        add("ib_link_flap" if r["drops"] > 1 else "ib_link_dropped",
+            "HCA %s link dropped %d time(s) (down %d, up %d); last state %s" % (
+                label, r["drops"], c.get("link_down", 0), c.get("link_up", 0), r["last_state"]),
+            "drop", severity="critical" if r["last_state"] == "down" else "warning")
+    elif c.get("link_down") or c.get("cable_unplugged"):
+        first = min((fl[k], k) for k in ("link_down", "cable_unplugged") if k in fl)
+        add("ib_port_never_up", "HCA %s port was never up in this log (no cable / unused port?)" % label, first[1])
+    if c.get("cmd_timeout"):
+        add("ib_cmd_timeout", "HCA %s firmware command timeout (%d line(s))" % (label, c["cmd_timeout"]),
+            "cmd_timeout")
+    return out
+
+
+def aer_findings(aer, gpu_pcis, sref):
+    """``aer``: {(class, pci): record}; a device the log knows as a GPU makes it a GPU finding."""
+    out = []
+    for (cls, pci), r in sorted(aer.items(), key=lambda kv: kv[1]["line"]):
+        gpu = gpu_ref(pci) if pci and pci in gpu_pcis else None
+        where = pci or "unknown device"
+        kw = dict(evidence=r["evidence"], source=sref(r["line"]), gpu=gpu,
+                  category="gpu_hardware" if gpu else "unknown")
+        if cls in ("fatal", "surprise_down"):
+            what = "Surprise Down (link lost)" if cls == "surprise_down" else "uncorrected fatal"
+            out.append(finding("pcie_aer_fatal", "PCIe AER %s error on %s (%d report(s))" % (
+                what, where, r["count"]), **kw))
+        elif cls == "nonfatal":
+            out.append(finding("pcie_aer_nonfatal", "PCIe AER uncorrected non-fatal error on %s (%d report(s))" % (
+                where, r["count"]), **kw))
+        else:
+            storm = r["count"] >= AER_STORM
+            out.append(finding("pcie_aer_corrected", "PCIe AER corrected error(s) on %s (%d report(s))%s" % (
+                where, r["count"], ": a storm, the link is marginal" if storm else ""),
+                severity="warning" if storm else "info", **kw))
+    return out
+
+
+def oom_findings(oom, sref):
+    return [finding("oom_kill", "kernel OOM killer killed %s %d time(s) (pid %s)" % (
+        comm, r["count"], ", ".join(str(p) for p in r["pids"][:5])),
+        evidence=r["evidence"], source=sref(r["line"]))
+        for comm, r in sorted(oom.items(), key=lambda kv: kv[1]["line"])]
+
+
+def hung_findings(hung, sref):
+    out = []
+    for comm, r in sorted(hung.items(), key=lambda kv: kv[1]["line"]):
+        drv = bool(DRIVER_TASK_RE.match(comm))
+        data = bool(DATA_TASK_RE.match(comm))
+        out.append(finding("hung_task", "task %s blocked in the kernel for more than %d s (%d report(s))%s" % (
+            comm, r["secs"], r["count"],
+            ": a DataLoader worker stuck on I/O (NFS/Lustre?) starves its rank" if data else ""),
+            category="driver" if drv else ("dataloader" if data else "unknown"),
+            evidence=r["evidence"], source=sref(r["line"])))
+    return out

@@ -1,0 +1,152 @@
+"""Kernel-log files of any size, plain, gzip-compressed or UTF-16, several through one scanner.
+
+A capture directory may hold kern.log AND dmesg.txt AND journalctl.txt: every file is read,
+through ONE scanner, each finding naming the file and line it came from ("dmesg.txt:12").
+How a file is read depends on its content, never its name:
+
+- plain UTF-8 (the norm, and the big ones): grep is the prefilter where it exists. It finds
+  the candidate lines (the scanner's own NEEDLES, fixed strings) at memory speed and numbers
+  them (-n); ``wc -l`` counts all lines on another core. The scanner parses only those lines,
+  so the result is the same as feeding it the whole file. Without grep, Python reads chunks;
+- gzip (by its magic bytes) and UTF-16 (a BOM, or the NUL pattern without one): decoded as
+  they stream (textio.TextChunks) into the scanner, never read whole. A truncated or corrupt
+  gzip is read as far as it goes and says so (``capture_truncated``).
+"""
+
+import os
+import shutil
+import subprocess
+
+from ..findings import finding, never_raise
+from ..textio import TextChunks, is_gzip, sniff_encoding
+from .prefilter import NEEDLES, SAMPLE_LINES
+from .scanner import KernelLogScanner
+
+_CHUNK = 16 * 1024 * 1024
+_GREP_BATCH = 4096
+
+
+def scan_kernel_log_files(paths, since=None, year=None, tz=None, use_grep=True):
+    """Read one kernel-log file or several through one scanner -> (facts, findings); never raises.
+
+    ``paths``: a path, or a list of paths; an item may be a (path, source name) pair, else
+    its file name names it. ``tz``: the node's zone for times written without one (see
+    KernelLogScanner). ``facts["files"]`` says per file what was read: encoding, compressed,
+    lines, truncated (the reason) or error."""
+    entries = _entries(paths)
+    label = entries[0][1] if entries else "kernel log"
+    return never_raise(_scan, label, entries, since, year, tz, use_grep)
+
+
+def scan_kernel_log_file(path, source=None, since=None, year=None, tz=None, use_grep=True):
+    """One file, optionally under another name (``source``, e.g. the canonical 'kern.log')."""
+    return scan_kernel_log_files([(path, source or os.path.basename(path))], since=since, year=year, tz=tz,
+                                 use_grep=use_grep)
+
+
+def _entries(paths):
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    out = []
+    for p in paths:
+        path, name = p if isinstance(p, tuple) else (p, None)
+        path = os.fsdecode(path)
+        out.append((path, name or os.path.basename(path)))
+    return out
+
+
+def _scan(entries, since, year, tz, use_grep):
+    sc = KernelLogScanner(source=entries[0][1] if entries else "kern.log", since=since, year=year, tz=tz)
+    grep = shutil.which("grep") if use_grep else None
+    files, problems = [], []
+    for path, name in entries:
+        sc.begin_source(name)
+        start = sc.lines
+        info = {"path": path, "source": name, "encoding": None, "compressed": False, "lines": 0,
+                "truncated": None}
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+            info["compressed"] = is_gzip(head)
+            info["encoding"] = None if info["compressed"] else sniff_encoding(head)
+            if info["compressed"] or info["encoding"] != "utf-8":
+                _read_decoded(sc, path, info)
+            elif grep:
+                _read_with_grep(sc, path, grep)
+            else:
+                _read_plain(sc, path)
+        except OSError as exc:  # a missing or unreadable file must not hide the others
+            sc.close()
+            if sc.lines == start:
+                info["error"] = str(exc)
+                problems.append(finding("capture_unreadable", "%s could not be read: %s" % (name, exc),
+                                        evidence=path, source=name))
+            else:
+                info["truncated"] = "read error: %s" % exc
+        info["lines"] = sc.lines - start
+        if info["truncated"]:
+            problems.append(finding("capture_truncated", "%s ended early (%s); %d line(s) read before the cut" % (
+                name, info["truncated"], info["lines"]), evidence=path, source=name))
+        files.append(info)
+    facts, findings = sc.result()
+    facts["files"] = files
+    return facts, findings + problems
+
+
+def _read_decoded(sc, path, info):
+    """gzip and/or UTF-16: decoded as it streams, memory flat in the file's size."""
+    chunks = TextChunks(path, size=_CHUNK)
+    for text in chunks:
+        sc.feed_chunk(text)
+    sc.close()
+    info["encoding"] = chunks.encoding
+    info["truncated"] = chunks.error
+
+
+def _read_plain(sc, path):
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            sc.feed_chunk(chunk)
+    sc.close()
+
+
+def _read_with_grep(sc, path, grep):
+    """grep -F NEEDLES picks the lines, wc -l counts them all; the scanner sees only the picks."""
+    env = dict(os.environ, LC_ALL="C")  # byte semantics: no UTF-8 decoding cost, no locale surprises
+    wc = shutil.which("wc")
+    counter = subprocess.Popen([wc, "-l", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env=env) if wc else None
+    with open(path, "rb") as fh:
+        head = fh.read(16 * 1024).split(b"\n")[:SAMPLE_LINES]
+    argv = [grep, "-a", "-n", "-F"] + [x for n in NEEDLES for x in ("-e", n)] + ["--", path]
+    start = sc.lines
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    batch, first = [], True
+    for raw in proc.stdout:
+        num, _, line = raw.partition(b":")
+        if not num.isdigit():
+            continue
+        batch.append((int(num) - 1, line.rstrip(b"\r\n")))
+        if len(batch) >= _GREP_BATCH:
+            sc.feed_prefiltered(0, batch, head if first else ())  # indices from the file's start: lines stay put
+            batch, first = [], False
+    sc.feed_prefiltered(0, batch, head if first else ())
+    proc.stdout.close()
+    proc.wait()
+    sc.lines = start + _count_lines(path, counter)
+
+
+def _count_lines(path, counter):
+    total = None
+    if counter is not None:
+        out = counter.communicate()[0].split()
+        total = int(out[0]) if out and out[0].isdigit() else None
+    if total is None:
+        with open(path, "rb") as fh:
+            total = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(_CHUNK), b""))
+    with open(path, "rb") as fh:  # an unterminated last line is a line too (wc -l does not count it)
+        fh.seek(0, os.SEEK_END)
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            total += fh.read(1) != b"\n"
+    return total

@@ -1,0 +1,95 @@
+"""The cheap first pass: which lines can matter at all, and raw-line helpers.
+
+The scanner only regex-parses lines that hold one of ``NEEDLES``, so benign lines cost a
+C-level substring search and nothing else. ``prefilter`` is pure (a caller may run it on
+several cores and merge the results into one scanner); grep -F with the same needles is the
+file scanner's fast path (filescan.py).
+"""
+
+import re
+
+from ..findings import strip_ansi
+
+MAX_LINE = 64 * 1024    # longer "lines" (binary junk) are cut; printk lines are <= 1 KiB
+SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
+
+# Substrings every interesting line contains. Each needle is one pass over the data
+# (~2-3 GB/s), so keep the list short: an OOM kill always logs
+# '[Oo]ut of memory: Kill(ed) process' next to its 'oom-kill:' summary.
+NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than")
+
+
+def prefilter(block, start=0, end=None):
+    """Pure, cheap pass over complete lines block[start:end] (str or bytes, ending with a newline).
+
+    -> (number of lines, [(0-based line index, line) for lines holding a NEEDLE], first lines).
+    """
+    if end is None:
+        end = len(block)
+    text = isinstance(block, str)
+    nl = "\n" if text else b"\n"
+    spans = set()
+    for search in (_FINDERS_S if text else _FINDERS_B):
+        pos = search(block, start, end)
+        while pos >= 0:
+            s = block.rfind(nl, start, pos) + 1 or start
+            e = block.find(nl, pos, end)
+            if e < 0:
+                e = end
+            spans.add((s, e))
+            pos = search(block, e + 1, end)
+    hits = []
+    idx, prev = 0, start
+    for s, e in sorted(spans):  # counting between hits doubles as the line count: one pass
+        idx += block.count(nl, prev, s)
+        prev = s
+        hits.append((idx, own(block[s:min(e, s + MAX_LINE)])))
+    head = [own(x) for x in block[start:min(end, start + 16 * 1024)].split(nl, SAMPLE_LINES)[:SAMPLE_LINES]]
+    return idx + block.count(nl, prev, end), hits, head
+
+
+def has_needle(line):
+    """True when a single line (str or bytes) holds one of the NEEDLES."""
+    for n in (NEEDLES if isinstance(line, str) else NEEDLES_B):
+        if n in line:
+            return True
+    return False
+
+
+def clean(line):
+    """A raw line without ANSI colour, NULs and its line end."""
+    if "\x1b" in line:
+        line = strip_ansi(line)
+    if "\x00" in line:
+        line = line.replace("\x00", "")
+    return line.rstrip("\r\n")
+
+
+def same_type(pending, data):
+    """``pending`` (str or bytes) converted to the type of ``data``."""
+    if isinstance(data, str):
+        return pending.decode("utf-8", "replace")
+    return pending.encode("utf-8", "replace")
+
+
+def own(b):
+    """A copy of a slice of a caller's reusable buffer (bytearray); str and bytes are immutable."""
+    return bytes(b) if isinstance(b, bytearray) else b
+
+
+def _finder(needle):
+    # re's literal search beats bytes.find for short needles (memchr on the first byte);
+    # find wins for long ones (big skips).  Measured on CPython 3.11, both >2 GB/s.
+    if len(needle) >= 12:
+        return lambda buf, pos, end: buf.find(needle, pos, end)
+    rx = re.compile(re.escape(needle))
+
+    def search(buf, pos, end):
+        m = rx.search(buf, pos, end)
+        return m.start() if m else -1
+    return search
+
+
+NEEDLES_B = tuple(n.encode() for n in NEEDLES)
+_FINDERS_S = tuple(_finder(n) for n in NEEDLES)
+_FINDERS_B = tuple(_finder(n) for n in NEEDLES_B)

@@ -1,0 +1,461 @@
+"""The streaming kernel-log scanner: feed it lines, chunks (str or bytes, lines may span
+them) or prefiltered blocks, from one file or several, then ask for ``result()``.
+
+Memory is bounded by the distinct keys seen (MAX_KEYS per table), never by the log's size.
+"""
+
+from bisect import bisect_left
+from datetime import datetime
+
+from ..findings import finding, normalize_pci
+from ..timeutil import UTC, iso, parse_tz
+from . import derive
+from .patterns import (AER_CLASS, AER_RE, AER_SEV_RE, GPU_IDX_RE, GPU_UUID_RE, HUNG_RE, MLX_RE, NVRM_PCI_RE,
+                       OOM_RE, PCI_FULL_RE, PORT_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
+from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
+from .timestamps import TS_RE, line_format, parse_since, ts_from_match
+
+MAX_EVENTS = 200        # timeline keeps the first N events, counts the rest
+MAX_KEYS = 4096         # cap on any per-key table (garbage must not grow memory)
+
+
+class KernelLogScanner:
+    """Streaming kernel-log scanner: ``feed(line)`` or ``feed_chunk(data)``, then ``result()``.
+
+    ``tz``: the zone of the node that wrote the log (a tzinfo, '+09:00', 'Asia/Seoul'); times
+    written without one are read in it, and every time is emitted in it (UTC when None).
+    ``since``: events before it are left out; a since without a zone is in ``tz`` too."""
+
+    def __init__(self, source="kern.log", since=None, year=None, max_events=MAX_EVENTS, tz=None):
+        self.source = source
+        self.tz_error = self.since_error = None
+        try:
+            self.zone = parse_tz(tz) or UTC
+        except ValueError as exc:
+            self.zone, self.tz_error = UTC, str(exc)
+        try:
+            self.since = parse_since(since, self.zone)
+        except (ValueError, TypeError, OverflowError) as exc:
+            self.since, self.since_error = None, str(exc)
+        try:
+            self.year = int(year)
+        except (TypeError, ValueError):
+            self.year = self.since.astimezone(self.zone).year if self.since else datetime.now(self.zone).year
+        self.max_events = max_events
+        self.lines = 0
+        self._pending = None        # head of a line split across chunks
+        self._segments = [(0, source)]  # (lines before it, source name): one per file read
+        self._formats = {}
+        self._hostname = None
+        self._xids = {}             # (code, pci) -> record
+        self._bad_xid = None        # [count, line, evidence]
+        self._uuids = {}            # pci -> GPU uuid
+        self._gpu_pcis = set()
+        self._gpu_events = {}       # (kind, pci) -> record (off the bus, init failed)
+        self._ib = {}               # mlx5 pci -> counters
+        self._ib_names = {}         # mlx5 pci -> mlx5_N
+        self._aer = {}              # (class, pci) -> record
+        self._aer_header = None     # (line, source pci) of the last AER header line
+        self._oom = {}              # comm -> record
+        self._oom_last = None       # (pid, line) of the last OOM kill line
+        self._hung = {}             # comm -> record
+        self._events = []
+        self.dropped_events = 0
+        self.excluded = 0           # events before ``since``
+        self.untimed = 0            # events with no absolute time (window not applicable)
+        self._overflow = 0          # keys refused by MAX_KEYS
+
+    # -- input -------------------------------------------------------------------
+    def begin_source(self, source):
+        """The lines that follow come from another file, named ``source``: findings name it,
+        numbering its lines from 1 ("dmesg.txt:12"). Ends the previous file's last line."""
+        self.close()
+        self._aer_header = self._oom_last = None  # line proximity does not cross files
+        if self.lines == self._segments[-1][0]:
+            self._segments[-1] = (self.lines, source)  # nothing was read under the last name
+        else:
+            self._segments.append((self.lines, source))
+
+    def _in_head(self, lineno):
+        """True for the first lines of the current file (sampled to name its format)."""
+        return lineno - self._segments[-1][0] <= SAMPLE_LINES
+
+    def feed(self, line):
+        """One line (str or bytes, trailing newline optional)."""
+        self.lines += 1
+        if self._in_head(self.lines):
+            self._sample(line)
+        if has_needle(line):
+            self._handle(self.lines, line)
+
+    def feed_chunk(self, data):
+        """Any block of the log (str or bytes); lines may span chunks."""
+        if not data:
+            return
+        if isinstance(data, memoryview):
+            data = data.tobytes()
+        nl = "\n" if isinstance(data, str) else b"\n"  # bytearray welcome: readinto() callers
+        start = 0
+        if self._pending is not None:
+            if isinstance(self._pending, str) is not isinstance(data, str):
+                self._pending = same_type(self._pending, data)
+            as_own = bytes if nl == b"\n" else (lambda x: x)
+            i = data.find(nl)
+            if i < 0:
+                if len(self._pending) < MAX_LINE:
+                    self._pending += as_own(data[:MAX_LINE - len(self._pending)])
+                return
+            head = self._pending + as_own(data[:min(i, MAX_LINE)])
+            self._pending = None
+            self.feed(head[:MAX_LINE])
+            start = i + 1
+        cut = data.rfind(nl, start)
+        # the caller may reuse its buffer: keep copies (bytes), never views
+        if cut < 0:
+            self._pending = own(data[start:start + MAX_LINE])
+            return
+        if cut + 1 < len(data):
+            self._pending = own(data[cut + 1:cut + 1 + MAX_LINE])
+        self.feed_prefiltered(*prefilter(data, start, cut + 1))
+
+    def feed_prefiltered(self, nlines, hits, head=()):
+        """Merge one ``prefilter()`` result; blocks must come in file order.
+
+        Lets a caller run ``prefilter`` on several cores (it is pure) and keep one scanner.
+        """
+        base = self.lines
+        for ln in head[:max(0, SAMPLE_LINES - (base - self._segments[-1][0]))]:
+            self._sample(ln)
+        for idx, line in hits:
+            self._handle(base + idx + 1, line)
+        self.lines = base + nlines
+
+    def close(self):
+        """Flush a last line that had no newline."""
+        if self._pending is not None:
+            head, self._pending = self._pending, None
+            if head:
+                self.feed(head)
+
+    def _sample(self, line):
+        if not isinstance(line, str):
+            line = line[:512].decode("utf-8", "replace")
+        line = clean(line[:512])
+        if not line.strip():
+            return
+        fmt, host = line_format(line, self.year)
+        if host and self._hostname is None:
+            self._hostname = host
+        self._formats[fmt] = self._formats.get(fmt, 0) + 1
+
+    # -- parsing of a hit line ----------------------------------------------------------
+    def _handle(self, lineno, raw):
+        if not isinstance(raw, str):
+            raw = raw.decode("utf-8", "replace")
+        line = clean(raw)
+        m = TS_RE.match(line)
+        if m:
+            dt, mono, fmt, host = ts_from_match(m, self.year, self.zone)
+            if host and self._hostname is None:
+                self._hostname = host
+        else:
+            dt, mono, fmt = None, None, "bare"
+        if not self._in_head(lineno):  # the first lines were tallied by _sample already
+            self._formats[fmt] = self._formats.get(fmt, 0) + 1
+        when = iso(dt.astimezone(self.zone)) if dt is not None else mono
+        ctx = (lineno, line, dt, when)
+        if "NVRM" in line:
+            self._nvrm(ctx)
+        elif "mlx5" in line:
+            self._mlx5(ctx)
+        if "AER:" in line:  # also 'mlx5_core <pci>: AER: ...' from the HCA itself
+            self._pcie_aer(ctx)
+        elif "of memory: Kill" in line:
+            self._oom_line(ctx)
+        elif "blocked for more than" in line:
+            self._hung_line(ctx)
+
+    def _gpu(self, pci):
+        if len(self._gpu_pcis) < MAX_KEYS:
+            self._gpu_pcis.add(pci)
+
+    def _in_window(self, ctx):
+        """False (and counted) when the event is before ``since``."""
+        if self.since is None:
+            return True
+        if ctx[2] is None:
+            self.untimed += 1
+            return True
+        if ctx[2] < self.since:
+            self.excluded += 1
+            return False
+        return True
+
+    def _event(self, ctx, kind):
+        if len(self._events) < self.max_events:
+            self._events.append({"time": ctx[3], "kind": kind, "line": ctx[0], "text": ctx[1][:400]})
+        else:
+            self.dropped_events += 1
+
+    def _bump(self, table, key, ctx, **init):
+        """Count one occurrence under key (first/last time, first line); None when full."""
+        rec = table.get(key)
+        if rec is None:
+            if len(table) >= MAX_KEYS:
+                self._overflow += 1
+                return None
+            rec = dict(count=0, first=ctx[3], last=ctx[3], line=ctx[0], evidence=ctx[1][:1000])
+            rec.update(init)
+            table[key] = rec
+        rec["count"] += 1
+        if ctx[3] is not None:
+            if rec["first"] is None:
+                rec["first"] = ctx[3]
+            rec["last"] = ctx[3]
+        return rec
+
+    def _nvrm(self, ctx):
+        line = ctx[1]
+        if "Xid" in line:
+            self._xid(ctx)
+            return
+        m = GPU_UUID_RE.search(line)
+        if m:
+            pci = normalize_pci(m.group("pci"))
+            self._gpu(pci)
+            if len(self._uuids) < MAX_KEYS:
+                self._uuids.setdefault(pci, m.group("uuid"))
+            return
+        kind = nvrm_gpu_event(line)
+        if kind is None or not self._in_window(ctx):
+            return
+        pm = NVRM_PCI_RE.search(line)
+        pci = normalize_pci(pm.group("pci")) if pm else None
+        if pci:
+            self._gpu(pci)
+        self._bump(self._gpu_events, (kind, pci), ctx, kind=kind, pci=pci)
+        self._event(ctx, kind)
+
+    def _xid(self, ctx):
+        line = ctx[1]
+        m = XID_RE.search(line)
+        if not m:
+            if "NVRM: Xid" in line and self._in_window(ctx):
+                if self._bad_xid is None:
+                    self._bad_xid = [0, ctx[0], line[:1000]]
+                self._bad_xid[0] += 1
+                self._event(ctx, "xid_unparsed")
+            return
+        if not self._in_window(ctx):
+            return
+        code = int(m.group("code"))
+        pci = normalize_pci(m.group("pci"))
+        self._gpu(pci)
+        r = XID_REST_RE.match(m.group("rest")) or XID_REST_RE.match("")
+        pid = (r.group("pid") or "").strip("'")
+        name = (r.group("name") or "").strip()
+        msg = (r.group("msg") or "").strip()
+        if not r.group("pid") and not r.group("name") and not msg:
+            msg = m.group("rest").lstrip(", ").strip()
+        rec = self._bump(self._xids, (code, pci), ctx, xid=code, pci=pci, pid=None, process=None,
+                         message=msg, index=None, processes=[])
+        if rec is None:
+            return
+        if rec["pid"] is None and pid.isdigit():
+            rec["pid"] = int(pid)
+        if name and not name.startswith("<"):
+            if rec["process"] is None:
+                rec["process"] = name
+            if name not in rec["processes"] and len(rec["processes"]) < 8:
+                rec["processes"].append(name)
+        if rec["index"] is None:
+            gi = GPU_IDX_RE.search(msg)
+            if gi:
+                rec["index"] = int(gi.group(1))
+        self._event(ctx, "xid_%d" % code)
+
+    def _mlx5(self, ctx):
+        line = ctx[1]
+        m = MLX_RE.search(line)
+        if not m:
+            return
+        pci = normalize_pci(m.group("pci"))
+        dev = m.group("dev")
+        if dev and dev.startswith("mlx5_") and len(self._ib_names) < MAX_KEYS:
+            self._ib_names[pci] = dev
+        msg = m.group("msg")
+        kind = mlx5_event(msg)
+        if kind is None or not self._in_window(ctx):
+            return
+        rec = self._ib.get(pci)
+        if rec is None:
+            if len(self._ib) >= MAX_KEYS:
+                self._overflow += 1
+                return
+            rec = self._ib[pci] = {"pci": pci, "port": None, "netdev": None, "last_state": None,
+                                   "cable": None, "drops": 0, "unplugs": 0,
+                                   "first_line": {}, "evidence": {}, "counts": {}}
+        if dev and not dev.startswith("mlx5_"):
+            rec["netdev"] = rec["netdev"] or dev
+        pm = PORT_RE.search(msg)
+        if pm and rec["port"] is None:
+            rec["port"] = int(pm.group(1))
+        rec["counts"][kind] = rec["counts"].get(kind, 0) + 1
+        if kind not in rec["first_line"]:
+            rec["first_line"][kind] = ctx[0]
+            rec["evidence"][kind] = line[:1000]
+        self._link_transition(rec, kind, ctx)
+        self._event(ctx, "ib_" + kind)
+
+    @staticmethod
+    def _link_transition(rec, kind, ctx):
+        # Only up->down / plugged->unplugged transitions are faults: an unused port logs
+        # 'Cable unplugged' and 'Link down' once at boot without ever having been up.
+        line = ctx[1]
+        if kind == "link_down":
+            if rec["last_state"] == "up":
+                rec["drops"] += 1
+                rec["evidence"].setdefault("drop", line[:1000])
+                rec["first_line"].setdefault("drop", ctx[0])
+            rec["last_state"] = "down"
+        elif kind == "link_up":
+            rec["last_state"] = "up"
+        elif kind == "cable_plugged":
+            rec["cable"] = "plugged"
+        elif kind == "cable_unplugged":
+            if rec["cable"] == "plugged":
+                rec["unplugs"] += 1
+                rec["evidence"].setdefault("unplug", line[:1000])
+                rec["first_line"].setdefault("unplug", ctx[0])
+            rec["cable"] = "unplugged"
+
+    def _pcie_aer(self, ctx):
+        line = ctx[1]
+        surprise = "Surprise Down" in line or "SDES" in line
+        m = AER_RE.search(line)
+        if m:
+            sev, src = m.group("sev"), m.group("src")
+        else:
+            # Detail lines ('PCIe Bus Error: severity=..', '[ 5] SDES') repeat the header just
+            # above them; they count only for what they add (Surprise Down) or when alone.
+            near = self._aer_header is not None and 0 < ctx[0] - self._aer_header[0] <= 8
+            m = AER_SEV_RE.search(line)
+            if near:
+                if not surprise:
+                    return
+                src = self._aer_header[1]
+            elif not m and not surprise:
+                return  # 'AER: enabled with IRQ ..' and other boot chatter
+            else:
+                src = None
+            sev = m.group("sev") if m else "Uncorrected (Fatal)"
+        cls = "surprise_down" if surprise else AER_CLASS.get(sev, "fatal")
+        if not src:
+            pm = PCI_FULL_RE.findall(line)
+            src = pm[-1] if pm else None
+        if AER_RE.search(line):
+            self._aer_header = (ctx[0], src)
+        if not self._in_window(ctx):
+            return
+        pci = normalize_pci(src) if src else None
+        self._bump(self._aer, (cls, pci), ctx, cls=cls, pci=pci)
+        self._event(ctx, "pcie_aer_" + cls)
+
+    def _oom_line(self, ctx):
+        m = OOM_RE.search(ctx[1])
+        if not m or not self._in_window(ctx):
+            return
+        pid = int(m.group("pid"))
+        last = self._oom_last
+        self._oom_last = (pid, ctx[0])
+        if last and last[0] == pid and ctx[0] - last[1] <= 10:
+            return  # the same kill reported twice (global + memcg) a few lines apart
+        comm = m.group("comm").strip() or "?"
+        rec = self._bump(self._oom, comm, ctx, comm=comm, pids=[])
+        if rec is not None and len(rec["pids"]) < 16:
+            rec["pids"].append(pid)
+        self._event(ctx, "oom_kill")
+
+    def _hung_line(self, ctx):
+        m = HUNG_RE.search(ctx[1])
+        if not m or not self._in_window(ctx):
+            return
+        comm = m.group("comm")
+        rec = self._bump(self._hung, comm, ctx, comm=comm, secs=int(m.group("secs")))
+        if rec is not None:
+            self._event(ctx, "hung_task")
+
+    # -- output -------------------------------------------------------------------
+    def sref(self, line):
+        """'<file>:<line in that file>' of a line number counted across every file fed."""
+        starts = [s for s, _ in self._segments]
+        i = max(0, bisect_left(starts, line) - 1)
+        start, name = self._segments[i]
+        return "%s:%d" % (name, line - start)
+
+    def result(self):
+        """-> (facts, findings). Ends the stream (flushes an unterminated last line); repeatable."""
+        self.close()
+        sref = self.sref
+        xids = sorted(self._xids.values(), key=lambda r: r["line"])
+        findings = derive.xid_findings(xids, self._uuids, sref)
+        if self._bad_xid:
+            findings.append(derive.bad_xid_finding(self._bad_xid, sref))
+        findings.extend(derive.gpu_event_findings(self._gpu_events, self._uuids, sref))
+        ib_findings, ib_devices = derive.ib_findings(self._ib, self._ib_names, sref)
+        findings.extend(ib_findings)
+        findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref))
+        findings.extend(derive.oom_findings(self._oom, sref))
+        findings.extend(derive.hung_findings(self._hung, sref))
+        findings.extend(self._log_findings())
+        return self._facts(xids, ib_devices), findings
+
+    def _log_findings(self):
+        """What is wrong with the log or the call itself, not with the node."""
+        out = []
+        if self.tz_error:
+            out.append(finding("kernlog_tz_invalid", "time zone not understood, times without a zone read as "
+                                                     "UTC: %s" % self.tz_error, source=self.source))
+        if self.since_error:
+            out.append(finding("kernlog_window_invalid", "time window not applied: %s" % self.since_error,
+                               source=self.source))
+        fmt = self._format()
+        if self._formats and fmt in ("unknown", "bare") and not self._events and not self.dropped_events:
+            out.append(finding("kernlog_unparseable", "no kernel-log timestamps or known kernel messages found "
+                                                      "in %d line(s)" % self.lines, source=self.source))
+        return out
+
+    def _facts(self, xids, ib_devices):
+        aer = sorted(self._aer.items(), key=lambda kv: kv[1]["line"])
+        return {
+            "format": self._format(),
+            "formats": dict(self._formats),
+            "lines": self.lines,
+            "hostname": self._hostname,
+            "tz": str(self.zone),
+            "xids": [dict({k: r[k] for k in ("xid", "pci", "pid", "process", "message", "count", "first", "last",
+                                             "line", "index", "processes")}, source=self.sref(r["line"]))
+                     for r in xids],
+            "gpus": {pci: {"uuid": self._uuids.get(pci)} for pci in sorted(self._gpu_pcis)},
+            "events": [dict(e, source=self.sref(e["line"])) for e in self._events],
+            "events_dropped": self.dropped_events,
+            "window": {"since": iso(self.since.astimezone(self.zone)) if self.since else None,
+                       "applied": self.since is not None and self.untimed == 0,
+                       "excluded": self.excluded, "untimed": self.untimed, "year": self.year},
+            "ib_events": {"devices": ib_devices,
+                          "total": sum(sum(r["counts"].values()) for r in self._ib.values())},
+            "aer": [{"class": cls, "pci": pci, "count": r["count"], "line": r["line"]} for (cls, pci), r in aer],
+            "oom_kills": sum(r["count"] for r in self._oom.values()),
+            "hung_tasks": sum(r["count"] for r in self._hung.values()),
+            "keys_dropped": self._overflow,
+        }
+
+    def _format(self):
+        if not self.lines:
+            return "empty"
+        known = [f for f in self._formats if f not in ("bare", "unknown")]
+        if len(known) == 1:
+            return known[0]
+        if len(known) > 1:
+            return "mixed"
+        return "bare" if "bare" in self._formats and self._events else "unknown"

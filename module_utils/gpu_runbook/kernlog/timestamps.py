@@ -1,0 +1,74 @@
+"""When a kernel-log line was written, and in which format.
+
+Formats: dmesg (seconds since boot), dmesg -T (ctime), dmesg --time-format iso (also behind
+--decode's 'kern  :warn  : '), journalctl -k short and short-iso, BSD syslog and RFC 3339
+syslog (kern.log). A time written without a zone (dmesg -T, BSD syslog) is in the zone of the
+node that wrote it: the caller says which (``tz``), else it is read as UTC. BSD syslog has no
+year: the caller supplies it.
+"""
+
+import re
+from datetime import datetime
+
+from ..timeutil import UTC, parse_time, parse_tz
+
+_MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+TS_RE = re.compile(
+    r"^(?:[a-z]+ *:[a-z]+ *: )?"                      # dmesg --decode 'kern  :warn  : '
+    r"(?:\[(?:[A-Z][a-z]{2} )?(?P<cmon>[A-Z][a-z]{2}) +(?P<cday>\d{1,2}) "
+    r"(?P<ctime>\d\d:\d\d:\d\d) (?P<cyear>\d{4})\]"     # dmesg -T
+    r"|\[ *(?P<mono>\d+\.\d+)\]"                        # dmesg
+    r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d\d:?\d\d)?"
+    r"|(?P<bmon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<bday>\d{1,2}) "
+    r"(?P<btime>\d\d:\d\d:\d\d))"                      # syslog / journalctl short
+    r"(?: +(?P<host>[^\s\[\]]+) kernel(?:\[\d+\])?:)?")
+
+
+def ts_from_match(m, year, zone=UTC):
+    """A TS_RE match -> (aware datetime | None, dmesg seconds | None, format name, hostname).
+    A time without a zone is in ``zone`` (a tzinfo)."""
+    g = m.groupdict()
+    try:
+        if g["cmon"]:
+            hh, mm, ss = (int(x) for x in g["ctime"].split(":"))
+            dt = datetime(int(g["cyear"]), _MONTHS[g["cmon"]], int(g["cday"]), hh, mm, ss, tzinfo=zone)
+            return dt, None, "dmesg_ctime", None
+        if g["mono"]:
+            return None, float(g["mono"]), "dmesg", None
+        if g["iso"]:
+            d = g["iso"]
+            offset = parse_tz("UTC" if g["tz"] == "Z" else g["tz"]) if g["tz"] else zone
+            dt = datetime(int(d[0:4]), int(d[5:7]), int(d[8:10]), int(d[11:13]), int(d[14:16]), int(d[17:19]),
+                          int((g["frac"] or "0")[:6].ljust(6, "0")), tzinfo=offset)
+            if g["host"]:
+                # journald writes '+0000', rsyslog's RFC 3339 '+00:00'
+                fmt = "journalctl_short_iso" if g["tz"] and ":" not in g["tz"] else "syslog_rfc3339"
+            else:
+                fmt = "dmesg_iso"
+            return dt, None, fmt, g["host"]
+        if g["bmon"]:
+            hh, mm, ss = (int(x) for x in g["btime"].split(":"))
+            dt = datetime(year, _MONTHS[g["bmon"]], int(g["bday"]), hh, mm, ss, tzinfo=zone)
+            return dt, None, "syslog", g["host"]
+    except (ValueError, OverflowError, KeyError):  # 30 Feb, hour 99: no usable time
+        pass
+    return None, None, "unknown", None
+
+
+def line_format(line, year):
+    """(format name, hostname) of one cleaned line; ('bare', None) when it has no timestamp."""
+    m = TS_RE.match(line)
+    if not m:
+        return "bare", None
+    return ts_from_match(m, year)[2:]
+
+
+def parse_since(since, tz=None):
+    """ISO 8601 string or datetime -> aware UTC datetime; None stays None. A time without a
+    zone is in ``tz`` (a tzinfo or a name timeutil.parse_tz reads; UTC when None); one with a
+    zone is taken as it is. Raises ValueError."""
+    if since is None:
+        return None
+    return parse_time(since, tz).astimezone(UTC)
