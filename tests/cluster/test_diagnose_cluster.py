@@ -20,10 +20,11 @@ HOST_EXPECT = {
     "xid94": ({"gpu_hardware"}, {"gpu_reset", "reboot", "fix_application"}),
     "xid119": ({"driver", "gpu_hardware"}, {"gpu_reset", "reboot"}),
     "app_xid": ({"application"}, {"fix_application"}),
-    "ib_down": ({"ib_network"}, {"ib_restart"}),
-    "ib_flapping": ({"ib_network"}, {"ib_restart"}),
-    "ib_symbol_errors": ({"ib_network"}, {"drain", "ib_restart", "rma"}),
-    "bad_cable": ({"ib_network"}, {"ib_restart", "rma"}),
+    # a link without a physical link, flapping or erroring is its cable's, not openibd's
+    "ib_down": ({"ib_network"}, {"drain", "ib_restart"}),
+    "ib_flapping": ({"ib_network"}, {"drain"}),
+    "ib_symbol_errors": ({"ib_network"}, {"drain", "rma"}),
+    "bad_cable": ({"ib_network"}, {"drain", "rma"}),
     "smi_hang": ({"driver"}, {"reboot"}),
 }
 JOB_EXPECT = {"dataloader_stall": "dataloader", "memory_leak": "memory_leak", "nccl_socket": "nccl_config"}

@@ -120,7 +120,9 @@ STEPS = {
 }
 
 # The link steps of the mlx5 link kinds: look, then restart the port's stack (drained), then the cable.
-_LINK = ("hca_check_port", "drain_node", "restart_openibd", "check_cable")
+# A link that went down after being up is physical (cable, transceiver, switch port), as the
+# IB counters say too (kinds_ib): restarting openibd does not fix a cable.
+_LINK = ("drain_node", "check_cable", "hca_check_port")
 
 KINDS = {
     # ---- NVRM (the GPU driver)
@@ -156,11 +158,11 @@ KINDS = {
         "HCA {ib}: the cable was unplugged after being plugged",
         "HCA {ib}: 연결되어 있던 케이블이 빠짐"),
     "ib_link_flap": kind(
-        "ib_network", "warning", "ib_restart", _LINK,
+        "ib_network", "warning", "drain", _LINK,
         "HCA {ib}: the link went down several times after being up (flapping)",
         "HCA {ib}: 올라와 있던 링크가 여러 번 끊김 (플래핑)"),
     "ib_link_dropped": kind(
-        "ib_network", "warning", "ib_restart", _LINK,
+        "ib_network", "warning", "drain", _LINK,
         "HCA {ib}: the link went down after being up",
         "HCA {ib}: 올라와 있던 링크가 끊김"),
     "ib_port_never_up": kind(
