@@ -14,9 +14,9 @@ import sys
 
 from . import __version__
 from .analyze import SCHEMA, analyze_host, exit_status
+from .capture import load_capture_dir, stream_large_sources
 from .diagnose import diagnose
 from .timeutil import local_tz, parse_time, parse_tz
-from .probes import load_capture_dir, stream_large_sources
 
 EXIT_UNUSABLE = 3
 
@@ -114,7 +114,7 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
             job_files.update({os.path.join(name, k): v for k, v in jobs.items()})
             if not sources:
                 continue
-            sources, parsed = stream_large_sources(sources, since=since)
+            sources, parsed = stream_large_sources(sources, since=since, tz=tz)
             h = analyze_host(sources, since=since, expected_gpus=expected_gpus,
                              expected_ib_rate=expected_ib_rate, parsed=parsed, tz=tz)
             host = (h.get("facts", {}).get("kernel_log") or {}).get("hostname") or name

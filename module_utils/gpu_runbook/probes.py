@@ -1,122 +1,329 @@
-"""Probes: run the host's tools and read its files, with a timeout each; no interpretation.
+"""Probes: run the host's tools and read its files under ONE deadline; no interpretation.
 
-Output is ``{source_name: text | {"error", "kind", "cmd"}}``, the same dict a capture
-directory yields, so everything downstream cannot tell live from offline.
+Output is ``{source_name: text | error dict}``, the same dict a capture directory yields
+(capture.py), so everything downstream cannot tell live from offline. An error dict is
+``{"error": message, "kind": "missing|timeout|denied|failed", "cmd": what ran}`` plus, for a
+timeout, ``"seconds"`` (how long it was waited for) and, for a tool that failed, ``"rc"``
+and ``"text"`` (its stderr + stdout, bounded: what names the cause). ``sources["_notes"]``
+lists findings about reads that were cut (a log bigger than the cap).
+
+Every probe answers by the deadline or is reported as hung; every process started is
+killed (its whole process group) when the deadline passes, so nothing outlives the module.
 Commands are argv lists, never shell strings.
 """
 
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
 
-from .sources import COMPUTE_APPS, KERNEL_LOG, canonical_name, detect_source
+from .findings import finding
+from .sources import COMPUTE_APPS, KERNEL_LOG, NVSMI_SOURCES, detect_source
 
 DEFAULT_PROBES = ("nvidia_smi", "compute_apps", "kernel_log", "ib_sysfs")
 ALL_PROBES = DEFAULT_PROBES + ("ibstat", "perfquery")
+NOTES = "_notes"
 
 _PORT_FILES = ("state", "phys_state", "rate", "link_layer")
 _DEVICE_FILES = ("hca_type", "sys_image_guid", "fw_ver")
 _MAX_OUTPUT = 64 * 1024 * 1024  # a runaway tool must not exhaust the node's memory
+_MAX_STDERR = 64 * 1024
+_MAX_SAID = 4096  # what a failed tool said, kept for the finding that names the cause
+# Where Ansible's get_bin_path also looks: ibstat and perfquery live in sbin, often off PATH.
+_SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+_GRACE = 2.0  # seconds past the deadline for killed probes to report how they ended
 
 
-def _which(tool, path=None):
-    return shutil.which(tool, path=path)
+def find_tool(tool, path=None):
+    """The executable for ``tool``: PATH first, then the sbin directories."""
+    return shutil.which(tool, path=path) or shutil.which(tool, path=os.pathsep.join(_SBIN_DIRS))
+
+
+_which = find_tool
+
+
+def _error(kind, message, cmd, **extra):
+    err = {"error": message, "kind": kind, "cmd": " ".join(cmd) if isinstance(cmd, (list, tuple)) else cmd}
+    err.update(extra)
+    return err
+
+
+def _timeout_error(cmd, seconds, doing=""):
+    return _error("timeout", "no answer after %ss%s" % (seconds, doing), cmd, seconds=seconds)
+
+
+class Gather(object):
+    """One deadline for a whole gather and the processes started under it. ``child()`` is a
+    scope with the same deadline whose processes (and notes) can be dropped on their own;
+    ``close()`` kills every process group of the scope still running and starts no more."""
+
+    def __init__(self, seconds, parent=None):
+        self.seconds = seconds
+        self.root = parent.root if parent is not None else self
+        self.deadline = self.root.deadline if parent is not None else time.monotonic() + seconds
+        self.notes = []
+        self._procs = []
+        self._closed = False
+        if parent is None:
+            self._lock = threading.Lock()
+
+    def child(self):
+        return Gather(self.seconds, parent=self)
+
+    def left(self):
+        return max(0.0, self.deadline - time.monotonic())
+
+    def note(self, kind, message, source):
+        self.notes.append(finding(kind, message, source=source))
+
+    def spawn(self, argv, env=None):
+        # under the root's lock: a process cannot start after the gather closed and escape the kill
+        with self.root._lock:
+            if self._closed or self.root._closed:
+                raise TimeoutError("the deadline passed before %s started" % argv[0])
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, start_new_session=True)
+            self._procs.append(proc)
+            if self.root is not self:
+                self.root._procs.append(proc)
+        return proc
+
+    def close(self):
+        with self.root._lock:
+            self._closed = True
+            procs = list(self._procs)
+        for proc in procs:
+            _kill_group(proc)
+
+
+def _kill_group(proc):
+    """SIGKILL the tool and everything it started (its own session, see spawn), then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass  # already gone
+    try:
+        proc.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        pass  # uninterruptible sleep (D state): nothing more we can do
+
+
+class _Drain(threading.Thread):
+    """Read a pipe to its end, keeping at most ``cap`` bytes (the rest is read and dropped,
+    so the tool never blocks on a full pipe)."""
+
+    def __init__(self, stream, cap):
+        threading.Thread.__init__(self)
+        self.daemon = True
+        self.stream, self.cap = stream, cap
+        self.chunks, self.size, self.truncated = [], 0, False
+        self.start()
+
+    def run(self):
+        fd = self.stream.fileno()
+        try:
+            for data in iter(lambda: os.read(fd, 65536), b""):
+                if self.size < self.cap:
+                    data = data[:self.cap - self.size]
+                    self.chunks.append(data)
+                    self.size += len(data)
+                else:
+                    self.truncated = True
+        except OSError:
+            pass
+        finally:
+            self.stream.close()
+
+    def text(self):
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+
+def _run(gather, argv, env=None):
+    """Run argv within the gather's deadline -> (rc, stdout, stderr, stdout_cut).
+    TimeoutError when it has not finished (exited AND closed its output) by the deadline:
+    a wedged GPU leaves nvidia-smi in uninterruptible sleep."""
+    proc = gather.spawn(argv, env)
+    out, err = _Drain(proc.stdout, _MAX_OUTPUT), _Drain(proc.stderr, _MAX_STDERR)
+    try:
+        proc.wait(timeout=gather.left())
+        out.join(gather.left())  # a background child may still hold the pipes
+        err.join(gather.left())
+        finished = not (out.is_alive() or err.is_alive())
+    except subprocess.TimeoutExpired:
+        finished = False
+    if not finished:
+        _kill_group(proc)
+        out.join(1)
+        err.join(1)
+        raise TimeoutError("no answer after %ss" % gather.seconds)
+    return proc.returncode, out.text(), err.text(), out.truncated
 
 
 def run_argv(argv, timeout, env=None):
-    """Run argv with a hard timeout. Returns (rc, stdout, stderr) or raises TimeoutError.
-
-    A wedged GPU can leave nvidia-smi in uninterruptible sleep: we kill it and stop
-    waiting instead of blocking the whole gather on it.
-    """
+    """Run argv with a hard timeout. Returns (rc, stdout, stderr) or raises TimeoutError
+    (the tool and its children killed) or FileNotFoundError."""
+    gather = Gather(timeout)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, start_new_session=True)
+        rc, out, err, _ = _run(gather, argv, env)
+    except TimeoutError:  # an OSError too: not a missing tool
+        raise
     except OSError as exc:
         raise FileNotFoundError(str(exc))
-    box = {}
-
-    def _reader():
-        out, err = proc.communicate()
-        box["out"], box["err"] = out, err
-
-    t = threading.Thread(target=_reader, daemon=True)
-    t.start()
-    t.join(timeout)
-    if t.is_alive():
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-        t.join(2)  # give up on a process that ignores SIGKILL (D state)
-        raise TimeoutError("no answer after %ss" % timeout)
-    out = box.get("out", b"")[:_MAX_OUTPUT].decode("utf-8", "replace")
-    err = box.get("err", b"")[:65536].decode("utf-8", "replace")
-    return proc.returncode, out, err
+    finally:
+        gather.close()
+    return rc, out, err
 
 
-def _error(kind, message, argv):
-    return {"error": message, "kind": kind, "cmd": " ".join(argv) if isinstance(argv, (list, tuple)) else argv}
+def _any_output(out):
+    return bool(out.strip())
 
 
-def _tool_probe(argv, timeout, accept_rc=(0,)):
+def _nvsmi_report(out):
+    """Does nvidia-smi's stdout hold a report (not just its failure message)?"""
+    return detect_source(out) in NVSMI_SOURCES
+
+
+def _tool_probe(gather, argv, is_report=_any_output):
     """Run a tool; text on success, or an error dict. Output with a bad rc is still text
-    when it has content (nvidia-smi exits non-zero but prints the GPUs it can see)."""
-    exe = _which(argv[0])
+    when it holds a report (nvidia-smi exits non-zero but prints the GPUs it can see)."""
+    exe = find_tool(argv[0])
     if not exe:
         return _error("missing", "%s: command not found" % argv[0], argv)
     argv = [exe] + list(argv[1:])
     try:
-        rc, out, err = run_argv(argv, timeout)
+        rc, out, err, cut = _run(gather, argv)
     except TimeoutError as exc:
-        return _error("timeout", str(exc), argv)
-    except FileNotFoundError as exc:
+        return _error("timeout", "%s: %s" % (os.path.basename(exe), exc), argv, seconds=gather.seconds)
+    except OSError as exc:
         return _error("missing", str(exc), argv)
-    if rc in accept_rc:
+    if cut:
+        gather.note("capture_truncated", "%s printed more than %d MiB: only the first %d MiB were read"
+                    % (" ".join(argv), _MAX_OUTPUT >> 20, _MAX_OUTPUT >> 20), argv[0])
+    if rc == 0:
         return out
-    low = (err + out).lower()
-    if "permission denied" in low or "operation not permitted" in low:
-        return _error("denied", (err or out).strip()[:300], argv)
-    if out.strip():
+    said = (err.strip() + "\n" + out.strip()).strip()[:_MAX_SAID]
+    low = said.lower()
+    if "permission denied" in low or "operation not permitted" in low or "insufficient permissions" in low:
+        return _error("denied", (err or out).strip()[:300], argv, rc=rc, text=said)
+    if is_report(out):
         return out + (("\n" + err) if err.strip() else "")
-    return _error("failed", "exit %s: %s" % (rc, (err or out).strip()[:300]), argv)
+    return _error("failed", "exit %s: %s" % (rc, (err or out).strip()[:300] or "no output"), argv,
+                  rc=rc, text=said)
 
 
-def probe_nvidia_smi(timeout):
-    return _tool_probe(["nvidia-smi", "-q", "-x"], timeout)
+def probe_nvidia_smi(timeout, gather=None):
+    return _scoped(timeout, gather, lambda g: _tool_probe(g, ["nvidia-smi", "-q", "-x"], _nvsmi_report))
 
 
-def probe_compute_apps(timeout):
-    return _tool_probe(["nvidia-smi", "--query-compute-apps=pid,process_name,gpu_bus_id,gpu_uuid,used_memory",
-                        "--format=csv,noheader"], timeout)
+def probe_compute_apps(timeout, gather=None):
+    argv = ["nvidia-smi", "--query-compute-apps=pid,process_name,gpu_bus_id,gpu_uuid,used_memory",
+            "--format=csv,noheader"]
+    return _scoped(timeout, gather, lambda g: _tool_probe(g, argv))
 
 
-def probe_kernel_log(timeout, since=None, kern_log_path="/var/log/kern.log"):
-    """dmesg -T first (the ring buffer), then journald, then the syslog file.
-    Returns (text_or_error, notes) where notes records the fallbacks taken."""
-    tried = []
-    r = _tool_probe(["dmesg", "-T"], timeout)
-    if isinstance(r, str) and r.strip():
-        return r, tried
-    tried.append(r if isinstance(r, dict) else _error("failed", "dmesg printed nothing", ["dmesg", "-T"]))
-    argv = ["journalctl", "-k", "-o", "short-iso", "--no-pager"]
-    if since:
-        argv += ["--since", str(since)]
-    r = _tool_probe(argv, timeout)
-    if isinstance(r, str) and r.strip() and not r.startswith("-- No entries --"):
-        return r, tried
-    tried.append(r if isinstance(r, dict) else _error("failed", "journalctl printed nothing", argv))
+def _scoped(timeout, gather, fn):
+    """Run fn in the given gather, or in one of its own that is closed afterwards."""
+    if gather is not None:
+        return fn(gather)
+    own = Gather(timeout)
     try:
-        return read_tail(kern_log_path, _MAX_OUTPUT), tried
+        return fn(own)
+    finally:
+        own.close()
+
+
+def _kernel_alternatives(since, kern_log_path):
+    """(cmd, fn(scope), usable(text)), best first: the ring buffer, journald, the syslog file."""
+    journal = ["journalctl", "-k", "-o", "short-iso", "--no-pager"] + (["--since", str(since)] if since else [])
+    return (
+        ("dmesg -T", lambda g: _tool_probe(g, ["dmesg", "-T"]), _any_output),
+        (" ".join(journal), lambda g: _tool_probe(g, journal),
+         lambda t: bool(t.strip()) and not t.startswith("-- No entries --")),
+        (kern_log_path, lambda g: _read_kern_file(g, kern_log_path), lambda t: True),
+    )
+
+
+def _read_kern_file(scope, path):
+    try:
+        size = os.path.getsize(path)
+        text = read_tail(path, _MAX_OUTPUT)
     except OSError as exc:
         kind = "denied" if isinstance(exc, PermissionError) else "missing"
-        tried.append(_error(kind, "%s: %s" % (kern_log_path, exc.strerror), kern_log_path))
-    first = tried[0]
-    return _error(first.get("kind", "failed"),
-                  "; ".join(t["error"] for t in tried), " | ".join(t["cmd"] for t in tried)), tried
+        return _error(kind, "%s: %s" % (path, exc.strerror), path)
+    if size > _MAX_OUTPUT:
+        scope.note("capture_truncated", "%s is %d MiB: only its last %d MiB were read"
+                   % (path, size >> 20, _MAX_OUTPUT >> 20), KERNEL_LOG)
+    return text
+
+
+def probe_kernel_log(timeout, since=None, kern_log_path="/var/log/kern.log", gather=None):
+    """dmesg -T, journald and the syslog file, all at once, within the deadline: the best
+    that answered wins (dmesg > journalctl > file). Sequential fallbacks would let two
+    hanging tools outlive the deadline and the file's Xid would never be read.
+    Returns (text_or_error, tried) where tried lists what the better alternatives said."""
+    return _scoped(timeout, gather, lambda g: _kernel_log(g, since, kern_log_path))
+
+
+def _kernel_log(gather, since, kern_log_path):
+    alts = _kernel_alternatives(since, kern_log_path)
+    scopes = [gather.child() for _ in alts]
+    answers = [None] * len(alts)
+    cond = threading.Condition()
+
+    def run(i):
+        try:
+            value = alts[i][1](scopes[i])
+        except Exception as exc:  # noqa: BLE001 -- a probe bug is an answer, not a crash
+            value = _error("failed", "%s: %s" % (type(exc).__name__, exc), alts[i][0])
+        with cond:
+            answers[i] = value
+            cond.notify_all()
+
+    for i in range(len(alts)):
+        threading.Thread(target=run, args=(i,), daemon=True).start()
+    with cond:
+        pick = _best(alts, answers, final=False)
+        while pick is None:
+            if gather.left() <= 0:
+                pick = _best(alts, answers, final=True)
+                break
+            cond.wait(gather.left())
+            pick = _best(alts, answers, final=False)
+        answers = list(answers)
+    for scope in scopes:
+        scope.close()  # the alternatives not taken stop now
+    tried = []
+    for i, (cmd, _, _) in enumerate(alts):
+        if i == pick:
+            gather.notes.extend(scopes[i].notes)
+            return answers[i], tried
+        a = answers[i]
+        if a is None:  # still running (or blocked reading the file) at the deadline
+            tried.append(_timeout_error(cmd, gather.seconds, " (%s)" % cmd))
+        else:
+            tried.append(a if isinstance(a, dict) else _error("failed", "%s printed nothing" % cmd.split()[0], cmd))
+    err = _error(tried[0].get("kind", "failed"), "; ".join(t["error"] for t in tried),
+                 " | ".join(t["cmd"] for t in tried))
+    if any(t["kind"] == "timeout" for t in tried):
+        err["seconds"] = gather.seconds
+    return err, tried
+
+
+def _best(alts, answers, final):
+    """Index of the best usable answer once every better alternative has answered (at the
+    deadline: the best usable one so far); -1 when none is usable; None while undecided."""
+    for i, (_, _, usable) in enumerate(alts):
+        a = answers[i]
+        if a is None:
+            if final:
+                continue
+            return None
+        if isinstance(a, str) and usable(a):
+            return i
+    return -1
 
 
 def read_tail(path, limit):
@@ -127,27 +334,31 @@ def read_tail(path, limit):
         return fh.read().decode("utf-8", "replace")
 
 
-def read_ib_sysfs(sysfs_root="/sys"):
-    """The IB sysfs tree as ``grep -H . <files>`` prints it: one 'PATH:VALUE' line per file."""
+def read_ib_sysfs(sysfs_root="/sys", status=None):
+    """The IB sysfs tree as ``grep -H . <files>`` prints it: one 'PATH:VALUE' line per file.
+    ``status["cmd"]`` follows the file being read: a read that blocks (a wedged HCA driver
+    leaves it in D state) is then reported by its path."""
     base = os.path.join(sysfs_root, "class", "infiniband")
     if not os.path.isdir(base):
         return ""
+    status = status if status is not None else {}
     lines = []
     dev_files = []
     for dev_dir in sorted(glob.glob(os.path.join(base, "*"))):
         # CA type and system image GUID group ports by card (dual-port NICs, RoCE peers)
         dev_files += [os.path.join(dev_dir, f) for f in _DEVICE_FILES]
-    _read_into(lines, dev_files)
+    _read_into(lines, dev_files, status)
     for port_dir in sorted(glob.glob(os.path.join(base, "*", "ports", "*"))):
         files = [os.path.join(port_dir, f) for f in _PORT_FILES]
         for sub in ("counters", "hw_counters"):
             files += sorted(glob.glob(os.path.join(port_dir, sub, "*")))
-        _read_into(lines, files)
+        _read_into(lines, files, status)
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _read_into(lines, paths):
+def _read_into(lines, paths, status):
     for path in paths:
+        status["cmd"] = path
         try:
             with open(path) as fh:
                 value = fh.read().strip()
@@ -158,154 +369,62 @@ def _read_into(lines, paths):
         lines.append("%s:%s" % (path, value))
 
 
+def _jobs(gather, since, sysfs_root, kern_log_path):
+    """probe key -> (source name, what it runs or reads, fn(status))."""
+    return {
+        "nvidia_smi": ("nvidia-smi-q.xml", "nvidia-smi -q -x", lambda st: probe_nvidia_smi(gather.seconds, gather)),
+        "compute_apps": (COMPUTE_APPS, "nvidia-smi --query-compute-apps",
+                         lambda st: probe_compute_apps(gather.seconds, gather)),
+        "kernel_log": (KERNEL_LOG, "dmesg -T | journalctl -k | %s" % kern_log_path,
+                       lambda st: probe_kernel_log(gather.seconds, since, kern_log_path, gather)[0]),
+        "ib_sysfs": ("ib-sysfs.txt", os.path.join(sysfs_root, "class", "infiniband"),
+                     lambda st: read_ib_sysfs(sysfs_root, st)),
+        "ibstat": ("ibstat.txt", "ibstat", lambda st: _tool_probe(gather, ["ibstat"])),
+        "perfquery": ("perfquery.txt", "perfquery -x", lambda st: _tool_probe(gather, ["perfquery", "-x"])),
+    }
+
+
 def collect(probes=DEFAULT_PROBES, timeout=30, since=None, sysfs_root="/sys",
             kern_log_path="/var/log/kern.log"):
-    """Run the selected probes concurrently; -> (sources, timings)."""
-    jobs = {
-        "nvidia_smi": ("nvidia-smi-q.xml", lambda: probe_nvidia_smi(timeout)),
-        "compute_apps": (COMPUTE_APPS, lambda: probe_compute_apps(timeout)),
-        "kernel_log": (KERNEL_LOG, lambda: probe_kernel_log(timeout, since, kern_log_path)[0]),
-        "ib_sysfs": ("ib-sysfs.txt", lambda: read_ib_sysfs(sysfs_root)),
-        "ibstat": ("ibstat.txt", lambda: _tool_probe(["ibstat"], timeout)),
-        "perfquery": ("perfquery.txt", lambda: _tool_probe(["perfquery", "-x"], timeout)),
-    }
-    sources, timings, threads = {}, {}, []
+    """Run the selected probes concurrently under ONE deadline of ``timeout`` seconds;
+    -> (sources, timings). A probe with no answer by then is a timeout error dict naming
+    what it was doing and how long it was waited for; every process still running is
+    killed, so the call returns within about ``timeout`` + 3 s whatever hangs."""
+    gather = Gather(timeout)
+    jobs = _jobs(gather, since, sysfs_root, kern_log_path)
+    slots = []
+    cond = threading.Condition()
 
-    def _run(key, name, fn):
-        t0 = time.monotonic()
+    def run(slot, fn):
         try:
-            sources[name] = fn()
+            value = fn(slot["status"])
         except Exception as exc:  # noqa: BLE001 -- a probe bug is a finding, not a crash
-            sources[name] = _error("failed", "%s: %s" % (type(exc).__name__, exc), key)
-        timings[key] = round(time.monotonic() - t0, 3)
+            value = _error("failed", "%s: %s" % (type(exc).__name__, exc), slot["key"])
+        with cond:
+            slot["value"], slot["seconds"] = value, round(time.monotonic() - slot["t0"], 3)
+            cond.notify_all()
 
     for key in probes:
-        if key not in jobs:
-            continue
-        name, fn = jobs[key]
-        th = threading.Thread(target=_run, args=(key, name, fn), daemon=True)
-        th.start()
-        threads.append(th)
-    for th in threads:
-        th.join(timeout + 10)
+        if key in jobs:
+            name, cmd, fn = jobs[key]
+            slot = {"key": key, "name": name, "cmd": cmd, "status": {}, "t0": time.monotonic()}
+            slots.append(slot)
+            threading.Thread(target=run, args=(slot, fn), daemon=True).start()
+    end = gather.deadline + _GRACE
+    with cond:
+        while not all("value" in s for s in slots) and time.monotonic() < end:
+            cond.wait(max(0.0, end - time.monotonic()))
+        answered = [(s, s.get("value"), s.get("seconds")) for s in slots]
+    gather.close()
+    sources, timings = {}, {}
+    for slot, value, seconds in answered:
+        if seconds is None:  # still blocked (a D-state read or tool): reported, left behind
+            doing = slot["status"].get("cmd")
+            value = _timeout_error(doing or slot["cmd"], timeout, " (reading %s)" % doing if doing else "")
+            seconds = round(time.monotonic() - slot["t0"], 3)
+        sources[slot["name"]] = value
+        timings[slot["key"]] = seconds
+    if gather.notes:
+        sources[NOTES] = list(gather.notes)
     return sources, timings
 
-
-def load_capture_dir(path, files=None):
-    """A capture directory -> (host sources, job log files, ignored names).
-
-    Known names are read directly; a file with another name is recognised by its
-    content, else ignored. ``*.gz`` is decompressed. Job logs (NCCL / PyTorch output)
-    keep their own names: the rank may only be in the file name. ``files`` limits the
-    load to those entries of the directory (a single file given on the command line)."""
-    import gzip
-    sources, job_files = {}, {}
-    unknown = []
-    for entry in sorted(os.listdir(path) if files is None else files):
-        full = os.path.join(path, entry)
-        if not os.path.isfile(full):
-            continue
-        name = canonical_name(entry)
-        if name in (None, KERNEL_LOG) and not entry.endswith(".gz") and os.path.getsize(full) > _MAX_OUTPUT:
-            # a big kernel log is streamed later (scan_kernel_log_file), never read whole
-            with open(full, "rb") as fh:
-                head = fh.read(65536).decode("utf-8", "replace")
-            if (name or detect_source(head)) == KERNEL_LOG:
-                sources[KERNEL_LOG] = {"path": full, "size": os.path.getsize(full)}
-                continue
-        try:
-            if entry.endswith(".gz"):
-                with gzip.open(full, "rb") as fh:
-                    text = fh.read(_MAX_OUTPUT).decode("utf-8", "replace")
-                entry = entry[:-3]
-            else:
-                with open(full, "rb") as fh:
-                    text = fh.read(_MAX_OUTPUT).decode("utf-8", "replace")
-        except (OSError, EOFError) as exc:
-            sources[entry] = _error("unreadable", str(exc), full)
-            continue
-        name = canonical_name(entry)
-        if name is None:
-            name = detect_source(text)
-            if name is None:
-                unknown.append(entry)
-                continue
-        if name == "nccl.log":
-            job_files[entry] = text
-            continue
-        if name == "nvidia-smi-q.txt" and text.lstrip().startswith("<"):
-            name = "nvidia-smi-q.xml"
-        if name in sources and isinstance(sources[name], str):
-            sources[name] += "\n" + text
-        else:
-            sources[name] = text
-    return sources, job_files, unknown
-
-
-_GREP_BATCH = 4096
-
-
-def scan_kernel_log_file(path, source="kern.log", since=None, year=None, use_grep=True):
-    """Stream a kernel-log file of any size through the scanner, memory flat in its size.
-
-    Where grep exists it is the prefilter: it finds the candidate lines (the scanner's own
-    NEEDLES, fixed strings) at memory speed and numbers them (-n); ``wc -l`` counts all lines
-    on the other core. The scanner parses only the selected lines, so the result is the same
-    as feeding it the whole file. Without grep the file is read in chunks by Python.
-    -> (facts, findings)."""
-    from .kernlog import NEEDLES, KernelLogScanner
-    sc = KernelLogScanner(source=source, since=since, year=year)
-    grep = _which("grep") if use_grep else None
-    if not grep:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(16 * 1024 * 1024), b""):
-                sc.feed_chunk(chunk)
-        sc.close()
-        return sc.result()
-    env = dict(os.environ, LC_ALL="C")  # byte semantics: no UTF-8 decoding cost, no locale surprises
-    wc = _which("wc")
-    counter = subprocess.Popen([wc, "-l", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env) if wc else None
-    with open(path, "rb") as fh:
-        head = fh.read(16 * 1024).split(b"\n")[:20]
-    argv = [grep, "-a", "-n", "-F"] + [x for n in NEEDLES for x in ("-e", n)] + ["--", path]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    batch, first = [], True
-    for raw in proc.stdout:
-        num, _, line = raw.partition(b":")
-        if not num.isdigit():
-            continue
-        batch.append((int(num) - 1, line.rstrip(b"\r\n")))
-        if len(batch) >= _GREP_BATCH:
-            sc.feed_prefiltered(0, batch, head if first else ())  # absolute indices: base stays 0
-            batch, first = [], False
-    sc.feed_prefiltered(0, batch, head if first else ())
-    proc.wait()
-    total = None
-    if counter is not None:
-        out = counter.communicate()[0].split()
-        total = int(out[0]) if out and out[0].isdigit() else None
-    if total is None:
-        with open(path, "rb") as fh:
-            total = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(16 * 1024 * 1024), b""))
-    with open(path, "rb") as fh:  # an unterminated last line is a line too (wc -l does not count it)
-        fh.seek(0, os.SEEK_END)
-        if fh.tell():
-            fh.seek(-1, os.SEEK_END)
-            total += fh.read(1) != b"\n"
-    sc.lines = total
-    return sc.result()
-
-
-def stream_large_sources(sources, since=None, year=None):
-    """Replace file references left by load_capture_dir (big kernel logs) by their parse:
-    -> (sources without them, {source name: (facts, findings)}) for analyze_host(parsed=)."""
-    rest, parsed = {}, {}
-    for name, value in sources.items():
-        if isinstance(value, dict) and "path" in value and "error" not in value:
-            try:
-                parsed[name] = scan_kernel_log_file(value["path"], source=name, since=since, year=year)
-            except OSError as exc:
-                rest[name] = _error("unreadable", str(exc), value["path"])
-        else:
-            rest[name] = value
-    return rest, parsed

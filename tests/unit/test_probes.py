@@ -1,13 +1,19 @@
-"""Probes (the only I/O on a host): timeouts, fallbacks, sysfs reading, capture dirs."""
+"""Probes (the only I/O on a host): one deadline, fallbacks, sysfs reading, tool lookup,
+failing tools; and the capture-dir loader they share the sources dict with."""
 
 import gzip
 import os
+import shutil
 import stat
 import time
 
+import pytest
+
 from gpu_runbook import probes
 from gpu_runbook.analyze import analyze_host
+from gpu_runbook.capture import load_capture_dir
 from gpu_runbook.infiniband import parse_ib_sysfs
+from tests.conftest import FIXTURES
 
 
 def _sysfs(tmp_path, ports):
@@ -98,7 +104,253 @@ def test_load_capture_dir_names_aliases_gz_and_content(tmp_path):
     (tmp_path / "mystery.out").write_text("gpu1:1:1 [0] NCCL INFO Bootstrap : Using eth0\n")
     (tmp_path / "random.bin").write_bytes(b"\x00\x01\x02")
     (tmp_path / "ibstat-output").write_text("CA 'mlx5_0'\n\tCA type: MT4129\n")
-    sources, jobs, ignored = probes.load_capture_dir(str(tmp_path))
+    sources, jobs, ignored = load_capture_dir(str(tmp_path))
     assert set(sources) == {"kern.log", "nvidia-smi-q.txt", "ibstat.txt"}
     assert list(jobs) == ["mystery.out"]
     assert ignored == ["random.bin"]
+
+
+# ---- one deadline for the whole gather; nothing vanishes, nothing is left running
+
+SLEEP = shutil.which("sleep")  # absolute: the tests' PATH holds only the stand-ins
+XID79 = ("Dec  2 07:09:51 n1 kernel: [40000.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, "
+         "GPU has fallen off the bus.\n")
+
+
+def _hang_tool(d, name, pids):
+    """A stand-in that never answers and has a child: both must be killed at the deadline."""
+    _tool(d, name, "%s 300 &\necho $! >> %s\necho $$ >> %s\nwait\n" % (SLEEP, pids, pids))
+
+
+def _alive(pid):
+    """A process that still runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _still_running(pids, within=2.0):
+    """The pids still alive after ``within`` seconds (SIGKILL is delivered asynchronously)."""
+    end = time.monotonic() + within
+    while True:
+        alive = [p for p in pids if _alive(p)]
+        if not alive or time.monotonic() > end:
+            return alive
+        time.sleep(0.05)
+
+
+def _processes_mentioning(marker):
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and _alive(int(pid)):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                    if marker.encode() in fh.read():
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture
+def fifo_sysfs(tmp_path):
+    """An IB sysfs tree whose port_rcv_data blocks on read (a FIFO stands in for a read stuck
+    in D state in a wedged mlx5 driver); the blocked reader is released afterwards."""
+    root = _sysfs(tmp_path / "sys", [("mlx5_0", "4: ACTIVE", "400 Gb/sec (4X NDR)")])
+    fifo = root / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "counters" / "port_rcv_data"
+    os.mkfifo(str(fifo))
+    yield root, fifo
+    try:  # a writer wakes the reader still blocked in open(); closing it gives EOF
+        os.close(os.open(str(fifo), os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+def test_blocked_ib_sysfs_read_is_a_hang_finding_by_the_deadline(fifo_sysfs):
+    root, fifo = fifo_sysfs
+    t0 = time.monotonic()
+    sources, timings = probes.collect(probes=["ib_sysfs"], timeout=2, sysfs_root=str(root))
+    elapsed = time.monotonic() - t0
+    assert elapsed < 2 + probes._GRACE + 1.5  # today it waited timeout + 10 s and dropped the source
+    err = sources["ib-sysfs.txt"]
+    assert err["kind"] == "timeout" and err["seconds"] == 2 and err["cmd"] == str(fifo)
+    assert timings["ib_sysfs"] >= 2
+    host = analyze_host(sources, host="n1")
+    hang = next(f for f in host["findings"] if f["kind"] == "ib_probe_hang")
+    assert hang["severity"] == "critical" and str(fifo) in hang["message"] and "2s" in hang["message"]
+    assert host["verdict"] == "ib_network"
+
+
+def test_hanging_dmesg_and_journalctl_still_read_the_kern_log_file_by_the_deadline(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    pids = tmp_path / "pids"
+    _hang_tool(bindir, "dmesg", pids)
+    _hang_tool(bindir, "journalctl", pids)
+    monkeypatch.setenv("PATH", str(bindir))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    (tmp_path / "kern.log").write_text(XID79)
+    t0 = time.monotonic()
+    sources, _ = probes.collect(probes=["kernel_log"], timeout=4, kern_log_path=str(tmp_path / "kern.log"))
+    elapsed = time.monotonic() - t0
+    # the chain used to be sequential: 4 s for dmesg, then 4 s for journalctl, then the file
+    assert elapsed < 4 + 2.5
+    assert "Xid (PCI:0000:3b:00): 79" in sources["kern.log"]
+    host = analyze_host(sources, host="n1")
+    assert any(f.get("xid") == 79 for f in host["findings"])
+    # no stand-in (nor the child it started) outlives the gather
+    started = [int(x) for x in pids.read_text().split()]
+    assert len(started) == 4
+    assert not _still_running(started)
+    assert not _processes_mentioning(str(bindir))
+
+
+def test_dmesg_wins_over_journalctl_and_the_file_when_it_answers(tmp_path, monkeypatch):
+    _tool(tmp_path, "dmesg", "echo '[ 1.0] dmesg line'\n")
+    _tool(tmp_path, "journalctl", "echo 'journal line'\n")
+    (tmp_path / "kern.log").write_text("file line\n")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    text, tried = probes.probe_kernel_log(5, kern_log_path=str(tmp_path / "kern.log"))
+    assert text.strip() == "[ 1.0] dmesg line" and tried == []
+    _tool(tmp_path, "dmesg", "exit 0\n")  # prints nothing: journald is next
+    text, tried = probes.probe_kernel_log(5, kern_log_path=str(tmp_path / "kern.log"))
+    assert text.strip() == "journal line" and "printed nothing" in tried[0]["error"]
+
+
+def test_everything_hanging_is_a_timeout_per_source_and_no_orphans(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    pids = tmp_path / "pids"
+    for name in ("nvidia-smi", "dmesg", "journalctl", "ibstat"):
+        _hang_tool(bindir, name, pids)
+    monkeypatch.setenv("PATH", str(bindir))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    t0 = time.monotonic()
+    sources, timings = probes.collect(probes=["nvidia_smi", "compute_apps", "kernel_log", "ibstat"], timeout=2,
+                                      kern_log_path=str(tmp_path / "no-kern.log"))
+    assert time.monotonic() - t0 < 2 + 2.5
+    for name in ("nvidia-smi-q.xml", "nvidia-smi-compute-apps.csv", "kern.log", "ibstat.txt"):
+        assert sources[name]["kind"] == "timeout" and sources[name]["seconds"] == 2, sources[name]
+    assert "dmesg" in sources["kern.log"]["cmd"] and "journalctl" in sources["kern.log"]["cmd"]
+    started = [int(x) for x in pids.read_text().split()]
+    assert len(started) == 10  # 5 stand-ins (nvidia-smi twice), each with one child
+    assert not _still_running(started)
+    assert not _processes_mentioning(str(bindir))
+    host = analyze_host(sources, host="n1")
+    by_kind = {f["kind"]: f for f in host["findings"]}
+    assert by_kind["nvidia_smi_hang"]["severity"] == "critical"
+    assert by_kind["ib_probe_hang"]["source"] == "ibstat.txt"
+    assert by_kind["compute_apps_failed"]["severity"] == "info"
+    kern = by_kind["probe_timeout"]
+    assert kern["source"] == "kern.log" and "within 2s" in kern["message"]
+
+
+def test_run_argv_kills_the_children_of_a_hung_tool(tmp_path):
+    pids = tmp_path / "pids"
+    _hang_tool(tmp_path, "hang", pids)
+    with pytest.raises(TimeoutError):
+        probes.run_argv([str(tmp_path / "hang")], 1)
+    started = [int(x) for x in pids.read_text().split()]
+    assert len(started) == 2 and not _still_running(started)
+
+
+def test_a_tool_holding_its_output_open_past_exit_is_a_timeout(tmp_path):
+    # the tool exits but its background child keeps stdout open: not an answer
+    pids = tmp_path / "pids"
+    _tool(tmp_path, "leaky", "%s 300 &\necho $! > %s\necho partial\nexit 0\n" % (SLEEP, pids))
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError):
+        probes.run_argv([str(tmp_path / "leaky")], 1)
+    assert time.monotonic() - t0 < 4
+    assert not _still_running([int(pids.read_text())])
+
+
+# ---- tool lookup
+
+def test_tools_are_found_in_sbin_off_path(tmp_path, monkeypatch):
+    assert {"/usr/sbin", "/sbin", "/usr/local/sbin"} <= set(probes._SBIN_DIRS)
+    sbin = tmp_path / "sbin"
+    sbin.mkdir()
+    _tool(sbin, "ibstat", "echo \"CA 'mlx5_0'\"\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", (str(sbin),))
+    assert probes.find_tool("ibstat") == str(sbin / "ibstat")
+    sources, _ = probes.collect(probes=["ibstat"], timeout=5)
+    assert sources["ibstat.txt"].startswith("CA 'mlx5_0'")
+    assert probes.find_tool("no-such-tool-anywhere") is None
+
+
+# ---- a failing nvidia-smi is never healthy
+
+def _smi(tmp_path, monkeypatch, body):
+    _tool(tmp_path, "nvidia-smi", body)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    return probes.collect(probes=["nvidia_smi", "compute_apps"], timeout=5)[0]
+
+
+def test_nvml_mismatch_on_stderr_keeps_rc_and_text_and_is_not_healthy(tmp_path, monkeypatch):
+    sources = _smi(tmp_path, monkeypatch, "echo 'Failed to initialize NVML: Driver/library version mismatch' >&2\n"
+                                          "echo 'NVML library version: 550.54' >&2\nexit 9\n")
+    err = sources["nvidia-smi-q.xml"]
+    assert err["kind"] == "failed" and err["rc"] == 9
+    assert "Driver/library version mismatch" in err["text"] and "NVML library version" in err["text"]
+    host = analyze_host(sources, host="n1", expected_gpus=8)
+    assert host["verdict"] != "healthy" and host["severity"] in ("warning", "critical")
+    gpu = [f for f in host["findings"] if f["source"].startswith("nvidia-smi-q.xml")]
+    assert gpu and all(f["severity"] in ("warning", "critical") for f in gpu)
+    assert any("mismatch" in f["message"].lower() for f in gpu), gpu
+    # the compute-apps query failing too stays a side note
+    apps = [f for f in host["findings"] if f["source"] == "nvidia-smi-compute-apps.csv"]
+    assert [f["kind"] for f in apps] == ["compute_apps_failed"] and apps[0]["severity"] == "info"
+
+
+def test_driver_not_loaded_on_stdout_is_a_failure_not_a_report(tmp_path, monkeypatch):
+    sources = _smi(tmp_path, monkeypatch,
+                   "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                   "Make sure that the latest NVIDIA driver is installed and running.\"\nexit 9\n")
+    err = sources["nvidia-smi-q.xml"]
+    assert isinstance(err, dict) and err["rc"] == 9 and "couldn't communicate" in err["text"]
+    host = analyze_host(sources, host="n1")
+    assert host["verdict"] != "healthy" and host["severity"] in ("warning", "critical")
+
+
+def test_silent_nonzero_nvidia_smi_is_a_warning_at_least(tmp_path, monkeypatch):
+    sources = _smi(tmp_path, monkeypatch, "exit 255\n")
+    err = sources["nvidia-smi-q.xml"]
+    assert err["rc"] == 255 and err["text"] == ""
+    host = analyze_host(sources, host="n1")
+    gpu = [f for f in host["findings"] if f["source"].startswith("nvidia-smi-q.xml")]
+    assert gpu and min(f["severity"] for f in gpu) in ("warning", "critical")
+    assert host["verdict"] != "healthy"
+
+
+def test_nonzero_nvidia_smi_with_a_report_is_parsed(tmp_path, monkeypatch):
+    report = os.path.join(FIXTURES, "nvsmi", "xml-synthetic-h100x8", "healthy.xml")
+    sources = _smi(tmp_path, monkeypatch, "%s '%s'\necho 'Unable to determine the device handle' >&2\nexit 15\n"
+                   % (shutil.which("cat"), report))
+    assert isinstance(sources["nvidia-smi-q.xml"], str) and "<nvidia_smi_log" in sources["nvidia-smi-q.xml"]
+    host = analyze_host(sources, host="n1", expected_gpus=8)
+    assert len(host["facts"]["gpu"]["gpus"]) == 8
+
+
+# ---- a read that is cut says so
+
+def test_live_reads_cut_at_the_cap_add_a_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(probes, "_MAX_OUTPUT", 1024)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no dmesg, no journalctl: the file
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    (tmp_path / "kern.log").write_text("x" * 4096 + "\n" + XID79)
+    sources, _ = probes.collect(probes=["kernel_log"], timeout=5, kern_log_path=str(tmp_path / "kern.log"))
+    assert sources["kern.log"].endswith(XID79)  # the tail: where the incident is
+    (note,) = sources["_notes"]
+    assert note["kind"] == "capture_truncated" and "last" in note["message"]
+    _tool(tmp_path, "dmesg", "i=0; while [ $i -lt 200 ]; do echo '[ 1.0] a kernel line'; i=$((i+1)); done\n")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sources, _ = probes.collect(probes=["kernel_log"], timeout=5, kern_log_path=str(tmp_path / "kern.log"))
+    assert len(sources["kern.log"]) == 1024 and sources["kern.log"].startswith("[ 1.0]")
+    (note,) = sources["_notes"]
+    assert note["kind"] == "capture_truncated" and "dmesg" in note["message"]

@@ -10,16 +10,17 @@ KINDS = {
         "driver", "critical", "reboot", ("drain_node", "reboot_node"),
         "nvidia-smi did not answer: the GPU or its driver is wedged (a GPU reset cannot reach a wedged driver)",
         "nvidia-smi 응답 없음: GPU 또는 드라이버가 멈춤 (GPU 리셋으로는 멈춘 드라이버에 닿지 못함)"),
+    # unknown, not driver: nothing was seen of the GPUs, so the verdict is "unknown"
     "nvidia_smi_missing": kind(
-        "driver", "warning", "drain", ("drain_node", "check_driver"),
+        "unknown", "warning", "drain", ("drain_node", "check_driver"),
         "nvidia-smi is not installed or not on PATH: GPU health was not checked",
-        "nvidia-smi가 없음: GPU 상태를 확인하지 못함"),
+        "nvidia-smi가 없음: GPU 상태를 확인하지 못함", also=("driver",)),
     "probe_timeout": kind(
         "unknown", "warning", "drain", ("drain_node", "check_console"),
         "a probe did not answer before the deadline: its source was not read",
         "프로브가 제한 시간 안에 응답하지 않음: 해당 소스를 읽지 못함"),
     "ib_probe_hang": kind(
-        "ib_network", "critical", "drain", ("drain_node", "check_hca"),
+        "ib_network", "critical", "ib_restart", ("drain_node", "check_hca", "restart_openibd"),
         "an InfiniBand read did not answer: the HCA or its driver (mlx5_core) is wedged",
         "InfiniBand 읽기가 응답하지 않음: HCA 또는 드라이버(mlx5_core)가 멈춤"),
     "kernel_log_unavailable": kind(
@@ -36,8 +37,8 @@ KINDS = {
         "선택 프로브 실패; 다른 소스가 이를 대신함"),
     "capture_truncated": kind(
         "unknown", "warning", "none", ("rerun_diagnosis",),
-        "a capture ended early (truncated or corrupt): it was read as far as it goes",
-        "캡처가 중간에 끊김(잘림 또는 손상): 읽을 수 있는 데까지 읽음"),
+        "a capture was read only in part (truncated, corrupt, or bigger than the read cap)",
+        "캡처를 일부만 읽음 (잘림, 손상 또는 읽기 한도 초과)"),
     "capture_unreadable": kind(
         "unknown", "warning", "none", ("rerun_diagnosis",),
         "a capture could not be read",

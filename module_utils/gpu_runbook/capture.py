@@ -1,0 +1,182 @@
+"""Capture directories: the offline twin of probes.collect. A directory of captured outputs
+becomes the same ``sources`` dict a live gather gives, and nothing in it is lost silently:
+
+- kernel logs (any name the registry maps to kern.log, or recognised by content; plain,
+  gzip or UTF-16; any size) are never read whole: their paths are listed,
+  ``sources["kern.log"] = {"paths": [...]}``, every one of them, and
+  ``stream_large_sources`` streams them all through the kernel-log scanner;
+- any other source is decoded with textio (gzip by magic, UTF-16 by BOM or NULs) up to the
+  read cap; a bigger file is read to the cap AND says so, and so does a truncated or corrupt
+  gzip (``capture_truncated``);
+- a file that cannot be read, or is not a regular file (a FIFO or device is never opened),
+  is a ``capture_unreadable`` finding naming it.
+
+Those findings travel in ``sources["_notes"]`` (analyze adds them to the host's findings).
+"""
+
+import collections
+import os
+import stat
+import zlib
+
+from .findings import finding, never_raise
+from .sources import JOB_LOG, KERNEL_LOG, canonical_name, detect_source
+from .textio import TextChunks, decode, is_gzip
+
+NOTES = "_notes"
+_MAX_READ = 64 * 1024 * 1024  # characters of one non-kernel source held in memory
+_HEAD = 65536  # what content detection looks at (sources.detect_source)
+_CHUNK = 1024 * 1024
+
+
+def load_capture_dir(path, files=None):
+    """A capture directory -> (host sources, job log files, ignored names).
+
+    Known names are recognised by name (a ``.gz`` suffix aside), others by content, else
+    ignored. Job logs (NCCL / PyTorch output) keep their own names: the rank may only be in
+    the file name. ``files`` limits the load to those entries of the directory (a single
+    file given on the command line). Subdirectories are skipped (per-host directories)."""
+    sources, job_files, unknown, notes, kernel_paths = {}, {}, [], [], []
+    for entry in sorted(os.listdir(path) if files is None else files):
+        full = os.path.join(path, entry)
+        kind_of_file = _file_type(full)
+        if kind_of_file == "directory":
+            continue
+        if kind_of_file is not None:
+            notes.append(finding("capture_unreadable", "%s is %s: it was not read" % (entry, kind_of_file),
+                                 evidence=full, source=entry))
+            continue
+        base = entry[:-3] if entry.endswith(".gz") else entry
+        name = canonical_name(base)
+        if name in (None, KERNEL_LOG):
+            try:
+                head = _head(full)
+            except OSError as exc:
+                notes.append(_unreadable(entry, full, exc))
+                continue
+            name = name or detect_source(head)
+            if name is None:
+                unknown.append(entry)
+                continue
+        if name == KERNEL_LOG:
+            kernel_paths.append(full)  # streamed later, all of them: none overwrites another
+            continue
+        text = _read_text(full, entry, keep_tail=(name == JOB_LOG), notes=notes)
+        if text is None:
+            continue
+        if name == JOB_LOG:
+            job_files[base] = text
+            continue
+        if name == "nvidia-smi-q.txt" and text.lstrip().startswith("<"):
+            name = "nvidia-smi-q.xml"
+        sources[name] = sources[name] + "\n" + text if isinstance(sources.get(name), str) else text
+    if kernel_paths:
+        sources[KERNEL_LOG] = {"paths": kernel_paths}
+    if notes:
+        sources[NOTES] = notes
+    return sources, job_files, unknown
+
+
+def _file_type(full):
+    """None for a regular file (links followed), "directory", or what else it is."""
+    try:
+        mode = os.stat(full).st_mode
+    except OSError as exc:
+        return "a broken link" if os.path.islink(full) else "not readable (%s)" % (exc.strerror or exc)
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO, not a regular file"  # opening one would block the load
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a regular file"
+    return "not a regular file"
+
+
+def _unreadable(entry, full, exc):
+    return finding("capture_unreadable", "%s could not be read: %s" % (entry, exc.strerror or exc),
+                   evidence=full, source=entry)
+
+
+def _head(full):
+    """The first ``_HEAD`` bytes of a file as text, decompressed when it is gzip (by magic,
+    whatever the name), decoded as UTF-8 or UTF-16. Never more than that is decompressed."""
+    with open(full, "rb") as fh:
+        raw = fh.read(_HEAD)
+        if not is_gzip(raw):
+            return decode(raw)
+        z, out = zlib.decompressobj(wbits=31), b""
+        while raw and len(out) < _HEAD and not z.eof:
+            try:
+                out += z.decompress(raw, _HEAD - len(out))
+            except zlib.error:
+                break  # corrupt: detection sees what came out before it
+            raw = z.unconsumed_tail or fh.read(_HEAD)
+    return decode(out)
+
+
+def _read_text(full, entry, keep_tail, notes):
+    """A whole source as text, at most ``_MAX_READ`` characters: the head, or for a job log
+    the tail (where the hang is). Cut or corrupt -> a capture_truncated note; unreadable ->
+    a capture_unreadable note and None."""
+    chunks = TextChunks(full, size=_CHUNK)
+    kept, size, cut = collections.deque(), 0, False
+    gen = iter(chunks)
+    try:
+        for text in gen:
+            kept.append(text)
+            size += len(text)
+            if size <= _MAX_READ:
+                continue
+            cut = True
+            if not keep_tail:
+                break
+            while size - len(kept[0]) >= _MAX_READ:
+                size -= len(kept.popleft())
+    except OSError as exc:
+        notes.append(_unreadable(entry, full, exc))
+        return None
+    finally:
+        gen.close()
+    text = "".join(kept)
+    if cut:
+        text = text[-_MAX_READ:] if keep_tail else text[:_MAX_READ]
+        notes.append(finding(
+            "capture_truncated", "%s is bigger than the read cap (%d MiB): only its %s %d MiB were read"
+            % (entry, _MAX_READ >> 20, "last" if keep_tail else "first", _MAX_READ >> 20),
+            evidence=full, source=entry))
+    if chunks.error:
+        notes.append(finding("capture_truncated", "%s: %s; it was read as far as it goes" % (entry, chunks.error),
+                             evidence=full, source=entry))
+    return text
+
+
+def stream_large_sources(sources, since=None, year=None, tz=None):
+    """Replace the kernel-log file lists left by load_capture_dir by their parse:
+    -> (sources without them, {source name: (facts, findings)}) for analyze_host(parsed=).
+    ``tz``: the zone of the logs' times written without one."""
+    rest, parsed = {}, {}
+    notes = list(sources.get(NOTES) or [])
+    for name, value in sources.items():
+        if name == NOTES:
+            continue
+        if isinstance(value, dict) and "paths" in value and "error" not in value:
+            parsed[name] = never_raise(_scan, name, name, value["paths"], since, year, tz)
+        else:
+            rest[name] = value
+    if notes:
+        rest[NOTES] = notes
+    return rest, parsed
+
+
+def _scan(name, paths, since, year, tz):
+    from .kernlog import scan_kernel_log_files
+    kwargs = {"since": since, "year": year}
+    if tz is not None:
+        kwargs["tz"] = tz
+    try:
+        return scan_kernel_log_files(list(paths), **kwargs)
+    except OSError as exc:  # a file gone or unreadable since the directory was listed
+        return {}, [finding("capture_unreadable", "%s could not be read: %s" % (name, exc),
+                            evidence=" ".join(paths), source=name)]
