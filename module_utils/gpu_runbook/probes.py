@@ -126,12 +126,13 @@ class _Drain(threading.Thread):
         fd = self.stream.fileno()
         try:
             for data in iter(lambda: os.read(fd, 65536), b""):
-                if self.size < self.cap:
-                    data = data[:self.cap - self.size]
+                room = self.cap - self.size
+                if len(data) > room:  # this chunk crosses the cap: the rest is dropped, and said
+                    self.truncated = True
+                    data = data[:room]
+                if data:
                     self.chunks.append(data)
                     self.size += len(data)
-                else:
-                    self.truncated = True
         except OSError:
             pass
         finally:
