@@ -55,23 +55,6 @@ def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, 
     }
 
 
-def make_finding(category, severity, kind, message, action, evidence="", source="",
-                 xid=None, gpu=None, ib=None, rank=None, rung="none"):
-    """Legacy constructor, being replaced by ``finding`` (kept until every parser moved)."""
-    if category not in CATEGORIES:
-        raise ValueError("unknown category %r" % (category,))
-    if severity not in SEVERITIES:
-        raise ValueError("unknown severity %r" % (severity,))
-    if rung not in RUNGS:
-        raise ValueError("unknown rung %r" % (rung,))
-    return {
-        "category": category, "severity": severity, "kind": kind,
-        "xid": xid, "gpu": gpu, "ib": ib, "rank": rank,
-        "source": source, "evidence": evidence,
-        "message": message, "action": action, "rung": rung,
-    }
-
-
 def never_raise(fn, label, /, *args, **kwargs):
     """Run a parser ``fn(*args, **kwargs) -> (facts, findings)``; a bug in it, on any input,
     becomes one ``parser_error`` finding naming the source ``label``, never a traceback.

@@ -553,12 +553,14 @@ def test_xml_lost_gpu_stderr_after_document():
     assert (f["kind"], f["gpu"]["index"], f["gpu"]["pci"]) == ("gpu_handle_error", 4, "0000:9b:00.0")
 
 
-@pytest.mark.parametrize("action,severity,rung", [("Reset", "critical", "gpu_reset"),
-                                                   ("Reboot", "critical", "reboot"),
-                                                   ("Drain P2P", "warning", "drain"),
-                                                   ("Drain and Reset", "critical", "gpu_reset"),
-                                                   ("None", None, None)])
-def test_q_gpu_recovery_action(action, severity, rung):
+# one kind per remedy (issue 7: a kind's rung is fixed), named after what the driver asks for
+@pytest.mark.parametrize("action,kind,severity,rung", [("Reset", "gpu_recovery_reset", "critical", "gpu_reset"),
+                                                        ("Reboot", "gpu_recovery_reboot", "critical", "reboot"),
+                                                        ("Drain P2P", "gpu_recovery_drain_p2p", "warning", "drain"),
+                                                        ("Drain and Reset", "gpu_recovery_reset", "critical",
+                                                         "gpu_reset"),
+                                                        ("None", None, None, None)])
+def test_q_gpu_recovery_action(action, kind, severity, rung):
     text, _ = load("004-gpud-smi-q-a10-remap-pending")
     t = text.replace("    GPU Reset Status\n", "    GPU Recovery Action                   : %s\n    GPU Reset Status\n"
                      % action).replace("Pending                           : Yes", "Pending                           : No")
@@ -567,7 +569,7 @@ def test_q_gpu_recovery_action(action, severity, rung):
         assert findings == [] and facts["gpus"][0]["recovery_action"] is None
     else:
         f, = findings
-        assert (f["kind"], f["severity"], f["rung"]) == ("gpu_recovery_action", severity, rung)
+        assert (f["kind"], f["severity"], f["rung"]) == (kind, severity, rung)
         assert f["evidence"].endswith(": " + action) and facts["gpus"][0]["recovery_action"] == action
 
 
@@ -743,7 +745,7 @@ def test_table_volatile_ecc_nonzero():
     ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
      "NVIDIA driver is installed and running.\n\n", "nvsmi_driver_unreachable", "driver"),
     ("Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.54\n",
-     "nvml_init_failed", "driver"),
+     "nvml_driver_mismatch", "driver"),
     ("Failed to initialize NVML: Unknown Error\n", "nvml_init_failed", "driver"),
     ("Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.  Reboot the system to recover "
      "this GPU\n", "gpu_lost", "gpu_hardware"),
@@ -904,11 +906,25 @@ def test_noheader_csv_routed_by_source_name():
     assert "processes" not in facts
 
 
-def test_module_is_portable():
-    src = Path(nvsmi.__file__).read_text()
+@pytest.mark.parametrize("path", sorted(Path(nvsmi.__file__).parent.glob("*.py")), ids=lambda p: p.name)
+def test_module_is_portable(path):
+    src = path.read_text()
     ast.parse(src, feature_version=(3, 9))
     imports = re.findall(r"(?m)^\s*(?:from\s+(\S+)\s+import|import\s+(\S+))", src)
     allowed = {"bisect", "re"}
     for frm, imp in imports:
         mod = frm or imp
         assert mod.startswith(".") or mod in allowed, mod
+        # a parser imports only findings/taxonomy/sources/xid_catalog and its own package
+        if mod.startswith(".."):
+            assert mod.split(".")[2] in ("findings", "taxonomy", "sources", "xid_catalog"), mod
+
+
+def test_package_shape():
+    """Issue 7: no file over ~500 lines, no function over ~100."""
+    for path in Path(nvsmi.__file__).parent.glob("*.py"):
+        src = path.read_text()
+        assert src.count("\n") <= 500, path.name
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.FunctionDef):
+                assert node.end_lineno - node.lineno < 100, (path.name, node.name)

@@ -1,0 +1,135 @@
+"""The public entry points: detect which nvidia-smi output a text is, and parse it.
+
+Each entry point is guarded by ``never_raise``: a bug in a parser becomes one
+``parser_error`` finding, never a traceback (the facts keep their shape)."""
+
+import re
+
+from ..findings import never_raise, strip_ansi
+from .apps import parse_apps
+from .failures import unparseable
+from .model import PCI_RE, PCI_TXT, as_text, empty_facts, field_name, looks_like_header, split_csv
+from .q_text import parse_q
+from .q_xml import parse_xml
+from .query_csv import parse_csv
+from .table import parse_table
+
+_Q_SECTION_RE = re.compile(r"^\s+(ECC Errors|Retired Pages|Remapped Rows|Clocks (Throttle|Event) Reasons|"
+                           r"GPU Reset Status)\s*$", re.M | re.I)
+
+
+def _guarded(fn, fmt, source, *args):
+    facts, findings = never_raise(fn, source, *args)
+    if not facts:  # the parser raised: keep the facts shape callers index into
+        facts = empty_facts(fmt)
+    return facts, findings
+
+
+def parse_nvidia_smi_xml(text, source="nvidia-smi-q.xml", expected_gpus=None, thresholds=None):
+    """Parse ``nvidia-smi -q -x`` (any DTD version; truncated XML is read best effort)."""
+    return _guarded(parse_xml, "xml", source, text, source, expected_gpus, thresholds)
+
+
+def parse_nvidia_smi_q(text, source="nvidia-smi-q.txt", expected_gpus=None, thresholds=None):
+    """Parse ``nvidia-smi -q`` text (whole, or ``-d ECC,PAGE_RETIREMENT,...``, or an excerpt)."""
+    return _guarded(parse_q, "q", source, text, source, expected_gpus, thresholds)
+
+
+def parse_nvidia_smi_table(text, source="nvidia-smi.txt", expected_gpus=None, thresholds=None):
+    """Parse the plain ``nvidia-smi`` table (+ trailing warnings), ``nvidia-smi nvlink --status`` and ``-L``."""
+    return _guarded(parse_table, "table", source, text, source, expected_gpus, thresholds)
+
+
+def parse_query_gpu_csv(text, source="nvidia-smi-query-gpu.csv", expected_gpus=None, fields=None,
+                        thresholds=None):
+    """Parse ``nvidia-smi --query-gpu=... --format=csv`` (header gives the fields; pass ``fields``
+    for ``noheader`` output).  Known fields map onto the common GPU facts."""
+    return _guarded(parse_csv, "csv", source, text, source, expected_gpus, fields, thresholds)
+
+
+def parse_compute_apps_csv(text, source="nvidia-smi-compute-apps.csv", fields=None):
+    """Parse ``nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,gpu_uuid,used_memory
+    --format=csv[,noheader]`` (a header line, if present, gives the field order).
+
+    Returns the list the remediation ladder checks before a GPU reset::
+
+        [{"pid": int, "process": str, "pci": "0000:3b:00.0" | None, "uuid": str | None,
+          "used_memory_mib": int | None}]
+
+    Garbage lines are skipped; never raises.  ``parse_compute_apps_csv_findings`` returns
+    ``(processes, findings)`` for callers that want the skipped rows and error lines too.
+    """
+    return parse_compute_apps_csv_findings(text, source, fields)[0]
+
+
+def parse_compute_apps_csv_findings(text, source="nvidia-smi-compute-apps.csv", fields=None):
+    """Like ``parse_compute_apps_csv`` but returns ``(processes, findings)``."""
+    procs, findings = never_raise(parse_apps, source, text, source, fields)
+    return (procs if isinstance(procs, list) else []), findings
+
+
+def _detect_csv(t):
+    first = next((l.strip() for l in t.splitlines() if l.strip() and "," in l), None)
+    if not first:
+        return None
+    cols = split_csv(first)
+    if "pid" in [field_name(c) for c in cols] and looks_like_header(cols):
+        return "compute_apps"
+    if looks_like_header(cols):
+        return "csv"
+    if re.match(r"^\d+$", cols[0]) and len(cols) >= 3 and PCI_RE.search(first) and \
+            any(c.startswith("GPU-") for c in cols):
+        return "compute_apps"
+    return None
+
+
+def detect_format(text):
+    """'xml' | 'q' | 'table' | 'csv' | 'compute_apps' | None for an nvidia-smi output."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    t = strip_ansi(text).replace("\x00", "")
+    head = t[:20000]
+    if head.lstrip("\ufeff \t\r\n").startswith("<?xml") or "<nvidia_smi_log" in head:
+        return "xml"
+    if "NVSMI LOG" in head or re.search(r"^\s*Attached GPUs\s*:", head, re.M) or \
+            re.search(r"^\s*GPU\s+" + PCI_TXT + r"\s*$", head, re.M) or _Q_SECTION_RE.search(head):
+        return "q"
+    if (re.search(r"^\s*\+-{5,}", head, re.M) and ("NVIDIA-SMI" in head or "Bus-Id" in head)) or \
+            re.search(r"^\s*GPU\s+\d+:\s.*\(UUID:", head, re.M):
+        return "table"
+    return _detect_csv(t)
+
+
+def _route_by_name(fmt, text, source):
+    """A noheader CSV says nothing about itself: the probe's file name does."""
+    src = (source or "").lower()
+    if fmt in (None, "csv", "compute_apps") and isinstance(text, str) and "," in text:
+        if "compute-apps" in src or "compute_apps" in src:
+            return "compute_apps"
+        if "query-gpu" in src or "query_gpu" in src:
+            return "csv"
+    return fmt
+
+
+def _dispatch(text, source, expected_gpus, thresholds):
+    fmt = _route_by_name(detect_format(text), text, source)
+    if fmt == "xml":
+        return parse_nvidia_smi_xml(text, source, expected_gpus, thresholds)
+    if fmt == "q":
+        return parse_nvidia_smi_q(text, source, expected_gpus, thresholds)
+    if fmt == "table":
+        return parse_nvidia_smi_table(text, source, expected_gpus, thresholds)
+    if fmt == "csv":
+        return parse_query_gpu_csv(text, source, expected_gpus, thresholds=thresholds)
+    if fmt == "compute_apps":
+        procs, findings = parse_compute_apps_csv_findings(text, source)
+        facts = empty_facts("csv")
+        facts["processes"] = procs
+        return facts, findings
+    return unparseable(None, as_text(text), source, "any known nvidia-smi output")
+
+
+def parse_nvidia_smi(text, source="nvidia-smi.txt", expected_gpus=None, thresholds=None):
+    """Detect which nvidia-smi output ``text`` is and parse it; failure outputs ('No devices were
+    found', 'couldn't communicate with the NVIDIA driver', 'GPU is lost', empty) become findings."""
+    return _guarded(_dispatch, None, source, text, source, expected_gpus, thresholds)

@@ -1,0 +1,224 @@
+"""What the GPU records mean: per-GPU findings (ECC, row remap, retired pages, repair flags,
+fabric, reset status, recovery action, temperature, field errors, NVLink), host findings
+(clock slowdown, folded when every GPU shows it) and the expected-GPU-count check.
+
+Each finding's kind (taxonomy/kinds_gpu.py) gives its category, severity and remedy; the
+message here says what was seen on which GPU.
+"""
+
+import re
+
+from ..findings import finding
+from .failures import scan_failures
+from .model import ev, finalize_gpu, gpu_label, norm, public, ref, src
+
+DEFAULT_THRESHOLDS = {
+    # more than this many aggregate (lifetime) uncorrectable SRAM ECC errors -> RMA
+    "sram_uncorrectable_rma": 4,
+    # GPU core temperature at or above this (C) -> warning
+    "temperature_c": 85,
+    # this many retired pages (single + double bit, pre-Ampere page retirement) -> RMA
+    "retired_pages_rma": 60,
+}
+
+# table columns whose ERR! points at the GPU itself (ERR! in Fan/Perf/Disp.A alone does not)
+_ERR_HW_FIELDS = ("Name", "Temp", "Pwr:Usage/Cap", "Volatile Uncorr. ECC", "Memory-Usage", "GPU-Util", "Bus-Id")
+
+# NVML recovery action (normalised) -> kind; anything else asks for a reset
+_RECOVERY_KINDS = {"reboot": "gpu_recovery_reboot", "drain_p2p": "gpu_recovery_drain_p2p"}
+
+
+def _memory_findings(g, th, add, label):
+    """ECC, row remapping, page retirement and the Blackwell repair flags."""
+    ecc, rr, rp = g["ecc"], g["remapped_rows"], g["retired_pages"]
+    vu = ecc["volatile"].get("uncorrectable")
+    if vu:
+        add("ecc.volatile.uncorrectable", "ecc_uncorrectable_volatile",
+            "%s has %d uncorrectable ECC error(s) since the driver loaded (volatile)" % (label, vu))
+    if rr.get("failure"):
+        add("remap.failure", "row_remap_failure",
+            "%s: row remapping failure occurred (no spare rows left for a bad memory row)" % label)
+    if rr.get("pending"):
+        add("remap.pending", "row_remap_pending",
+            "%s: a row remap is pending; reset GPU to apply the pending row remap" % label)
+    if rp.get("pending"):
+        crit = bool(vu) or bool(rp.get("double_bit"))
+        add("retired.pending", "retired_pages_pending",
+            "%s: page retirement is pending (a bad memory page stays in use until the GPU is reset)" % label,
+            severity="critical" if crit else "warning")
+    nret = (rp.get("single_bit") or 0) + (rp.get("double_bit") or 0)
+    if nret and nret >= th["retired_pages_rma"]:
+        add("retired.double_bit" if rp.get("double_bit") else "retired.single_bit", "retired_pages_limit",
+            "%s has %d retired pages (RMA threshold %d)" % (label, nret, th["retired_pages_rma"]))
+    agg_sram = ecc["aggregate"].get("sram_uncorrectable")
+    if agg_sram is not None and agg_sram > th["sram_uncorrectable_rma"]:
+        add("ecc.aggregate.sram_uncorrectable", "ecc_sram_uncorrectable_rma",
+            "%s has %d aggregate (lifetime) uncorrectable SRAM ECC errors, above the RMA threshold of %d"
+            % (label, agg_sram, th["sram_uncorrectable_rma"]))
+    if ecc.get("sram_threshold_exceeded"):
+        add("ecc.flag.sram_threshold_exceeded", "ecc_sram_threshold_exceeded",
+            "%s reports 'SRAM Threshold Exceeded': too many uncorrectable SRAM errors" % label)
+    for flag, what in (("channel_repair_pending", "an HBM channel repair"), ("tpc_repair_pending", "a TPC repair")):
+        if ecc.get(flag):
+            add("ecc.flag." + flag, flag, "%s: %s is pending; reset the GPU to apply it" % (label, what))
+    if ecc.get("unrepairable_memory"):
+        add("ecc.flag.unrepairable_memory", "unrepairable_memory", "%s reports unrepairable memory" % label)
+
+
+def _state_findings(g, th, add, label):
+    """Fabric, reset status, the driver's recovery action and temperature."""
+    fs, fst = norm(g.get("fabric_state") or ""), norm(g.get("fabric_status") or "")
+    if (fs and fs not in ("completed", "not supported")) or (fst and fst != "success"):
+        add("fabric_state" if fs and fs != "completed" else "fabric_status", "fabric_not_ready",
+            "%s: NVLink fabric not ready (state %s, status %s): CUDA/NCCL cannot use this GPU"
+            % (label, g.get("fabric_state"), g.get("fabric_status")))
+    if g.get("reset_required"):
+        add("reset_required", "gpu_reset_required", "%s reports 'GPU requires reset'" % label)
+    elif g.get("drain_and_reset_recommended"):
+        add("drain_and_reset_recommended", "gpu_drain_and_reset_recommended",
+            "%s reports 'Drain and Reset Recommended'" % label)
+    ra = g.get("recovery_action")
+    n = re.sub(r"[\s_]+", "_", norm(ra or ""))
+    if n and n not in ("none", "n/a"):
+        # NVML recovery actions: Reset, Reboot, Drain P2P, Drain and Reset
+        kind = _RECOVERY_KINDS.get(n, "gpu_recovery_reboot" if "reboot" in n else "gpu_recovery_reset")
+        add("recovery_action", kind, "%s: the driver asks for recovery action '%s'" % (label, ra))
+    t = g.get("temperature_c")
+    if t is not None and t >= th["temperature_c"]:
+        add("temperature_c", "gpu_temperature_high",
+            "%s temperature %d C is at or above %d C" % (label, t, th["temperature_c"]))
+
+
+def _error_findings(g, add, label):
+    """Fields nvidia-smi could not read, and inactive NVLinks."""
+    errs = g.get("errors") or []
+    if errs and g.get("_table") and not any(f in _ERR_HW_FIELDS for f in errs):
+        # ERR! only in the fan/perf/display columns: a sensor read failed, no GPU fault is proven (capture 008)
+        add("errors", "nvsmi_err_field", "%s: nvidia-smi shows ERR! for %s" % (label, ", ".join(errs)))
+    elif errs:
+        lost = "errors_gpu_is_lost" in g["_ev"]
+        needs_reset = "errors_gpu_requires_reset" in g["_ev"]
+        fields = ", ".join(errs[:6]) + (" ..." if len(errs) > 6 else "")
+        why = "GPU is lost" if lost else ("GPU requires reset" if needs_reset else "Unknown Error/ERR!")
+        add("errors", "nvml_field_gpu_lost" if lost else "nvml_field_error",
+            "%s: nvidia-smi could not read %s (%s)" % (label, fields, why),
+            severity="critical" if needs_reset else None)
+    inactive = g.get("nvlink_inactive")
+    if inactive:
+        add("nvlink", "nvlink_inactive",
+            "%s has inactive NVLink link(s) %s" % (label, ", ".join(str(i) for i in inactive)))
+
+
+def gpu_findings(g, source, th):
+    """Every finding about one GPU record."""
+    out = []
+    gref = ref(g)
+
+    def add(key, kind, message, severity=None):
+        ln, evidence = ev(g, key)
+        out.append(finding(kind, message, evidence=evidence, source=src(source, ln), gpu=gref, severity=severity))
+
+    label = gpu_label(g)
+    _memory_findings(g, th, add, label)
+    _state_findings(g, th, add, label)
+    _error_findings(g, add, label)
+    return out
+
+
+def _hw_on(g):
+    t = g["throttle"]
+    if t.get("hw_slowdown") is not None:
+        return bool(t.get("hw_slowdown"))
+    return bool(t.get("hw_power_brake") or t.get("hw_thermal"))
+
+
+def _throttle_key(g):
+    t = g["throttle"]
+    if t.get("hw_power_brake"):
+        return "throttle.hw_power_brake"
+    return "throttle.hw_thermal" if t.get("hw_thermal") else "throttle.hw_slowdown"
+
+
+def host_findings(gpus, source):
+    """Throttle findings, folded into one when every GPU on the host shows the same thing."""
+    out = []
+    hw = [g for g in gpus if _hw_on(g)]
+    brake = [g for g in hw if g["throttle"].get("hw_power_brake")]
+    therm = [g for g in hw if g["throttle"].get("hw_thermal")]
+    if hw and len(gpus) >= 2 and len(hw) == len(gpus):
+        key = "throttle.hw_power_brake" if brake else ("throttle.hw_thermal" if therm else "throttle.hw_slowdown")
+        ln, evidence = ev(hw[0], key)
+        why = "power brake" if len(brake) == len(gpus) else ("thermal" if len(therm) == len(gpus) else "HW")
+        out.append(finding(
+            "hw_slowdown_all_gpus",
+            "All %d GPUs report HW Slowdown (HW Power Brake on %d, HW Thermal on %d): a %s signal for the "
+            "whole node (PSU/BMC/cooling), not one faulty GPU" % (len(gpus), len(brake), len(therm), why),
+            evidence=evidence, source=src(source, ln)))
+    else:
+        for g in hw:
+            ln, evidence = ev(g, _throttle_key(g))
+            sub = [n for n, on in (("power brake", g in brake), ("thermal", g in therm)) if on]
+            out.append(finding(
+                "hw_slowdown", "%s clocks are held down by HW Slowdown%s; this rank will be slow" % (
+                    gpu_label(g), (" (%s)" % ", ".join(sub)) if sub else ""),
+                evidence=evidence, source=src(source, ln), gpu=ref(g)))
+    for g in gpus:
+        t = g["throttle"]
+        if g not in hw and (t.get("hw_power_brake") or t.get("hw_thermal")):
+            ln, evidence = ev(g, _throttle_key(g))
+            out.append(finding(
+                "hw_slowdown_subreason",
+                "%s reports a HW slowdown sub-reason while 'HW Slowdown' itself is not active (transient)"
+                % gpu_label(g), evidence=evidence, source=src(source, ln), gpu=ref(g)))
+    for g in gpus:
+        if g["throttle"].get("sw_thermal"):
+            ln, evidence = ev(g, "throttle.sw_thermal")
+            out.append(finding(
+                "sw_thermal_slowdown",
+                "%s: SW Thermal Slowdown active (driver lowering clocks for temperature)" % gpu_label(g),
+                evidence=evidence, source=src(source, ln), gpu=ref(g)))
+    return out
+
+
+def _count_finding(facts, gpus, handle_pcis, source, expected_gpus, attached_ln):
+    """gpu_missing when nvidia-smi shows fewer GPUs than expected (None when it does not)."""
+    try:
+        expected = int(expected_gpus)
+    except (TypeError, ValueError):
+        return None
+    seen = len(gpus)
+    if facts.get("attached_gpus") is not None and facts["attached_gpus"] > seen:
+        seen = facts["attached_gpus"]  # filtered/truncated output: trust the header count
+    known = set(g["pci"] for g in gpus if g.get("pci"))
+    # GPUs nvidia-smi could not open already carry their own critical finding
+    lost = len(set(p for p in handle_pcis if p not in known))
+    if expected - seen - lost <= 0:
+        return None
+    ln, evidence = attached_ln if attached_ln else (0, "")
+    return finding("gpu_missing",
+                   "GPU missing (fallen off the bus?): nvidia-smi shows %d of %d expected GPUs" % (seen, expected),
+                   evidence=evidence, source=src(source, ln))
+
+
+def wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln=None,
+            lost_index=None):
+    """Shared tail of the GPU parsers: finalize, findings, expected-count check, strip internals."""
+    th = dict(DEFAULT_THRESHOLDS)
+    if thresholds:
+        th.update(thresholds)
+    findings = list(parse_findings)
+    for g in gpus:
+        finalize_gpu(g)
+    fail, handle_pcis = scan_failures(lines, source, gpus, lost_index)
+    findings.extend(fail)
+    for g in gpus:
+        findings.extend(gpu_findings(g, source, th))
+    findings.extend(host_findings(gpus, source))
+    facts["gpus"] = [public(g) for g in gpus]
+    facts["count"] = len(gpus)
+    # a driver that is down explains the missing GPUs already
+    if expected_gpus and not any(f["category"] == "driver" for f in fail):
+        missing = _count_finding(facts, gpus, handle_pcis, source, expected_gpus, attached_ln)
+        if missing:
+            findings.append(missing)
+    return facts, findings

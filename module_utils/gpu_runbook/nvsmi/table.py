@@ -1,0 +1,151 @@
+"""The plain ``nvidia-smi`` table (+ the warnings printed around it), ``nvidia-smi nvlink --status``
+and ``nvidia-smi -L``.
+
+A table GPU takes three rows (name/bus-id/ECC, fan/temp/power/memory/util, MIG mode) between
+the '|===' line under the header and the next '+---' border or the Processes box."""
+
+import re
+
+from ..findings import iter_lines
+from .failures import unparseable
+from .model import PCI_RE, as_text, assign, empty_facts, new_gpu, note, to_str
+from .rules import wrap_up
+
+_TABLE_HDR_RE = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?")
+_ROW1_RE = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
+_NVLINK_GPU_RE = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*(\S+?)\)\s*$")
+_NVLINK_LINK_RE = re.compile(r"^\s*Link\s+(\d+)\s*:\s*(.*?)\s*$")
+
+
+def _cells(line):
+    s = line.strip()
+    if s.startswith("|"):
+        s = s[1:]
+    if s.endswith("|"):
+        s = s[:-1]
+    return s.split("|")
+
+
+def _first_row(g, cells, ln, s, m1):
+    """'|   0  NVIDIA H100 80GB HBM3   On  |   00000000:19:00.0 Off |   0 |'"""
+    pm = re.match(r"^(.*?)\s+(On|Off|N/A|ERR!)$", m1.group(2))
+    name, pers = (pm.group(1), pm.group(2)) if pm else (m1.group(2), None)
+    assign(g, "name", name, ln, s, "Name")
+    if pers == "ERR!":
+        assign(g, None, pers, ln, s, "Persistence-M")
+    toks = cells[1].split()
+    pci = next((t for t in toks if PCI_RE.match(t)), None)
+    if pci:
+        assign(g, "pci", pci, ln, s, "Bus-Id")
+    elif "ERR!" in toks:
+        assign(g, None, "ERR!", ln, s, "Bus-Id")
+    if len(toks) >= 2 and toks[-1] == "ERR!" and pci:
+        assign(g, None, "ERR!", ln, s, "Disp.A")
+    if len(cells) >= 3:
+        assign(g, "ecc.volatile.uncorrectable", cells[2].strip(), ln, s, "Volatile Uncorr. ECC")
+
+
+def _second_row(g, cells, ln, s):
+    """'| N/A   27C    P0   70W /  700W |  1MiB / 81559MiB |   0%   Default |'"""
+    parts = cells[0].split(None, 3) if cells else []
+    for label, val in zip(("Fan", "Temp", "Perf", "Pwr:Usage/Cap"), parts):
+        if label == "Temp":
+            assign(g, "temperature_c", val.rstrip("C"), ln, s, "Temp")
+        elif "ERR!" in val:
+            assign(g, None, "ERR!", ln, s, label)
+    if len(cells) >= 2 and "ERR!" in cells[1]:
+        assign(g, None, "ERR!", ln, s, "Memory-Usage")
+    if len(cells) >= 3:
+        for label, val in zip(("GPU-Util", "Compute M."), cells[2].split(None, 1)):
+            if "ERR!" in val:
+                assign(g, None, "ERR!", ln, s, label)
+
+
+class _Reader(object):
+    """Walks the lines once: the table's GPU rows, then any nvlink / -L blocks."""
+
+    def __init__(self):
+        self.facts = empty_facts("table")
+        self.gpus = []
+        self.by_index = {}
+        self.in_hdr = self.in_gpu = False
+        self.g = None
+        self.row = 0
+        self.nv = None  # current GPU in nvlink / -L output
+
+    def _gpu(self, idx):
+        g = new_gpu(None, idx)
+        self.gpus.append(g)
+        self.by_index[idx] = g
+        return g
+
+    def line(self, ln, line):
+        s = line.strip()
+        m = _TABLE_HDR_RE.search(line)
+        if m:
+            self.facts["driver_version"] = to_str(m.group(2))
+            self.facts["cuda_version"] = to_str(m.group(3))
+        elif s.startswith("|") and "Bus-Id" in s:
+            self.in_hdr = True
+        elif self.in_hdr and re.match(r"^\|[=|+]+\|?$", s):
+            self.in_hdr, self.in_gpu = False, True
+        elif not (self.in_gpu and self._table_row(ln, s)):
+            self._nvlink(ln, line, s)
+
+    def _table_row(self, ln, s):
+        """Read one line inside the GPU box; False when the box has ended there."""
+        if s.startswith("+"):
+            return True
+        if not s.startswith("|") or "MIG devices" in s or "Processes:" in s:
+            self.in_gpu = False
+            self.g = None
+            return False
+        cells = _cells(s)
+        m1 = _ROW1_RE.match(cells[0]) if cells else None
+        if m1 and len(cells) >= 2 and (PCI_RE.search(cells[1]) or "ERR!" in cells[1]):
+            self.g = self._gpu(int(m1.group(1)))
+            self.g["_table"] = True
+            self.row = 1
+            note(self.g, "header", ln, s)
+            _first_row(self.g, cells, ln, s, m1)
+        elif self.g is not None:
+            self.row += 1
+            if self.row == 2:
+                _second_row(self.g, cells, ln, s)
+            elif self.row == 3 and len(cells) >= 3:
+                assign(self.g, "mig_mode", cells[2].strip(), ln, s, "MIG M.")
+        return True
+
+    def _nvlink(self, ln, line, s):
+        m = _NVLINK_GPU_RE.match(line)
+        if m:
+            idx = int(m.group(1))
+            self.nv = self.by_index.get(idx) or self._gpu(idx)
+            self.nv["name"] = self.nv["name"] or m.group(2)
+            self.nv["uuid"] = m.group(3)
+            note(self.nv, "header", ln, s)
+            return
+        m = _NVLINK_LINK_RE.match(line)
+        if m and self.nv is not None:
+            if self.nv["nvlink_inactive"] is None:
+                self.nv["nvlink_inactive"] = []
+            v = m.group(2).lower()
+            if "inactive" in v or v in ("down", "not active", "disabled"):
+                self.nv["nvlink_inactive"].append(int(m.group(1)))
+                note(self.nv, "nvlink", ln, s)
+            return
+        if s and not s.startswith(("|", "+")):
+            self.nv = None
+
+
+def parse_table(text, source, expected_gpus, thresholds):
+    text = as_text(text)
+    lines = list(iter_lines(text))
+    r = _Reader()
+    for ln, line in lines:
+        r.line(ln, line)
+    if not r.gpus and r.facts["driver_version"] is None:
+        return unparseable("table", text, source, "the nvidia-smi table")
+    if not any(g["_ev"].get("header", (0, ""))[1].startswith("|") for g in r.gpus):
+        expected_gpus = None  # nvlink --status / -L only: not a GPU inventory we can count on
+    return wrap_up(r.facts, r.gpus, lines, source, expected_gpus, thresholds, [])
