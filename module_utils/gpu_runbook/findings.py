@@ -11,11 +11,16 @@ A finding is a plain dict (JSON-ready, safe to return from an Ansible module):
      "rank": int | None,
      "source": "kern.log:12"            # file (or probe) name and 1-based line
      "evidence": "<the verbatim line>",
-     "message": "what it means, one sentence",
-     "action": "what to do next, one sentence",
-     "rung": one of RUNGS}             # the ladder rung this finding calls for
+     "message": "what was seen, one English sentence",
+     "rung": one of RUNGS,              # the ladder rung this finding calls for
+     "steps": [step ids],               # the action, as steps of the taxonomy
+     "action": "the steps in English",  # (+ the note)
+     "note": str | None,                # extra advice kept verbatim in every language
+     "name": str | None}                # the subject the kind's meaning names
 
-Parsers are pure: ``parse_x(text, source="name") -> (facts: dict, findings: list)``.
+Build one with ``finding(kind, message, ...)``: the kind's row in the taxonomy gives its
+category, severity, rung and steps. Parsers are pure:
+``parse_x(text, source="name") -> (facts: dict, findings: list)``.
 """
 
 import re
