@@ -148,3 +148,17 @@ def test_same_rail_on_two_hosts_points_at_the_switch():
         assert "leaf switch" in rail["action"] and rail["ib"]["device"] == "mlx5_3"
         assert [x for x in by[name]["findings"] if x["kind"] == "ib_symbol_errors"] == [ibf("mlx5_3")]
     assert not any(x["kind"] == "shared_rail_errors" for x in by["c"]["findings"])
+
+
+def test_a_host_whose_probes_all_failed_is_unknown_never_healthy():
+    from gpu_runbook.analyze import analyze_host
+    err = {"error": "exit 1: boom", "kind": "failed", "cmd": "x", "rc": 1, "text": ""}
+    h = analyze_host({"nvidia-smi-compute-apps.csv": dict(err), "ib-sysfs.txt": "",
+                      "kern.log": {"error": "dmesg: read kernel buffer failed: Operation not permitted",
+                                   "kind": "denied", "cmd": "dmesg -T"}}, host="n1")
+    assert h["verdict"] == "unknown" and h["severity"] == "warning"
+    kinds = {f["kind"] for f in h["findings"]}
+    assert "no_evidence" in kinds and "kernel_log_unavailable" in kinds
+    # with one usable source it is judged on that source
+    h = analyze_host({"kern.log": "[ 1.0] Linux version 6.8.0\n", "ib-sysfs.txt": ""}, host="n1")
+    assert not any(f["kind"] == "no_evidence" for f in h["findings"])
