@@ -3,12 +3,11 @@ the evidence only a live gather can lose: tools that hang past the deadline, a s
 that blocks, an nvidia-smi that fails. Stand-in tools on PATH, as in test_diagnose_local."""
 
 import os
-import shutil
 import time
 
+from tests.conftest import hang_script, still_running
 from tests.integration.test_diagnose_local import HEALTHY_SMI, _report, _run_live, _tool, live_host  # noqa: F401
 
-SLEEP = shutil.which("sleep")
 XID79 = ("Dec  2 07:09:51 node-live kernel: [40000.1] NVRM: Xid (PCI:0000:53:00): 79, pid=1, name=python, "
          "GPU has fallen off the bus.\n")
 
@@ -19,23 +18,12 @@ def _healthy_smi(h):
 
 def _hang(h, name):
     """A stand-in that never answers and starts a child; both pids are recorded."""
-    _tool(h["bin"], name, "%s 300 &\necho $! >> %s\necho $$ >> %s\nwait\n" % (SLEEP, h["pids"], h["pids"]))
-
-
-def _alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    _tool(h["bin"], name, hang_script(h["pids"]))
 
 
 def _left_running(h, within=3.0):
     pids = [int(x) for x in h["pids"].read_text().split()] if h["pids"].exists() else []
-    end = time.monotonic() + within
-    while [p for p in pids if _alive(p)] and time.monotonic() < end:
-        time.sleep(0.1)
-    return pids, [p for p in pids if _alive(p)]
+    return pids, still_running(pids, within)
 
 
 def _host(h, *extra):

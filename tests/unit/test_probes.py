@@ -13,7 +13,7 @@ from gpu_runbook import probes
 from gpu_runbook.analyze import analyze_host
 from gpu_runbook.capture import load_capture_dir
 from gpu_runbook.infiniband import parse_ib_sysfs
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, SLEEP, hang_script, process_alive, still_running
 
 
 def _sysfs(tmp_path, ports):
@@ -112,39 +112,19 @@ def test_load_capture_dir_names_aliases_gz_and_content(tmp_path):
 
 # ---- one deadline for the whole gather; nothing vanishes, nothing is left running
 
-SLEEP = shutil.which("sleep")  # absolute: the tests' PATH holds only the stand-ins
 XID79 = ("Dec  2 07:09:51 n1 kernel: [40000.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, "
          "GPU has fallen off the bus.\n")
 
 
 def _hang_tool(d, name, pids):
     """A stand-in that never answers and has a child: both must be killed at the deadline."""
-    _tool(d, name, "%s 300 &\necho $! >> %s\necho $$ >> %s\nwait\n" % (SLEEP, pids, pids))
-
-
-def _alive(pid):
-    """A process that still runs (a zombie waiting for its reaper does not)."""
-    try:
-        with open("/proc/%d/stat" % pid) as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
-def _still_running(pids, within=2.0):
-    """The pids still alive after ``within`` seconds (SIGKILL is delivered asynchronously)."""
-    end = time.monotonic() + within
-    while True:
-        alive = [p for p in pids if _alive(p)]
-        if not alive or time.monotonic() > end:
-            return alive
-        time.sleep(0.05)
+    _tool(d, name, hang_script(pids))
 
 
 def _processes_mentioning(marker):
     found = []
     for pid in os.listdir("/proc"):
-        if pid.isdigit() and _alive(int(pid)):
+        if pid.isdigit() and process_alive(int(pid)):
             try:
                 with open("/proc/%s/cmdline" % pid, "rb") as fh:
                     if marker.encode() in fh.read():
@@ -203,7 +183,7 @@ def test_hanging_dmesg_and_journalctl_still_read_the_kern_log_file_by_the_deadli
     # no stand-in (nor the child it started) outlives the gather
     started = [int(x) for x in pids.read_text().split()]
     assert len(started) == 4
-    assert not _still_running(started)
+    assert not still_running(started)
     assert not _processes_mentioning(str(bindir))
 
 
@@ -237,7 +217,7 @@ def test_everything_hanging_is_a_timeout_per_source_and_no_orphans(tmp_path, mon
     assert "dmesg" in sources["kern.log"]["cmd"] and "journalctl" in sources["kern.log"]["cmd"]
     started = [int(x) for x in pids.read_text().split()]
     assert len(started) == 10  # 5 stand-ins (nvidia-smi twice), each with one child
-    assert not _still_running(started)
+    assert not still_running(started)
     assert not _processes_mentioning(str(bindir))
     host = analyze_host(sources, host="n1")
     by_kind = {f["kind"]: f for f in host["findings"]}
@@ -254,7 +234,7 @@ def test_run_argv_kills_the_children_of_a_hung_tool(tmp_path):
     with pytest.raises(TimeoutError):
         probes.run_argv([str(tmp_path / "hang")], 1)
     started = [int(x) for x in pids.read_text().split()]
-    assert len(started) == 2 and not _still_running(started)
+    assert len(started) == 2 and not still_running(started)
 
 
 def test_a_tool_holding_its_output_open_past_exit_is_a_timeout(tmp_path):
@@ -265,7 +245,7 @@ def test_a_tool_holding_its_output_open_past_exit_is_a_timeout(tmp_path):
     with pytest.raises(TimeoutError):
         probes.run_argv([str(tmp_path / "leaky")], 1)
     assert time.monotonic() - t0 < 4
-    assert not _still_running([int(pids.read_text())])
+    assert not still_running([int(pids.read_text())])
 
 
 # ---- tool lookup
