@@ -51,13 +51,15 @@ def _parse_all(sources, opts, parsed):
         facts[key] = f
         findings.extend(fs)
         usable[name] = bool(f) and not any(x["kind"] in _UNUSABLE_KINDS for x in fs)
+        return fs
 
-    # GPU: the richest nvidia-smi form present wins; the others add nothing new.
+    # GPU: the richest nvidia-smi form present wins; the others add nothing new. It is usable
+    # evidence when it shows GPUs, or when it says what is wrong with them.
     name = next((n for n in NVSMI_SOURCES if _text(sources, n) is not None), None)
     if name:
-        run("gpu", name, nvsmi.parse_nvidia_smi, sources[name], source=name, expected_gpus=opts["expected_gpus"])
-        usable[name] = usable[name] and bool(facts["gpu"].get("gpus")) or any(
-            f["severity"] in ("warning", "critical") and f["kind"] not in _UNUSABLE_KINDS for f in findings)
+        fs = run("gpu", name, nvsmi.parse_nvidia_smi, sources[name], source=name, expected_gpus=opts["expected_gpus"])
+        usable[name] = (usable[name] and bool(facts["gpu"].get("gpus"))) or any(
+            f["severity"] in ("warning", "critical") and f["kind"] not in _UNUSABLE_KINDS for f in fs)
     if _text(sources, COMPUTE_APPS) is not None:
         apps, fs = never_raise(lambda t: (nvsmi.parse_compute_apps_csv(t, source=COMPUTE_APPS), []),
                                COMPUTE_APPS, sources[COMPUTE_APPS])

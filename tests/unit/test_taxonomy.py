@@ -150,3 +150,8 @@ def test_every_declared_kind_is_emitted_somewhere():
 def test_nobody_builds_findings_the_old_way():
     old = [rel for rel, text in _engine_sources() if re.search(r"\bmake_finding\(", text)]
     assert old == []
+
+
+def test_the_kinds_that_mark_unusable_evidence_exist():
+    from gpu_runbook.analyze import _UNUSABLE_KINDS
+    assert sorted(set(_UNUSABLE_KINDS) - set(T.KINDS)) == []
