@@ -1,0 +1,141 @@
+"""The remediation policy (with safe defaults), the incident id, and what a Slurm lookup
+says about a node: drained or not, and by whom."""
+
+import hashlib
+import json
+import re
+
+from ..taxonomy import RUNG_TABLE, RUNGS
+
+OUR_PREFIX = "gpu-runbook:"
+
+# name: (default, checker); every key is optional, an unknown key is an error (a typo such
+# as ``max_drains`` must not silently fall back to a default).
+DEFAULTS = {
+    "allowed_rungs": None,          # None: every rung except reboot
+    "allow_reboot": False,
+    "max_drain": 2,                 # nodes drained at once, counting those already drained
+    "max_drain_percent": 10,        # of the hosts in the analysis plus the already drained ones
+    "max_per_domain": 1,            # drained nodes per failure domain (rack / leaf switch)
+    "domains": None,                # {host: domain name}
+    "already_drained": None,        # [host] drained in the partition right now
+    "incident_id": None,            # default: derived from the analysis' generated time
+    "correlated_fraction": 0.5,     # share of a domain sick at once -> facility/network incident
+    "correlated_rail_hosts": 3,     # hosts with errors on one rail -> network incident
+    "ib_unit": "openibd",           # the IB stack's unit (MLNX/DOCA OFED)
+    "nccl_ib_timeout": 22,          # NCCL_IB_TIMEOUT for the timeout rung (4.096 us x 2^n)
+    "nccl_ib_retry_cnt": 7,         # NCCL_IB_RETRY_CNT (0-7)
+}
+_UNIT_RE = re.compile(r"^[A-Za-z0-9@_.:-]{1,64}$")
+_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+class PolicyError(ValueError):
+    pass
+
+
+def _int(name, value, low, high=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        raise PolicyError("policy %s must be an integer %s%s, not %r"
+                          % (name, ">= %d" % low, " and <= %d" % high if high is not None else "", value))
+    return value
+
+
+def _number(name, value, low, high, low_open=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value > high or value < low \
+            or (low_open and value == low):
+        raise PolicyError("policy %s must be a number in %s%s, %s], not %r"
+                          % (name, "(" if low_open else "[", low, high, value))
+    return value
+
+
+def _names(name, value):
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise PolicyError("policy %s must be a list of names, not %r" % (name, value))
+    return sorted(set(value))
+
+
+def _check_rungs(value):
+    rungs = _names("allowed_rungs", value)
+    unknown = [r for r in rungs if r not in RUNG_TABLE]
+    if unknown:
+        raise PolicyError("policy allowed_rungs: unknown rung(s) %s (known: %s)" % (", ".join(unknown), ", ".join(RUNGS)))
+    return rungs
+
+
+def _check_domains(value):
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
+                                              for k, v in value.items()):
+        raise PolicyError("policy domains must map host names to domain names, not %r" % (value,))
+    return dict(sorted(value.items()))
+
+
+def normalize_policy(policy):
+    """policy dict (or None) -> the effective policy, every key set; PolicyError on bad input."""
+    if policy is None:
+        policy = {}
+    if not isinstance(policy, dict):
+        raise PolicyError("policy must be a mapping, not %s" % type(policy).__name__)
+    unknown = sorted(str(k) for k in policy if k not in DEFAULTS)
+    if unknown:
+        raise PolicyError("unknown policy key(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+    p = dict(DEFAULTS)
+    p.update({k: v for k, v in policy.items() if v is not None})
+    if not isinstance(p["allow_reboot"], bool):
+        raise PolicyError("policy allow_reboot must be true or false, not %r" % (p["allow_reboot"],))
+    allowed = set(_check_rungs(p["allowed_rungs"]) if p["allowed_rungs"] is not None else RUNGS)
+    allowed.discard("reboot")
+    if p["allow_reboot"] and (p["allowed_rungs"] is None or "reboot" in p["allowed_rungs"]):
+        allowed.add("reboot")
+    p["allowed_rungs"] = [r for r in RUNGS if r in allowed]
+    _int("max_drain", p["max_drain"], 0)
+    _number("max_drain_percent", p["max_drain_percent"], 0, 100)
+    _int("max_per_domain", p["max_per_domain"], 0)
+    _number("correlated_fraction", p["correlated_fraction"], 0, 1, low_open=True)
+    _int("correlated_rail_hosts", p["correlated_rail_hosts"], 2)
+    _int("nccl_ib_timeout", p["nccl_ib_timeout"], 1, 31)
+    _int("nccl_ib_retry_cnt", p["nccl_ib_retry_cnt"], 0, 7)
+    p["domains"] = _check_domains(p["domains"] or {})
+    p["already_drained"] = _names("already_drained", p["already_drained"] or [])
+    if not isinstance(p["ib_unit"], str) or not _UNIT_RE.match(p["ib_unit"]):
+        raise PolicyError("policy ib_unit must be a systemd unit name, not %r" % (p["ib_unit"],))
+    if p["incident_id"] is not None and (not isinstance(p["incident_id"], str) or not _ID_RE.match(p["incident_id"])):
+        raise PolicyError("policy incident_id must be 1-64 letters, digits or _.:- (it goes into the Slurm "
+                          "reason), not %r" % (p["incident_id"],))
+    return p
+
+
+def incident_id(analysis, policy):
+    """The policy's id, else one derived from the analysis' generated time, else from its
+    content: the same analysis always gives the same id."""
+    if policy.get("incident_id"):
+        return policy["incident_id"]
+    digits = re.sub(r"\D", "", str(analysis.get("generated") or ""))[:14]
+    if len(digits) >= 8:
+        return "gr-" + digits
+    basis = [(h.get("host"), h.get("rung"), h.get("verdict")) for h in analysis.get("hosts") or []
+             if isinstance(h, dict)]
+    return "gr-" + hashlib.sha1(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def node_state(slurm):
+    """A Slurm lookup ({"state", "reason", "reason_user"}) -> (unavailable: bool, ours: bool,
+    words). unavailable: drained, draining or down; ours: its reason carries our prefix."""
+    if not isinstance(slurm, dict):
+        return False, False, ""
+    state = slurm.get("state")
+    parts = state if isinstance(state, (list, tuple)) else re.split(r"[+ ,]", str(state or ""))
+    parts = {str(s).strip().upper().rstrip("*~#!%$@^-") for s in parts if str(s).strip()}
+    unavailable = any(s.startswith("DRAIN") or s in ("DOWN", "FAIL", "FAILING") for s in parts)
+    reason = one_line(slurm.get("reason") or "", 200)
+    ours = unavailable and reason.startswith(OUR_PREFIX)
+    who = slurm.get("reason_user")
+    words = "%s (%s%s)" % (reason or "no reason given", "+".join(sorted(parts)) or "?",
+                           ", by %s" % who if who else "")
+    return unavailable, ours, words
+
+
+def one_line(text, limit=160):
+    """Whitespace and control characters collapsed, at most ``limit`` characters."""
+    s = re.sub(r"[\x00-\x1f\x7f\s]+", " ", str(text)).strip()
+    return s if len(s) <= limit else s[:limit - 3].rstrip() + "..."

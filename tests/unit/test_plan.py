@@ -1,0 +1,369 @@
+"""The remediation plan (gpu_runbook.plan.make_plan): pure, deterministic, every rule on
+real analyses -- the demo rack's captures (Xid 79 on n03, a flapping port on n05, Xid 48
+with a pending row remap on n06) and clusters built from real findings."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from gpu_runbook.analyze import analyze_host
+from gpu_runbook.capture import load_capture_dir, stream_large_sources
+from gpu_runbook.cli import analyze_paths
+from gpu_runbook.cluster import build_cluster
+from gpu_runbook.findings import finding, gpu_ref, ib_ref
+from gpu_runbook.plan import SCHEMA, make_plan
+
+DEMO = os.path.join(os.path.dirname(__file__), "..", "..", "inventory-examples", "demo", "captures")
+GENERATED = "2026-12-02T07:30:00+00:00"
+N03, N05, N06 = "gpu-r3-n03", "gpu-r3-n05", "gpu-r3-n06"
+WIDE = {"max_drain": 8, "max_drain_percent": 100}  # caps out of the way
+
+
+def demo():
+    """The demo rack through the real engine: captures -> analyze_host -> build_cluster."""
+    results = {}
+    for name in sorted(os.listdir(DEMO)):
+        sources, _jobs, _ignored = load_capture_dir(os.path.join(DEMO, name))
+        sources, parsed = stream_large_sources(sources)
+        results[name] = {"ansible_facts": {"gpu_health": analyze_host(sources, parsed=parsed)}}
+    return build_cluster(results, generated=GENERATED)
+
+
+def cluster(hosts, job=None):
+    """{host: [findings]} -> analysis, through build_cluster's real cross-host rules."""
+    results = {h: {"ansible_facts": {"gpu_health": {"findings": list(fs), "facts": {}, "probes": {}}}}
+               for h, fs in hosts.items()}
+    return build_cluster(results, job=job, generated=GENERATED)
+
+
+def rail_errors(dev="mlx5_1", severity="critical"):
+    return finding("ib_symbol_errors", "%s/1: 4321 symbol errors on the link" % dev, ib=ib_ref(dev, 1),
+                   severity=severity, source="ib-sysfs.txt:1", evidence="symbol_error: 4321")
+
+
+def xid48(pci="0000:3b:00.0"):
+    return finding("xid", "Xid 48 (Double Bit ECC Error) on GPU %s" % pci, xid=48, rung="gpu_reset",
+                   gpu=gpu_ref(pci), source="kern.log:1", evidence="NVRM: Xid (PCI:%s): 48" % pci)
+
+
+def host(plan, name):
+    return next(h for h in plan["hosts"] if h["host"] == name)
+
+
+def rung(plan, name, which):
+    return next(r for r in host(plan, name)["rungs"] if r["rung"] == which)
+
+
+def argvs(plan, name=None):
+    return [c["argv"] for c in plan["commands"] if name is None or c["host"] == name]
+
+
+@pytest.fixture(scope="module")
+def rack():
+    return demo()
+
+
+# ---------------------------------------------------------------- the ladder per host
+def test_demo_rack_default_policy(rack):
+    plan = make_plan(rack)
+    assert plan["schema"] == SCHEMA and plan["errors"] == []
+    assert plan["incident_id"] == "gr-20261202073000"
+    n03 = host(plan, N03)
+    assert n03["decision"] == "act"
+    assert [r["rung"] for r in n03["rungs"]] == ["drain", "gpu_reset", "reboot", "rma"]
+    assert rung(plan, N03, "drain")["commands"] == [[
+        "scontrol", "update", "NodeName=gpu-r3-n03", "State=DRAIN",
+        "Reason=gpu-runbook: gr-20261202073000: " + n03["evidence"]]]
+    assert n03["evidence"].startswith("Xid 79 (GPU has fallen off the bus) on GPU 0000:75:00.0")
+    # default caps: 10% of 8 hosts -> one node; the most severe, costliest rung first (n03)
+    assert plan["summary"]["drains"] == 1
+    for other in (N05, N06):
+        assert host(plan, other)["decision"] == "blocked"
+        assert host(plan, other)["blockers"][0] == \
+            "cap: 1 of max 1 nodes already drained (max_drain_percent 10% of 8 hosts)"
+        assert argvs(plan, other) == []
+
+
+def test_xid79_reset_skipped_reboot_not_allowed_leaves_drained_for_rma(rack):
+    plan = make_plan(rack)
+    reset = rung(plan, N03, "gpu_reset")
+    assert reset["status"] == "skipped" and reset["commands"] == []
+    assert reset["blockers"] == ["GPU 0000:75:00.0: a reset cannot fix a GPU that fell off the bus (Xid 79): "
+                                 "escalate to reboot/RMA"]
+    reboot = rung(plan, N03, "reboot")
+    assert reboot["status"] == "blocked" and reboot["blockers"] == ["reboot not allowed (allow_reboot=false)"]
+    assert rung(plan, N03, "rma")["status"] == "planned"
+    assert host(plan, N03)["final"] == "stay drained for RMA"
+    assert not any(a[0] == "nvidia-smi" or a[1] == "reboot" for a in argvs(plan))
+
+
+def test_reboot_only_when_allowed(rack):
+    plan = make_plan(rack, {"allow_reboot": True})
+    reboot = rung(plan, N03, "reboot")
+    assert reboot["status"] == "planned" and reboot["disruptive"] is True
+    assert argvs(plan, N03)[1][:4] == ["scontrol", "reboot", "ASAP", "nextstate=RESUME"]
+    assert argvs(plan, N03)[1][-1] == N03
+    assert rung(plan, N03, "gpu_reset")["status"] == "skipped"  # still no reset for Xid 79
+    assert "rma" not in [r["rung"] for r in host(plan, N03)["rungs"]]
+    # allow_reboot alone does not beat an allow-list that leaves reboot out
+    plan = make_plan(rack, {"allow_reboot": True, "allowed_rungs": ["drain", "gpu_reset"]})
+    assert rung(plan, N03, "reboot")["status"] == "blocked"
+
+
+def test_xid48_pending_remap_drain_then_reset(rack):
+    plan = make_plan(rack, WIDE)
+    n06 = host(plan, N06)
+    assert n06["decision"] == "act" and [r["rung"] for r in n06["rungs"]] == ["drain", "gpu_reset"]
+    reset = rung(plan, N06, "gpu_reset")
+    assert reset["scope"] == "gpu" and reset["disruptive"] is True and reset["status"] == "planned"
+    assert reset["target"]["gpus"] == [{"pci": "0000:97:00.0", "index": 4,
+                                        "uuid": "GPU-e06562a9-f548-bbfd-c81e-b9c68f2f1587"}]
+    assert argvs(plan, N06) == [rung(plan, N06, "drain")["commands"][0], ["nvidia-smi", "-r", "-i", "0000:97:00.0"]]
+    assert n06["after"]["on_healthy"] == ["scontrol", "update", "NodeName=gpu-r3-n06", "State=RESUME"]
+
+
+def test_flapping_port_is_drained_up_to_its_rung_only(rack):
+    plan = make_plan(rack, WIDE)
+    n05 = host(plan, N05)
+    assert [r["rung"] for r in n05["rungs"]] == ["drain"]  # the taxonomy's rung for link errors is drain
+    assert rung(plan, N05, "drain")["scope"] == "host" and rung(plan, N05, "drain")["disruptive"] is False
+    assert n05["evidence"] == "mlx5_4/1: port flapping: the link went down 37 times since the counters were " \
+                              "last cleared"
+
+
+def test_healthy_hosts_and_hosts_outside_remediate_get_nothing(rack):
+    plan = make_plan(rack, WIDE)
+    acted = {h["host"] for h in plan["hosts"] if h["rungs"]}
+    assert acted == set(rack["cluster"]["remediate"]) == {N03, N05, N06}
+    for h in plan["hosts"]:
+        if h["host"] in rack["cluster"]["healthy"]:
+            assert h["decision"] == "skip" and h["reason"] == "healthy: nothing to do"
+    assert {c["host"] for c in plan["commands"]} == {N03, N05, N06}
+    # a warning host with a node rung is reported, never acted on
+    a = cluster({"a": [finding("hw_slowdown", "GPU 0 clocks slowed down", gpu=gpu_ref("0000:3b:00.0"))]})
+    p = make_plan(a)
+    assert host(p, "a")["decision"] == "report_only" and host(p, "a")["rungs"] == [] and p["commands"] == []
+
+
+def test_commands_follow_the_cheapest_first_order(rack):
+    plan = make_plan(rack, dict(WIDE, allow_reboot=True))
+    order = [(c["host"], c["rung"]) for c in plan["commands"]]
+    assert order == [(N03, "drain"), (N03, "reboot"), (N06, "drain"), (N06, "gpu_reset"), (N05, "drain")]
+
+
+def test_cli_analysis_without_a_cluster_section_plans_the_same_hosts():
+    a = analyze_paths([DEMO])
+    assert "cluster" not in a
+    plan = make_plan(a, WIDE)
+    assert {h["host"] for h in plan["hosts"] if h["rungs"]} == {N03, N05, N06}
+    assert plan["incident_id"].startswith("gr-") and plan["incident_id"] == make_plan(a, WIDE)["incident_id"]
+
+
+def test_row_remap_failure_skips_the_reset_and_goes_to_rma():
+    remap_fail = finding("row_remap_failure", "GPU 0 0000:3b:00.0: row remapping failed",
+                         gpu=gpu_ref("0000:3b:00.0", 0, "GPU-abc"))
+    plan = make_plan(cluster({"a": [xid48(), remap_fail]}))
+    assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["drain", "gpu_reset", "rma"]
+    reset = rung(plan, "a", "gpu_reset")
+    assert reset["status"] == "skipped" and reset["commands"] == []
+    assert "a reset cannot fix a row-remap failure" in reset["blockers"][0]
+    assert host(plan, "a")["final"] == "stay drained for RMA"
+
+
+def test_rung_outside_allowed_rungs_is_blocked(rack):
+    plan = make_plan(rack, dict(WIDE, allowed_rungs=["drain", "rma"]))
+    assert rung(plan, N06, "gpu_reset")["blockers"] == ["rung gpu_reset not allowed by the policy (allowed_rungs)"]
+    assert rung(plan, N06, "drain")["status"] == "planned"
+
+
+# ---------------------------------------------------------------- pre-checks from facts
+def test_busy_gpu_blocks_the_reset_and_names_the_processes(rack):
+    apps = [{"pid": 4712, "process": "python", "pci": "00000000:97:00.0"},
+            {"pid": 4711, "process": "python", "pci": "0000:97:00.0"},
+            {"pid": 9, "process": "other", "pci": "0000:3b:00.0"}]
+    plan = make_plan(rack, WIDE, {N06: {"compute_apps": apps}})
+    reset = rung(plan, N06, "gpu_reset")
+    assert reset["status"] == "blocked"
+    assert reset["blockers"] == ["GPU 0000:97:00.0 has 2 compute processes: python (pid 4711), python (pid 4712)"]
+    assert host(plan, N06)["decision"] == "act"  # the drain still goes ahead
+    assert ["nvidia-smi", "-r", "-i", "0000:97:00.0"] not in argvs(plan)
+    unreadable = make_plan(rack, WIDE, {N06: {"compute_apps": "nvidia-smi failed"}})
+    assert rung(unreadable, N06, "gpu_reset")["status"] == "blocked"
+    assert "unreadable" in rung(unreadable, N06, "gpu_reset")["blockers"][0]
+
+
+def test_admin_drained_host_is_untouched_and_counts_toward_the_cap(rack):
+    admin = {"slurm": {"state": "IDLE+DRAIN", "reason": "bad fan, ticket 123", "reason_user": "admin"}}
+    plan = make_plan(rack, {"max_drain": 2, "max_drain_percent": 100}, {N03: admin})
+    n03 = host(plan, N03)
+    assert n03["decision"] == "blocked" and argvs(plan, N03) == []
+    assert n03["reason"] == "node already drained by someone else: bad fan, ticket 123 (DRAIN+IDLE, by admin)"
+    assert all(r["status"] == "blocked" for r in n03["rungs"])
+    assert host(plan, N06)["decision"] == "act"
+    assert host(plan, N05)["blockers"][0] == "cap: 2 of max 2 nodes already drained (max_drain)"
+    # a healthy admin-drained host: nothing planned, said so
+    plan = make_plan(rack, WIDE, {"gpu-r3-n01": admin})
+    n01 = host(plan, "gpu-r3-n01")
+    assert n01["decision"] == "skip" and n01["rungs"] == [] and "untouched" in n01["reason"]
+    assert argvs(plan, "gpu-r3-n01") == []
+
+
+def test_our_own_drain_is_not_redone(rack):
+    ours = {"slurm": {"state": "DRAINED", "reason": "gpu-runbook: gr-1: Xid 48", "reason_user": "root"}}
+    plan = make_plan(rack, {"max_drain": 1, "max_drain_percent": 100}, {N06: ours})
+    drain = rung(plan, N06, "drain")
+    assert drain["status"] == "done" and drain["commands"] == []
+    assert argvs(plan, N06) == [["nvidia-smi", "-r", "-i", "0000:97:00.0"]]
+    # it holds the one slot: nobody else is drained
+    assert host(plan, N03)["decision"] == "blocked" and plan["summary"]["drains"] == 0
+
+
+def test_drained_without_a_known_reason_is_doubt(rack):
+    plan = make_plan(rack, dict(WIDE, already_drained=[N06]))
+    assert host(plan, N06)["decision"] == "blocked"
+    assert "reason unknown" in host(plan, N06)["reason"]
+
+
+# ---------------------------------------------------------------- caps and correlated failures
+def test_already_drained_nodes_elsewhere_count_toward_the_cap(rack):
+    plan = make_plan(rack, {"max_drain": 2, "max_drain_percent": 100, "already_drained": ["gpu-r9-n01"]})
+    assert plan["summary"]["drains"] == 1 and plan["summary"]["already_drained"] == 1
+    assert host(plan, N06)["blockers"][0] == "cap: 2 of max 2 nodes already drained (max_drain)"
+
+
+def test_per_domain_cap(rack):
+    domains = {h["host"]: "rack3" for h in rack["hosts"]}
+    plan = make_plan(rack, dict(WIDE, domains=domains))
+    assert plan["summary"]["drains"] == 1 and plan["incidents"] == []
+    assert host(plan, N06)["blockers"][0] == \
+        "cap: 1 of max 1 nodes already drained in failure domain rack3 (max_per_domain)"
+    split = dict(domains, **{N06: "rack4"})
+    assert make_plan(rack, dict(WIDE, domains=split))["summary"]["drains"] == 2
+
+
+def test_correlated_failure_in_a_domain_stops_its_drains(rack):
+    domains = {N03: "rackA", N05: "rackA", N06: "rackA", "gpu-r3-n07": "rackA"}
+    plan = make_plan(rack, dict(WIDE, domains=domains, max_per_domain=4))
+    assert [(i["kind"], i["name"], i["hosts"]) for i in plan["incidents"]] == [
+        ("failure_domain", "rackA", [N03, N05, N06])]
+    assert "3 of 4 hosts in rackA are sick at once" in plan["incidents"][0]["why"]
+    assert plan["commands"] == []
+    for name in (N03, N05, N06):
+        assert host(plan, name)["decision"] == "blocked"
+        assert host(plan, name)["reason"].startswith("correlated failure (failure domain rackA)")
+    relaxed = make_plan(rack, dict(WIDE, domains=domains, max_per_domain=4, correlated_fraction=0.9))
+    assert relaxed["incidents"] == [] and relaxed["summary"]["drains"] == 3
+
+
+def test_one_rail_sick_on_many_hosts_is_a_network_incident():
+    hosts = {"n%d" % i: [rail_errors("mlx5_1")] for i in range(1, 4)}
+    hosts["n4"] = [rail_errors("mlx5_1"), finding(
+        "xid", "Xid 79 on GPU 0000:3b:00.0", xid=79, rung="reboot", gpu=gpu_ref("0000:3b:00.0"))]
+    hosts["n5"] = []
+    plan = make_plan(cluster(hosts), WIDE)
+    assert [(i["kind"], i["name"], i["hosts"]) for i in plan["incidents"]] == [
+        ("rail", "mlx5_1", ["n1", "n2", "n3", "n4"])]
+    for name in ("n1", "n2", "n3"):
+        assert host(plan, name)["decision"] == "blocked"
+        assert "correlated failure (rail mlx5_1)" in host(plan, name)["reason"]
+    assert host(plan, "n4")["decision"] == "act"  # its GPU fault still needs the drain
+    assert rung(plan, "n4", "gpu_reset")["status"] == "skipped"  # Xid 79 alone: no reset either
+    assert "Xid 79" in rung(plan, "n4", "gpu_reset")["blockers"][0]
+    assert plan["job"]["env"][0] == "NCCL_IB_HCA=^=mlx5_1"
+    # two hosts on one rail are below the threshold: drained as usual
+    two = make_plan(cluster({"n1": [rail_errors()], "n2": [rail_errors()], "n3": []}), WIDE)
+    assert two["incidents"] == [] and two["summary"]["drains"] == 2
+
+
+# ---------------------------------------------------------------- job-scoped rungs
+def test_one_bad_rail_on_a_healthy_node_is_excluded_for_the_job_without_a_drain():
+    plan = make_plan(cluster({"a": [rail_errors("mlx5_1", "warning")], "b": []}))
+    a = host(plan, "a")
+    assert a["decision"] == "act" and [r["rung"] for r in a["rungs"]] == ["nccl_env"]
+    env = rung(plan, "a", "nccl_env")
+    assert env["scope"] == "job" and env["env"] == ["NCCL_IB_HCA=^=mlx5_1"] and env["commands"] == []
+    assert plan["commands"] == [] and plan["summary"]["drains"] == 0
+    assert plan["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_1"]
+    # two bad rails are not "one bad rail": reported only
+    two = make_plan(cluster({"a": [rail_errors("mlx5_1", "warning"), rail_errors("mlx5_2", "warning")]}))
+    assert host(two, "a")["decision"] == "report_only" and two["job"]["env"] == []
+
+
+def test_retry_exceeded_raises_the_ib_timeout_and_says_where_the_collective_timeout_is():
+    f = finding("ib_transport_retries_exceeded", "RDMA requests exhausted their transport retries",
+                source="job.log:3", evidence="NET/IB : Got completion ... retry counter exceeded")
+    plan = make_plan(cluster({"a": [f]}))
+    t = rung(plan, "a", "timeout")
+    assert t["scope"] == "job" and t["disruptive"] is False and t["commands"] == []
+    assert "NCCL_IB_TIMEOUT=22" in t["env"] and "NCCL_IB_RETRY_CNT=7" in t["env"]
+    assert any("4.096 us x 2^22 = 17.2 s" in n for n in t["notes"])
+    assert any("init_process_group(timeout=)" in n and "no NCCL_TIMEOUT" in n for n in t["notes"])
+    assert not any(v.startswith("NCCL_TIMEOUT") for v in plan["job"]["env"])
+    assert host(plan, "a")["decision"] == "act" and plan["commands"] == []
+
+
+def test_job_findings_give_the_job_its_environment():
+    job = {"findings": [finding("nccl_socket_fallback", "NCCL fell back to sockets", source="job.log:1")]}
+    plan = make_plan(cluster({"a": [], "b": []}, job=job))
+    assert plan["job"]["env"] == ["NCCL_IB_DISABLE=0"]
+    assert plan["commands"] == [] and all(h["decision"] == "skip" for h in plan["hosts"])
+
+
+def test_application_fault_is_reported_nothing_done():
+    oom = finding("cuda_oom", "CUDA out of memory on rank 3", source="job.log:9")
+    plan = make_plan(cluster({"a": [oom]}))
+    assert host(plan, "a")["decision"] == "report_only" and host(plan, "a")["rungs"] == []
+    assert plan["commands"] == []
+
+
+# ---------------------------------------------------------------- determinism, JSON, bad input
+def test_same_input_same_plan_and_json_ready(rack):
+    facts = {N06: {"compute_apps": [{"pid": 1, "process": "python", "pci": "0000:97:00.0"}]}}
+    policy = dict(WIDE, domains={N03: "r1", N05: "r2", N06: "r3"})
+    plan = make_plan(rack, policy, facts)
+    shuffled = copy.deepcopy(rack)
+    shuffled["hosts"].reverse()
+    shuffled["cluster"]["remediate"].reverse()
+    assert make_plan(shuffled, policy, facts) == plan == make_plan(copy.deepcopy(rack), policy, facts)
+    assert json.loads(json.dumps(plan)) == plan
+    assert rack == demo()  # the plan never edits its input
+
+
+@pytest.mark.parametrize("analysis", [None, "x", 42, [], {}, {"hosts": "no"}, {"hosts": [None, 5, {"host": 3}]},
+                                      {"hosts": [{"host": "a", "findings": "garbage", "rung": "zz"}]},
+                                      {"hosts": [{"host": "a", "findings": [None, {"severity": "critical"}],
+                                                  "severity": "critical", "rung": "gpu_reset"}],
+                                       "cluster": {"remediate": ["a"]}}])
+def test_garbage_analysis_never_raises(analysis):
+    plan = make_plan(analysis)
+    assert plan["schema"] == SCHEMA and plan["commands"] == []
+    json.dumps(plan)
+    if not (isinstance(analysis, dict) and isinstance(analysis.get("hosts"), list)):
+        assert plan["errors"] and "not a diagnosis" in plan["errors"][0]
+
+
+@pytest.mark.parametrize("policy,words", [
+    ("yes", "policy must be a mapping"), ({"max_drains": 3}, "unknown policy key(s): max_drains"),
+    ({"max_drain": -1}, "max_drain must be an integer"), ({"max_drain": True}, "max_drain"),
+    ({"allowed_rungs": ["drain", "bogus"]}, "unknown rung(s) bogus"),
+    ({"correlated_fraction": 0}, "correlated_fraction"), ({"domains": ["r1"]}, "domains"),
+    ({"allow_reboot": "yes"}, "allow_reboot"), ({"incident_id": "a b; rm"}, "incident_id"),
+    ({"ib_unit": "openibd; reboot"}, "ib_unit")])
+def test_bad_policy_gives_a_plan_that_does_nothing(rack, policy, words):
+    plan = make_plan(rack, policy)
+    assert plan["commands"] == [] and plan["hosts"] == []
+    assert len(plan["errors"]) == 1 and words in plan["errors"][0]
+
+
+def test_bad_facts_never_raise_and_never_enable_a_step(rack):
+    assert "facts must map" in make_plan(rack, WIDE, "x")["errors"][0]
+    plan = make_plan(rack, WIDE, {N06: {"slurm": "garbage", "compute_apps": [None]}, N03: 7})
+    assert plan["errors"] == []
+    assert rung(plan, N06, "gpu_reset")["status"] == "blocked"
+
+
+def test_incident_id_from_policy_goes_into_the_reason(rack):
+    plan = make_plan(rack, {"incident_id": "INC-42"})
+    assert rung(plan, N03, "drain")["commands"][0][-1].startswith("Reason=gpu-runbook: INC-42: Xid 79")
