@@ -10,6 +10,12 @@ State: ``<root>/state.json`` (written by the scenario loader, mutated by the fak
 Every invocation is appended to ``<root>/commands.log`` as one JSON line.
 ``<root>/sys`` is the host's ``sysfs_root`` (``class/infiniband/...``), rewritten from
 the state on every invocation (IB counters are ``base + rate * seconds since fault``).
+
+GPU reset knobs in the state: ``gpus[i]["persistence"]`` (default True = Enabled; ``nvidia-smi
+-pm 0|1 [-i id]`` sets it), top-level ``"reset_refuses_on_persistence": true`` (``-r`` is then
+refused, exit 255 "In use by another client", while persistence is Enabled, as the real tool
+does), and ``gpus[i]["reset_outcome"]``: ``"lost"`` (exit 15, the GPU falls off the bus),
+``"no_permission"`` (exit 4) or ``"no_effect"`` (exit 0, nothing cleared).
 """
 import fcntl
 import json
@@ -242,6 +248,15 @@ def lost_msg(g):
     return "Unable to determine the device handle for GPU %s: Unknown Error" % bus_short(g)
 
 
+def persistence_on(g):
+    """Persistence mode of one GPU (``g["persistence"]``; the fakes boot with it Enabled)."""
+    return bool(g.get("persistence", True))
+
+
+def _pm_word(g):
+    return "Enabled" if persistence_on(g) else "Disabled"
+
+
 # --------------------------------------------------------------------------- nvidia-smi
 
 THROTTLE_KEYS = [  # (xml suffix, text label, indent-level)
@@ -270,7 +285,8 @@ def smi_table(st, gpus):
     out.append("|=========================================+========================+======================|")
     for g in gpus:
         unc = g["ecc"]["volatile"]["dram_unc"] + g["ecc"]["volatile"]["sram_unc"]
-        out.append("| %3d  %-31sOn  |   %s Off | %20s |" % (g["index"], g["name"][:31], bus_long(g), unc))
+        out.append("| %3d  %-31s%-3s |   %s Off | %20s |" % (g["index"], g["name"][:31],
+                                                            "On" if persistence_on(g) else "Off", bus_long(g), unc))
         out.append("| N/A   %2dC    P0            %3dW /  700W |  %6dMiB /  81559MiB |    %3d%%      Default |"
                    % (g["temp"], int(g["power"]), g["mem_used"], g["util"]))
         out.append("|                                         |                        |             Disabled |")
@@ -304,7 +320,7 @@ def _q_sections(g, sections):
         kv(4, "Product Name", g["name"])
         kv(4, "Product Brand", "NVIDIA")
         kv(4, "Product Architecture", _arch(g))
-        kv(4, "Persistence Mode", "Enabled")
+        kv(4, "Persistence Mode", _pm_word(g))
         kv(4, "Addressing Mode", "None")
         hdr(4, "MIG Mode")
         kv(8, "Current", "Disabled")
@@ -436,7 +452,7 @@ def smi_q_xml(st, gpus, sections):
     for g in gpus:
         o.append('    <gpu id="%s">' % bus_long(g))
         o += [_x("product_name", g["name"], 8), _x("product_brand", "NVIDIA", 8),
-              _x("product_architecture", _arch(g), 8), _x("persistence_mode", "Enabled", 8),
+              _x("product_architecture", _arch(g), 8), _x("persistence_mode", _pm_word(g), 8),
               _x("addressing_mode", "None", 8),
               "        <mig_mode>", _x("current_mig", "Disabled", 12), _x("pending_mig", "Disabled", 12),
               "        </mig_mode>",
@@ -546,7 +562,7 @@ def _gpu_field(st, g, f, nounits):
         "index": g["index"], "name": g["name"], "gpu_name": g["name"], "uuid": g["uuid"],
         "gpu_uuid": g["uuid"], "serial": g["serial"], "gpu_serial": g["serial"],
         "pci.bus_id": bus_long(g), "gpu_bus_id": bus_long(g), "pci.bus": "0x" + g["bus"].upper(),
-        "driver_version": st["driver_version"], "pstate": "P0", "persistence_mode": "Enabled",
+        "driver_version": st["driver_version"], "pstate": "P0", "persistence_mode": _pm_word(g),
         "temperature.gpu": g["temp"], "temperature.memory": g["temp"] + 8,
         "power.draw": u("%.2f" % g["power"], "W"), "power.limit": u("700.00", "W"),
         "utilization.gpu": u(g["util"], "%"), "utilization.memory": u(0, "%"),
@@ -602,7 +618,7 @@ def nvidia_smi(argv, root=None):
             time.sleep(3600)
     args = list(argv)
     opt = {"q": False, "x": False, "d": None, "i": None, "query_gpu": None, "query_apps": None,
-           "format": None, "reset": False, "L": False, "filename": None}
+           "format": None, "reset": False, "L": False, "filename": None, "pm": None}
     i = 0
     while i < len(args):
         a = args[i]
@@ -625,6 +641,8 @@ def nvidia_smi(argv, root=None):
             opt["L"] = True
         elif a in ("-r", "--gpu-reset"):
             opt["reset"] = True
+        elif a == "-pm" or a.startswith("--persistence-mode"):
+            opt["pm"] = val()
         elif a == "-d" or a.startswith("--display"):
             opt["d"] = val()
         elif a == "-i" or a.startswith("--id"):
@@ -656,6 +674,8 @@ def nvidia_smi(argv, root=None):
 
     if opt["reset"]:
         return gpu_reset(st, root, opt["i"], sel)
+    if opt["pm"] is not None:
+        return set_persistence(root, opt["i"], opt["pm"])
 
     out = sys.stdout
     if opt["filename"]:
@@ -739,7 +759,13 @@ def gpu_reset(st, root, sel_arg, sel):
             for g in lost:
                 print(lost_msg(g))
             return 15
-        busy = [g for g in gpus if g.get("processes")]
+        # Persistence mode is a client of the device: with it Enabled the real tool refuses the
+        # reset with the same "In use by another client" text and exit 255, and `nvidia-smi -pm 0`
+        # first makes the same reset succeed (NVIDIA/NVSentinel #1690 and PR #1692;
+        # NVIDIA/gpu-operator #118 for nvidia-persistenced). Gated by the state flag
+        # "reset_refuses_on_persistence" so scenarios that reset with persistence on keep working.
+        held_by_pm = st.get("reset_refuses_on_persistence", False)
+        busy = [g for g in gpus if g.get("processes") or (held_by_pm and persistence_on(g))]
         if busy:
             print("The following GPUs could not be reset:")
             for g in busy:
@@ -752,8 +778,14 @@ def gpu_reset(st, root, sel_arg, sel):
                   % (len(busy), " is" if len(busy) == 1 else "s are", "this" if len(busy) == 1 else "these",
                      "" if len(busy) == 1 else "s"))
             return 255
+        outcome = _reset_outcome(st, root, gpus)
+        if outcome is not None:
+            return outcome
         now = time.time()
         for g in gpus:
+            if g.get("reset_outcome") == "no_effect":      # rc 0, but the fault is still there
+                g["resets"] = g.get("resets", 0) + 1
+                continue
             rp = g.get("retired") or {}
             if rp.get("pending"):
                 rp["pending"] = False
@@ -773,6 +805,53 @@ def gpu_reset(st, root, sel_arg, sel):
         save(st, root)
     for g in gpus:
         print("GPU %s was successfully reset." % bus_long(g))
+    print("All done.")
+    return 0
+
+
+def _reset_outcome(st, root, gpus):
+    """Per-GPU injected reset failures (state ``gpus[i]["reset_outcome"]``), or None:
+    ``"lost"``: the GPU falls off the bus during the reset (exit 15, GPU gone afterwards);
+    ``"no_permission"``: exit 4 (not root / blocked); ``"no_effect"`` is handled by the caller."""
+    for g in gpus:
+        how = g.get("reset_outcome")
+        if how == "lost":
+            g["present"] = False
+            add_kernel(st, "NVRM: Xid (PCI:0000:%s:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
+                       "the bus." % g["bus"].lower(), "warn")
+            save(st, root)
+            print(lost_msg(g))
+            return 15
+        if how == "no_permission":
+            print("Unable to reset GPU %s: Insufficient Permissions" % bus_long(g))
+            return 4
+    return None
+
+
+def set_persistence(root, sel_arg, value):
+    """``nvidia-smi -pm 0|1 [-i ids]``: persistence mode per GPU, in the state."""
+    if value not in ("0", "1", "ENABLED", "DISABLED", "enabled", "disabled"):
+        sys.stderr.write("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n")
+        return 2
+    on = value in ("1", "ENABLED", "enabled")
+    with locked(root):
+        st = load(root)
+        gpus = select_gpus(st, sel_arg) if sel_arg is not None else st["gpus"]
+        lost = [g for g in gpus if not g.get("present", True)]
+        if lost:
+            for g in lost:
+                print(lost_msg(g))
+            return 15
+        lines = []
+        for g in gpus:
+            if persistence_on(g) == on:
+                lines.append("Persistence mode is already %s for GPU %s." % (_pm_word(g), bus_long(g)))
+                continue
+            g["persistence"] = on
+            lines.append("%s persistence mode for GPU %s." % (_pm_word(g), bus_long(g)))
+        save(st, root)
+    for line in lines:
+        print(line)
     print("All done.")
     return 0
 

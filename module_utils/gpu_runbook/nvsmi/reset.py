@@ -1,0 +1,229 @@
+"""Pure helpers of the GPU reset rung (``library/gpu_reset.py``): which GPU was asked for,
+whether the faults that led here are ones a reset can fix, and what nvidia-smi said to
+``--query-gpu``, ``-pm`` and ``-r``, and to ``-q -x`` after the reset.
+
+Facts they rest on (../shared/design/ladder-facts.md, "GPU reset"): ``nvidia-smi -r`` needs
+root and a GPU no client holds -- compute processes, persistence mode (NVIDIA/NVSentinel #1690,
+PR #1692), monitors; the refusal is "The following GPUs could not be reset: GPU ...: In use by
+another client" with exit 255; exit 15 is a GPU that is lost, exit 4 no permission
+(nvidia-smi(1), RETURN VALUE; ``failed_run.EXIT_CODES``). A pending row remap is applied by the
+reset; a row-remap failure, a GPU that fell off the bus (Xid 79) or a lost GPU are not fixed
+by one: those go up the ladder (reboot / RMA), whose rungs come from the taxonomy.
+
+Text in, dicts out, never raises on garbage; standard library only.
+"""
+
+import re
+
+from ..findings import normalize_pci
+from ..taxonomy import KINDS, RUNG_RANK, RUNG_TABLE
+from ..xid_catalog import lookup as xid_lookup
+from .model import PCI_RE, as_text, clean, split_csv, to_bool, to_int
+
+UUID_RE = re.compile(r"^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_FULL_PCI_RE = re.compile(r"^(?:[0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}):[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
+_XID_KIND_RE = re.compile(r"^xid[\s:_-]*(\d+)$", re.I)
+# names people (and ladder-facts.md) use for a kind declared under another name
+KIND_ALIASES = {"remap_failure": "row_remap_failure", "fallen_off_bus": "gpu_fallen_off_bus"}
+
+# the fields the pre-check asks ``--query-gpu`` for, in this order (``noheader``)
+IDENTITY_FIELDS = ("index", "pci.bus_id", "uuid", "persistence_mode")
+
+_IN_USE = "in use by another client"
+_LOST_MARKERS = ("unable to determine the device handle", "gpu is lost", "fallen off the bus",
+                 "gpu has fallen off")
+_NO_PERMISSION = ("insufficient permissions", "permission denied", "not have permission")
+
+
+def parse_gpu_id(text):
+    """-> ("pci", "0000:3b:00.0") | ("uuid", "GPU-...") | (None, why). A PCI bus id needs its
+    domain, bus, device and function (``0000:3b:00.0`` or ``00000000:3B:00.0``); an index is
+    refused on purpose: indexes move when a GPU drops out, a bus id does not."""
+    t = clean(text)
+    if not t:
+        return None, "gpu is empty: give a PCI bus id (0000:3b:00.0) or a GPU UUID"
+    if UUID_RE.match(t):
+        return "uuid", t
+    if _FULL_PCI_RE.match(t):
+        return "pci", normalize_pci(t)
+    if t.isdigit():
+        return None, ("gpu %r is an index; indexes change when a GPU drops out: give its PCI bus id "
+                      "(0000:3b:00.0) or UUID" % t)
+    return None, "gpu %r is neither a PCI bus id (0000:3b:00.0) nor a GPU UUID (GPU-xxxxxxxx-...)" % t[:80]
+
+
+# ----------------------------------------------------------------------------------- fault kinds
+
+def escalation_rungs():
+    """Rungs above every rung a reset sits among: host-wide, disruptive and costlier than
+    the IB restart (reboot, rma), read from the taxonomy's rung table."""
+    floor = RUNG_RANK["ib_restart"]
+    return tuple(r for r, row in sorted(RUNG_TABLE.items(), key=lambda kv: kv[1]["order"])
+                 if row["order"] > floor and row["disruptive"] and row["scope"] == "host")
+
+
+def _rung_of_fault(name):
+    """(rung, label, known) of one ``fault_kinds`` entry: a finding kind, or ``xid:79`` / ``xid_79``."""
+    n = clean(name)
+    m = _XID_KIND_RE.match(n)
+    if m:
+        entry = xid_lookup(int(m.group(1)))
+        return (entry["rung"] if entry else None), "Xid %s" % m.group(1), entry is not None
+    info = KINDS.get(KIND_ALIASES.get(n, n))
+    return (info["rung"] if info else None), n[:80], info is not None
+
+
+def reset_cannot_fix(fault_kinds):
+    """-> {"escalate": "reboot" | "rma" | None, "blocking": [labels], "unknown": [names]}.
+    A fault whose rung (taxonomy, or the Xid catalog) is reboot or RMA is one a reset cannot
+    fix; the costliest one wins. Names nobody declared (and Xid codes the catalog does not
+    know) are returned as ``unknown``: a caller refuses on them, never a destructive step on
+    doubt. A kind whose rung is decided per finding (bare ``xid``) says nothing by itself."""
+    high = escalation_rungs()
+    worst, blocking, unknown = None, [], []
+    for name in fault_kinds or ():
+        if not isinstance(name, str):
+            unknown.append(repr(name)[:80])
+            continue
+        rung, label, known = _rung_of_fault(name)
+        if not known:
+            unknown.append(label)
+        elif rung in high:
+            blocking.append("%s (%s)" % (label, rung))
+            if worst is None or RUNG_RANK[rung] > RUNG_RANK[worst]:
+                worst = rung
+    return {"escalate": worst, "blocking": blocking, "unknown": unknown}
+
+
+# ----------------------------------------------------------------------------------- --query-gpu
+
+def parse_identity_csv(text, fields=IDENTITY_FIELDS):
+    """``nvidia-smi --query-gpu=index,pci.bus_id,uuid,persistence_mode --format=csv,noheader``
+    -> [{"index", "pci", "uuid", "persistence"}]; rows that do not read as a GPU are skipped."""
+    out = []
+    names = [f.split(".")[-1] if f != "pci.bus_id" else "pci" for f in fields]
+    for line in as_text(text).splitlines():
+        cols = split_csv(line.strip())
+        if len(cols) != len(names):
+            continue
+        row = dict(zip(names, cols))
+        pci = PCI_RE.search(row.get("pci", ""))
+        if not pci:
+            continue
+        uuid = row.get("uuid", "")
+        out.append({"index": to_int(row.get("index")), "pci": normalize_pci(pci.group(0)),
+                    "uuid": uuid if UUID_RE.match(uuid) else None,
+                    "persistence": to_bool(row.get("persistence_mode"))})
+    return out
+
+
+def find_gpu(rows, kind, value):
+    """The row of the GPU asked for (by normalised PCI bus id or UUID), or None."""
+    for r in rows:
+        if (kind == "pci" and r["pci"] == value) or (kind == "uuid" and (r["uuid"] or "").lower() == value.lower()):
+            return r
+    return None
+
+
+def says_lost(text, rc=None):
+    """nvidia-smi could not reach the GPU (exit 15, or the driver's 'device handle' message)."""
+    low = as_text(text).lower()
+    return rc == 15 or any(m in low for m in _LOST_MARKERS)
+
+
+def says_not_found(text, rc=None):
+    return rc == 6 or "no devices were found" in as_text(text).lower()
+
+
+def holders_message(pci, procs):
+    """'GPU 0000:3b:00.0 is held by python (pid 4711), python (pid 4712)'."""
+    names = ["%s (pid %s)" % (p.get("process") or "?", p.get("pid")) for p in procs]
+    return "GPU %s is held by %s" % (pci, ", ".join(names))
+
+
+# ----------------------------------------------------------------------------------- -pm and -r
+
+def parse_persistence_output(text, rc):
+    """``nvidia-smi -pm 0|1 -i <gpu>`` -> {"ok", "outcome", "message"}: outcome is "set",
+    "already", "gpu_lost", "no_permission" or "failed"."""
+    t = as_text(text)
+    low = t.lower()
+    first = next((l.strip() for l in t.splitlines() if l.strip()), "")
+    if rc == 0 and "persistence mode" in low:
+        return {"ok": True, "outcome": "already" if "already" in low else "set", "message": first}
+    if says_lost(t, rc):
+        return {"ok": False, "outcome": "gpu_lost", "message": first or "GPU lost (exit 15)"}
+    if rc == 4 or any(m in low for m in _NO_PERMISSION):
+        return {"ok": False, "outcome": "no_permission", "message": first or "no permission (exit 4)"}
+    return {"ok": False, "outcome": "failed",
+            "message": "nvidia-smi -pm exited %s%s" % (rc, (": " + first[:200]) if first else " and printed nothing")}
+
+
+def parse_reset_output(text, rc):
+    """``nvidia-smi -r -i <gpu>`` -> {"outcome", "reset": [pci], "held": [pci], "holder_text",
+    "escalate", "message"}. outcome: "reset" (exit 0 and 'successfully reset'), "in_use"
+    (255 + 'In use by another client'), "gpu_lost" (15 -> escalate reboot), "no_permission" (4),
+    "timeout" (124/137 from the deadline -> escalate reboot), "failed" (anything else, with the text)."""
+    t = as_text(text)
+    low = t.lower()
+    lines = [l.strip() for l in t.splitlines() if l.strip()]
+    reset = [normalize_pci(m.group(0)) for l in lines if "successfully reset" in l.lower()
+             for m in [PCI_RE.search(l)] if m]
+    held = [normalize_pci(m.group(0)) for l in lines if _IN_USE in l.lower() for m in [PCI_RE.search(l)] if m]
+    res = {"outcome": "failed", "reset": reset, "held": held, "holder_text": "", "escalate": None,
+           "message": ""}
+    if rc == 0 and reset:
+        res.update(outcome="reset", message=lines[0])
+    elif held or _IN_USE in low or "currently in use" in low:
+        explain = [l for l in lines if _IN_USE not in l.lower() and "could not be reset" not in l.lower()]
+        res.update(outcome="in_use", holder_text=" ".join(explain)[:600],
+                   message="the reset was refused: %s" % "; ".join(l for l in lines if _IN_USE in l.lower()
+                                                                   or "currently in use" in l.lower())[:400])
+    elif says_lost(t, rc):
+        res.update(outcome="gpu_lost", escalate="reboot",
+                   message="the GPU was lost during the reset (exit %s): %s" % (rc, lines[0] if lines else "no text"))
+    elif rc in (124, 137):
+        res.update(outcome="timeout", escalate="reboot", message="nvidia-smi -r did not finish before the deadline")
+    elif rc == 4 or any(m in low for m in _NO_PERMISSION):
+        res.update(outcome="no_permission", message="no permission to reset (exit %s): %s"
+                   % (rc, lines[0] if lines else "run as root"))
+    else:
+        res["message"] = "nvidia-smi -r exited %s%s" % (rc, (": " + " | ".join(lines)[:400]) if lines
+                                                         else " and printed nothing")
+    return res
+
+
+# ----------------------------------------------------------------------------------- after
+
+def after_reset(facts, pci):
+    """What the re-read after the reset says about GPU ``pci`` (facts of ``parse_nvidia_smi``):
+    {"found", "remap_pending", "retired_pages_pending", "volatile_uncorrectable", "reset_required",
+    "errors", "verified", "not_verified"}. ``verified`` only when the GPU was read and none of
+    pending remap / pending page retirement / volatile uncorrectable ECC / reset required / an
+    error field is left. A value the GPU does not report (N/A: no row remapper, ECC off) counts
+    as nothing left."""
+    g = next((x for x in (facts or {}).get("gpus") or [] if x.get("pci") == pci), None)
+    out = {"found": g is not None, "remap_pending": None, "retired_pages_pending": None,
+           "volatile_uncorrectable": None, "reset_required": None, "errors": [], "verified": False,
+           "not_verified": []}
+    if g is None:
+        out["not_verified"].append("GPU %s was not in the re-read" % pci)
+        return out
+    out["remap_pending"] = (g.get("remapped_rows") or {}).get("pending")
+    out["retired_pages_pending"] = (g.get("retired_pages") or {}).get("pending")
+    out["volatile_uncorrectable"] = ((g.get("ecc") or {}).get("volatile") or {}).get("uncorrectable")
+    out["reset_required"] = g.get("reset_required")
+    out["errors"] = list(g.get("errors") or [])
+    why = out["not_verified"]
+    if out["remap_pending"]:
+        why.append("a row remap is still pending")
+    if out["retired_pages_pending"]:
+        why.append("a page retirement is still pending")
+    if out["volatile_uncorrectable"]:
+        why.append("volatile uncorrectable ECC is %d" % out["volatile_uncorrectable"])
+    if out["reset_required"]:
+        why.append("the GPU still says reset required")
+    if out["errors"]:
+        why.append("fields read as errors: %s" % ", ".join(out["errors"][:5]))
+    out["verified"] = not why
+    return out

@@ -1,0 +1,302 @@
+"""library/gpu_reset.py through the real ``ansible`` ad-hoc command on the local connection,
+with the testbed's fake nvidia-smi (tests/testbed/fakehw.py, its own state file and command
+log) on PATH. Nothing of Ansible is mocked; only the GPU tool is fake."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import BIN, REPO, ansible_env
+from tests.testbed import fakehw
+from tests.testbed import scenario as scn
+
+FAKEHW = os.path.join(REPO, "tests", "testbed", "fakehw.py")
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+HOST = "gpu-r1-n03"          # dbe-remap-pending: GPU 1 (bus 2a) has an Xid 48 + pending row remap
+SICK = "0000:2a:00.0"
+SICK_LONG = "00000000:2A:00.0"
+
+
+class Host(object):
+    """One emulated node on this machine: fakehw state dir + an nvidia-smi on PATH."""
+
+    def __init__(self, tmp_path, scenario="dbe-remap-pending", host=HOST):
+        sc = scn.load(os.path.join(REPO, "tests", "scenarios", scenario + ".yml"))
+        names = scn.host_names(sc)
+        _job, states, _faults = scn.build(sc, names, {n: "10.201.0.%d" % (10 + i) for i, n in enumerate(names)})
+        self.root = tmp_path / "fakehw"
+        self.bin = tmp_path / "bin"
+        for d in (self.root, self.bin):
+            d.mkdir()
+        fakehw.save(states[host], str(self.root))
+        open(self.root / "commands.log", "w").close()
+        self.tool("nvidia-smi", 'FAKEHW_ROOT=%s exec %s -S %s nvidia-smi "$@"\n' % (self.root, PY, FAKEHW))
+        self.tmp = tmp_path
+
+    def tool(self, name, body):
+        p = self.bin / name
+        p.write_text("#!/bin/sh\n" + body)
+        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+
+    def state(self):
+        return fakehw.load(str(self.root))
+
+    def gpu(self, pci=SICK):
+        return next(g for g in self.state()["gpus"] if fakehw.bus_short(g).lower() == pci)
+
+    def update(self, fn):
+        st = fakehw.load(str(self.root))
+        fn(st)
+        fakehw.save(st, str(self.root))
+
+    def update_gpu(self, pci=SICK, **kw):
+        def fn(st):
+            next(g for g in st["gpus"] if fakehw.bus_short(g).lower() == pci).update(kw)
+        self.update(fn)
+
+    def calls(self):
+        with open(self.root / "commands.log") as fh:
+            return [json.loads(line)["argv"] for line in fh if line.strip()]
+
+    def disruptive_calls(self):
+        return [a for a in self.calls() if "-r" in a or "--gpu-reset" in a or "-pm" in a]
+
+    def module(self, check=False, **args):
+        """Run gpu_reset on this 'node'; -> (result dict, CompletedProcess)."""
+        inv = self.tmp / "hosts.ini"
+        inv.write_text("node-live ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+        tree = self.tmp / "tree"
+        cmd = [os.path.join(BIN, "ansible"), "node-live", "-i", str(inv), "-m", "gpu_reset",
+               "-a", json.dumps(args), "--tree", str(tree)] + (["--check"] if check else [])
+        env = ansible_env({"PATH": "%s:%s" % (self.bin, os.environ["PATH"])})
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+        try:
+            with open(tree / "node-live") as fh:
+                res = json.load(fh)
+        except (OSError, ValueError):
+            pytest.fail("no result from ansible: %s %s" % (proc.stdout[-2000:], proc.stderr[-2000:]))
+        # the tree file holds the module's return values; ansible's own verdict is on stdout
+        failed = "node-live | FAILED!" in proc.stdout
+        assert failed == (proc.returncode != 0), proc.stdout[-2000:]
+        assert res.get("failed", failed) == failed
+        res["failed"] = failed
+        return res, proc
+
+
+@pytest.fixture
+def node(tmp_path):
+    return Host(tmp_path)
+
+
+def test_refused_when_the_node_is_not_drained(node):
+    res, _ = node.module(gpu=SICK, node_drained=False, fault_kinds=["row_remap_pending"])
+    assert res["failed"] and not res["changed"]
+    assert res["blocked_by"] == ["node_not_drained"]
+    assert "not drained" in res["msg"]
+    assert node.calls() == []          # not even a read
+    assert node.gpu()["remap"]["pending"] is True
+
+
+def test_refused_and_named_when_compute_processes_hold_the_gpu(node):
+    node.update_gpu(processes=[{"pid": 4711, "name": "python", "mem": 1000},
+                               {"pid": 4712, "name": "python", "mem": 1000}])
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["compute_processes"]
+    assert "GPU 0000:2a:00.0 is held by python (pid 4711), python (pid 4712)" in res["msg"]
+    assert [h["pid"] for h in res["holders"]] == [4711, 4712]
+    assert node.disruptive_calls() == []
+    assert node.gpu().get("resets", 0) == 0
+
+
+def test_processes_on_another_gpu_do_not_block(node):
+    node.update_gpu(pci="0000:18:00.0", processes=[{"pid": 99, "name": "python", "mem": 1}])
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed"), res["msg"]
+    assert node.gpu()["resets"] == 1
+
+
+def test_fake_refuses_reset_while_persistence_is_on_when_asked_to(node):
+    """The fake behaves like the real tool (NVSentinel #1690): persistence mode holds the GPU."""
+    node.update(lambda st: st.update(reset_refuses_on_persistence=True))
+    env = dict(os.environ, PATH="%s:%s" % (node.bin, os.environ["PATH"]))
+    p = subprocess.run(["nvidia-smi", "-r", "-i", SICK], env=env, capture_output=True, text=True)
+    assert p.returncode == 255 and "In use by another client" in p.stdout
+    p = subprocess.run(["nvidia-smi", "-pm", "0", "-i", SICK], env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and "Disabled persistence mode for GPU %s." % SICK_LONG in p.stdout
+    q = subprocess.run(["nvidia-smi", "--query-gpu=persistence_mode", "--format=csv,noheader", "-i", SICK],
+                       env=env, capture_output=True, text=True)
+    assert q.stdout.strip() == "Disabled"
+    p = subprocess.run(["nvidia-smi", "-r", "-i", SICK], env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and "successfully reset" in p.stdout
+
+
+def test_persistence_released_and_restored_around_a_verified_reset(node):
+    node.update(lambda st: st.update(reset_refuses_on_persistence=True))
+    unc_before = node.gpu()["remap"]["unc"]
+    res, _ = node.module(gpu=SICK, node_drained=True, fault_kinds=["row_remap_pending", "xid:48"])
+    assert not res.get("failed"), res["msg"]
+    assert res["changed"] and res["verified"] is True
+    assert res["persistence"] == {"before": True, "released": True, "restored": True}
+    assert res["before"]["remap_pending"] is True and res["before"]["volatile_uncorrectable"] == 1
+    assert res["after"]["remap_pending"] is False and res["after"]["volatile_uncorrectable"] == 0
+    assert res["after"]["reset_required"] is False
+    assert res["reset"]["outcome"] == "reset" and res["reset"]["rc"] == 0
+    # order on the node: release, reset, restore
+    assert [a[1:] for a in node.disruptive_calls()] == [["-pm", "0", "-i", SICK], ["-r", "-i", SICK],
+                                                        ["-pm", "1", "-i", SICK]]
+    g = node.gpu()
+    assert g["persistence"] is True and g["remap"]["pending"] is False
+    assert g["remap"]["unc"] == unc_before + 1 and g["ecc"]["volatile"]["dram_unc"] == 0
+    assert g["resets"] == 1
+
+
+def test_by_uuid_and_without_restoring_persistence(node):
+    uuid = node.gpu()["uuid"]
+    res, _ = node.module(gpu=uuid, node_drained=True, restore_persistence=False)
+    assert not res.get("failed"), res["msg"]
+    assert res["gpu"]["pci"] == SICK and res["gpu"]["uuid"] == uuid
+    assert res["persistence"] == {"before": True, "released": True, "restored": False}
+    assert node.gpu()["persistence"] is False
+    assert not [a for a in node.calls() if a[1:3] == ["-pm", "1"]]
+
+
+def test_persistence_already_off_is_left_alone(node):
+    node.update_gpu(persistence=False)
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["verified"] and res["persistence"]["before"] is False and not res["persistence"]["released"]
+    assert [a[1:] for a in node.disruptive_calls()] == [["-r", "-i", SICK]]
+
+
+@pytest.mark.parametrize("kinds,rung", [(["gpu_fallen_off_bus"], "reboot"), (["xid:79"], "reboot"),
+                                        (["row_remap_pending", "row_remap_failure"], "rma"),
+                                        (["remap_failure"], "rma")])
+def test_faults_a_reset_cannot_fix_escalate_and_never_reset(node, kinds, rung):
+    res, _ = node.module(gpu=SICK, node_drained=True, fault_kinds=kinds)
+    assert res["failed"] and res["blocked_by"] == ["fault_not_fixable_by_reset"]
+    assert res["escalate"] == rung and "escalate to %s" % rung in res["msg"]
+    assert node.disruptive_calls() == []
+    assert node.gpu().get("resets", 0) == 0
+
+
+def test_remap_failure_read_from_the_gpu_escalates_to_rma(node):
+    node.update(lambda st: st["gpus"][1]["remap"].update(failure=True))
+    res, _ = node.module(gpu=SICK, node_drained=True, fault_kinds=["row_remap_pending"])
+    assert res["failed"] and res["escalate"] == "rma", res["msg"]
+    assert "row_remap_failure" in res["msg"]
+    assert node.disruptive_calls() == []
+
+
+def test_fallen_off_the_bus_gpu_is_lost_and_escalates_to_reboot(tmp_path):
+    node = Host(tmp_path, scenario="xid79-fallen-off-bus", host="gpu-r1-n02")
+    lost = node.state()["gpus"][5]
+    pci = fakehw.bus_short(lost).lower()
+    res, _ = node.module(gpu=pci, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["gpu_lost"] and res["escalate"] == "reboot"
+    assert "Unable to determine the device handle" in res["msg"]
+    assert node.disruptive_calls() == []
+
+
+def test_gpu_lost_during_the_reset_exit_15_escalates_to_reboot(node):
+    node.update_gpu(reset_outcome="lost")
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["gpu_lost"] and res["escalate"] == "reboot"
+    assert res["reset"]["rc"] == 15 and res["reset"]["outcome"] == "gpu_lost"
+    assert ["-r", "-i", SICK] in [a[1:] for a in node.calls()]
+    assert node.gpu()["present"] is False
+
+
+def test_no_permission_exit_4_is_named_and_persistence_is_restored(node):
+    node.update_gpu(reset_outcome="no_permission")
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["no_permission"] and "escalate" not in res
+    assert res["reset"]["rc"] == 4 and not res["changed"]
+    assert res["persistence"]["restored"] is True and node.gpu()["persistence"] is True
+
+
+def test_reset_that_fixes_nothing_is_not_verified(node):
+    node.update_gpu(reset_outcome="no_effect")
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed") and res["changed"]
+    assert res["verified"] is False and res["after"]["remap_pending"] is True
+    assert "NOT verified" in res["msg"] and "row remap is still pending" in res["msg"]
+
+
+def test_check_mode_runs_only_the_read_only_prechecks(node):
+    before = node.state()["gpus"][1]
+    res, _ = node.module(check=True, gpu=SICK, node_drained=True, fault_kinds=["row_remap_pending"])
+    assert not res.get("failed") and not res["changed"], res["msg"]
+    plan = [a[1:] for a in res["would_run"]]
+    assert plan == [["-pm", "0", "-i", SICK], ["-r", "-i", SICK], ["-pm", "1", "-i", SICK],
+                    ["-q", "-x", "-i", SICK]]
+    assert node.disruptive_calls() == [] and node.calls()   # it did read
+    assert node.state()["gpus"][1] == before
+
+
+def test_check_mode_still_names_the_blockers(node):
+    node.update_gpu(processes=[{"pid": 4711, "name": "python", "mem": 1000}])
+    res, _ = node.module(check=True, gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["compute_processes"] and "python (pid 4711)" in res["msg"]
+    assert node.disruptive_calls() == []
+
+
+def test_garbage_from_nvidia_smi_is_a_clear_refusal(node):
+    node.tool("nvidia-smi", "echo 'Segmentation fault (core dumped) %% 0x7f'\necho '<<<garbage>>>'\nexit 0\n")
+    res, proc = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["gpu_state_unreadable"]
+    assert "could not read GPU %s" % SICK in res["msg"] and "Segmentation fault" in res["msg"]
+    assert "Traceback" not in proc.stdout
+
+
+def test_garbage_xml_after_a_good_identity_is_a_clear_refusal(node):
+    node.tool("nvidia-smi", 'case "$*" in *-q*) echo "<nvidia_smi_log><gpu id=\\"x"; exit 0;; esac\n'
+                            'FAKEHW_ROOT=%s exec %s -S %s nvidia-smi "$@"\n' % (node.root, PY, FAKEHW))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["gpu_state_unreadable"], res["msg"]
+    assert node.disruptive_calls() == []
+
+
+@pytest.mark.parametrize("args,blocked,words", [
+    ({"gpu": "3"}, "bad_gpu_id", "is an index"),
+    ({"gpu": "rm -rf /"}, "bad_gpu_id", "neither a PCI bus id"),
+    ({"gpu": SICK, "fault_kinds": ["row_remap_pendin"]}, "unknown_fault_kind", "row_remap_pendin"),
+    ({"gpu": SICK, "fault_kinds": ["xid:9999"]}, "unknown_fault_kind", "Xid 9999"),
+    ({"gpu": "0000:ff:00.0"}, "gpu_not_visible", "does not see GPU 0000:ff:00.0"),
+])
+def test_bad_input_is_a_clear_message(node, args, blocked, words):
+    res, _ = node.module(node_drained=True, **args)
+    assert res["failed"] and res["blocked_by"] == [blocked] and words in res["msg"], res
+    assert node.disruptive_calls() == []
+
+
+def test_hung_nvidia_smi_is_reported_and_escalates(node):
+    node.tool("nvidia-smi", "exec sleep 60\n")
+    res, _ = node.module(gpu=SICK, node_drained=True, timeout=2)
+    assert res["failed"] and res["blocked_by"] == ["nvidia_smi_hang"] and res["escalate"] == "reboot"
+
+
+def test_missing_nvidia_smi(node):
+    os.remove(node.bin / "nvidia-smi")
+    if any(os.path.exists(os.path.join(d, "nvidia-smi")) for d in os.environ["PATH"].split(":") + ["/sbin", "/usr/sbin"]):
+        pytest.skip("a real nvidia-smi is installed here")
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["nvidia_smi_missing"]
+
+
+def test_refused_in_use_by_a_non_compute_client_names_it_and_restores_persistence(node):
+    """A monitor (DCGM host engine, another nvidia-smi) holds the GPU: nvidia-smi's 255 refusal."""
+    node.tool("nvidia-smi", 'case "$*" in "-r "*) printf "The following GPUs could not be reset:\\n  GPU %s: In use '
+                            'by another client\\n\\n1 device is currently being used by one or more other processes '
+                            '(e.g., Fabric Manager, CUDA application, graphics application such as an X server, or '
+                            'a monitoring application such as another instance of nvidia-smi).\\n"; exit 255;; esac\n'
+                            'FAKEHW_ROOT=%s exec %s -S %s nvidia-smi "$@"\n' % (SICK_LONG, node.root, PY, FAKEHW))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["gpu_in_use"] and not res["changed"]
+    assert res["reset"]["outcome"] == "in_use" and res["reset"]["held"] == [SICK]
+    assert "monitoring application" in res["msg"] and "dcgm-exporter" in res["msg"]
+    assert res["persistence"] == {"before": True, "released": True, "restored": True}
+    assert node.gpu()["persistence"] is True and node.gpu()["remap"]["pending"] is True
