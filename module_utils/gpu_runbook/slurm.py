@@ -97,3 +97,216 @@ def _job(job_id, name, state, nodelist, start, end, stdout, stderr, workdir, num
         "start": _with_zone(clean(start), tz), "end": _with_zone(clean(end), tz), "stdout": clean(stdout), "stderr": clean(stderr),
         "workdir": clean(workdir),
     }
+
+
+# ------------------------------------------------------------------ nodes: `scontrol show node`
+# State is `BASE[+FLAG...]` (21.08+: `IDLE+DRAIN+NOT_RESPONDING`); before 21.08 a not-responding
+# node was `DOWN*+DRAIN`. sinfo's one-character suffixes are read too (`drain*`, `idle~`).
+_STATE_SUFFIX = {"*": "NOT_RESPONDING", "~": "POWERED_DOWN", "#": "POWERING_UP", "%": "POWERING_DOWN",
+                 "!": "POWER_DOWN", "$": "MAINTENANCE", "@": "REBOOT_REQUESTED", "^": "REBOOT_ISSUED",
+                 "-": "PLANNED"}
+# sinfo's compound names -> (base, flag)
+_STATE_ALIAS = {"DRAINED": ("IDLE", "DRAIN"), "DRAINING": ("ALLOCATED", "DRAIN"), "DRAIN": ("IDLE", "DRAIN"),
+                "DRNG": ("ALLOCATED", "DRAIN"), "ALLOC": ("ALLOCATED", None), "MIX": ("MIXED", None)}
+_BUSY_BASES = ("ALLOCATED", "MIXED")
+# Slurm prints `Reason=<text> [<user>@<time>]` (node_info.c); the time in SLURM_TIME_FORMAT
+# (ISO by default, callers set SLURM_TIME_FORMAT=standard to be sure of it).
+_REASON_KEY_RE = re.compile(r"(?:^|\s)Reason=")
+_REASON_TAIL_RE = re.compile(r"\s*\[([^\s@\[\]]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\](?=\s*$|\s+[A-Z][\w:/]*=)", re.M)
+
+
+def parse_node_state(state):
+    """'DOWN*+DRAIN' -> ('DOWN', ['NOT_RESPONDING', 'DRAIN']); 'IDLE+DRAIN' -> ('IDLE', ['DRAIN'])."""
+    parts = [p for p in (state or "").strip().upper().split("+") if p]
+    if not parts:
+        return None, []
+    flags = []
+    base = parts[0]
+    while base and base[-1] in _STATE_SUFFIX:
+        flags.append(_STATE_SUFFIX[base[-1]])
+        base = base[:-1]
+    if base in _STATE_ALIAS:
+        base, flag = _STATE_ALIAS[base]
+        if flag:
+            flags.append(flag)
+    for p in parts[1:]:
+        while p and p[-1] in _STATE_SUFFIX:
+            flags.append(_STATE_SUFFIX[p[-1]])
+            p = p[:-1]
+        if p and p not in flags:
+            flags.append(p)
+    return base, flags
+
+
+def drain_status(base, flags):
+    """'DRAINED' (drain set, no jobs left), 'DRAINING' (drain set, jobs still run) or None (not
+    draining), as Slurm's IS_NODE_DRAINED / IS_NODE_DRAINING decide it."""
+    if "DRAIN" not in flags:
+        return None
+    if base in _BUSY_BASES or "COMPLETING" in flags:
+        return "DRAINING"
+    return "DRAINED"
+
+
+def _split_node_records(text):
+    records, cur = [], []
+    for line in (text or "").splitlines():
+        if line.startswith("NodeName="):
+            if cur:
+                records.append("\n".join(cur))
+            cur = [line]
+        elif cur:
+            cur.append(line)
+    if cur:
+        records.append("\n".join(cur))
+    return records
+
+
+def _split_reason(record):
+    """record -> (record without the reason, reason text, user, time). The reason is free text
+    (spaces, brackets, even 'x=y'): it runs from `Reason=` to its `[user@time]` tail, or to the
+    end of its line when Slurm printed no tail."""
+    m = _REASON_KEY_RE.search(record)
+    if not m:
+        return record, None, None, None
+    head, rest = record[:m.start()], record[m.end():]
+    tail = _REASON_TAIL_RE.search(rest)
+    if tail:
+        text, user, when, after = rest[:tail.start()], tail.group(1), tail.group(2), rest[tail.end():]
+    else:
+        nl = rest.find("\n")
+        text, user, when, after = (rest, None, None, "") if nl < 0 else (rest[:nl], None, None, rest[nl:])
+    return head + " " + after, text.strip() or None, user, when
+
+
+def _parse_node_record(record):
+    rest, reason, user, when = _split_reason(record)
+    kv = {}
+    for m in _KV_RE.finditer(rest.replace("\n", " ")):
+        kv.setdefault(m.group(1), m.group(2).strip())
+    base, flags = parse_node_state(kv.get("State"))
+    alloc = kv.get("CPUAlloc", "")
+    return {
+        "name": kv.get("NodeName"), "state": kv.get("State"), "base_state": base, "flags": flags,
+        "drain": drain_status(base, flags), "drained": drain_status(base, flags) == "DRAINED",
+        "reason": reason, "reason_user": user, "reason_time": when,
+        "cpu_alloc": int(alloc) if alloc.isdigit() else None, "alloc_tres": kv.get("AllocTRES") or None,
+        "partitions": [p for p in (kv.get("Partitions") or "").split(",") if p],
+        "version": kv.get("Version"), "node_addr": kv.get("NodeAddr"),
+    }
+
+
+def parse_scontrol_show_nodes(text):
+    """`scontrol show node [-o]` (one or many nodes, one-liner or multi-line) -> [node dict]."""
+    return [_parse_node_record(r) for r in _split_node_records(text)]
+
+
+def parse_scontrol_show_node(text):
+    """`scontrol show node [-o] NAME` -> {name, state, base_state, flags, drain, drained, reason,
+    reason_user, reason_time, cpu_alloc, alloc_tres, partitions, version, node_addr}; {} when the
+    text holds no node ('Node x not found', empty)."""
+    nodes = parse_scontrol_show_nodes(text)
+    return nodes[0] if nodes else {}
+
+
+# ------------------------------------------------------------------ drain ownership (pure)
+# Slurm keeps one reason per node and overwrites its user and time on ANY reason change, so
+# "ours" is our own record of the three as read back right after our drain: a node is ours
+# only while reason, user and time all still match it.
+REASON_PREFIX = "gpu-runbook: "
+MAX_REASON = 512
+_OUT_OF_SERVICE = ("DRAIN", "FAIL", "MAINTENANCE")
+
+
+def drain_reason(reason, incident=None):
+    """'Xid 79 on GPU 3', 'INC-7' -> 'gpu-runbook: INC-7: Xid 79 on GPU 3' (one line). Raises
+    ValueError with the reason why when it cannot be a Slurm reason."""
+    text = " ".join(str(reason or "").split())
+    if not text:
+        raise ValueError("a reason is required to drain a node (Slurm refuses a drain without one)")
+    body = text[len(REASON_PREFIX.strip()):].strip() if text.startswith(REASON_PREFIX.strip()) else text
+    inc = " ".join(str(incident or "").split())
+    if inc and not body.startswith(inc + ":"):
+        body = "%s: %s" % (inc, body)
+    out = REASON_PREFIX + body
+    if len(out) > MAX_REASON:
+        raise ValueError("reason is %d characters; keep it under %d (one line of evidence)" % (len(out), MAX_REASON))
+    return out
+
+
+def out_of_service(node):
+    """Is the node drained, down or failed by anyone, or does it carry a reason?"""
+    return bool(node.get("reason")) or node.get("base_state") in ("DOWN", "FUTURE") or \
+        any(f in node.get("flags", ()) for f in _OUT_OF_SERVICE)
+
+
+def ownership_record(node, incident=None, recorded_at=None):
+    """What we store right after our drain, as read back from Slurm."""
+    return {"node": node.get("name"), "reason": node.get("reason"), "reason_set_by_user": node.get("reason_user"),
+            "reason_changed_at": node.get("reason_time"), "incident": incident, "state": node.get("state"),
+            "recorded_at": recorded_at}
+
+
+def owns(record, node):
+    """(True, why) when ``record`` (ours) still describes the node's reason exactly; else (False, why)."""
+    if not record:
+        return False, "no drain record of ours for this node"
+    now = (node.get("name"), node.get("reason"), node.get("reason_user"), node.get("reason_time"))
+    then = (record.get("node"), record.get("reason"), record.get("reason_set_by_user"), record.get("reason_changed_at"))
+    if now != then:
+        return False, ("its reason changed after our drain (we set %r by %s at %s)"
+                       % (then[1], then[2], then[3]))
+    if "DRAIN" not in node.get("flags", ()):
+        return False, "it is not drained any more"
+    return True, "drained by us at %s (reason unchanged)" % then[3]
+
+
+def _foreign(node, why):
+    who = " [%s@%s]" % (node.get("reason_user"), node.get("reason_time")) if node.get("reason_time") else ""
+    return "%s is %s by someone else: reason %r%s is not ours (%s)" % (
+        node.get("name"), node.get("state"), node.get("reason"), who, why)
+
+
+def plan_node(state, node, record, want_reason=None):
+    """What to do with a node, from its state as read and our record: {action: none|drain|
+    re-reason|resume, owned, msg}. Never plans a change to a node someone else took out."""
+    owned, why = owns(record, node)
+    if state == "present":
+        return {"action": "none", "owned": owned, "msg": why}
+    if state == "drained":
+        if owned and node.get("reason") == want_reason:
+            return {"action": "none", "owned": True, "msg": "already drained by us with this reason"}
+        if owned:
+            return {"action": "re-reason", "owned": True, "msg": "drained by us; reason updated"}
+        if out_of_service(node):
+            return {"action": "none", "owned": False, "msg": "left alone: " + _foreign(node, why)}
+        return {"action": "drain", "owned": True, "msg": "drained"}
+    if state == "resumed":
+        if owned and (node.get("base_state") == "DOWN" or "FAIL" in node.get("flags", ())):
+            return {"action": "none", "owned": True,
+                    "msg": "left drained: %s is %s, which we never set; a person should look" % (node.get("name"), node.get("state"))}
+        if owned:
+            return {"action": "resume", "owned": True, "msg": "resumed our drain"}
+        if out_of_service(node):
+            return {"action": "none", "owned": False, "msg": "left drained: " + _foreign(node, why)}
+        return {"action": "none", "owned": False, "msg": "%s is in service already" % node.get("name")}
+    raise ValueError("unknown state %r" % state)
+
+
+# What Slurm's clients print when they fail (slurm_errno strings, scontrol's own messages).
+_ERROR_KINDS = (
+    ("unreachable", ("Unable to contact slurm controller", "Socket timed out", "Zero Bytes were transmitted",
+                     "Connection refused", "Could not establish a configuration source")),
+    ("denied", ("Invalid user id", "Access/permission denied", "authentication error", "Permission denied",
+                "Munge encode failed", "Security violation")),
+    ("unknown_node", ("not found", "Invalid node name")),
+)
+
+
+def slurm_error_kind(text):
+    """A Slurm client's error text -> 'unknown_node' | 'unreachable' | 'denied' | None."""
+    low = (text or "").lower()
+    for kind, needles in _ERROR_KINDS:
+        if any(n.lower() in low for n in needles):
+            return kind
+    return None

@@ -1,0 +1,353 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu-runbook contributors
+# Apache-2.0 (see pyproject.toml)
+
+DOCUMENTATION = r"""
+---
+module: slurm_node
+short_description: Drain, resume or show one Slurm node, touching only drains it owns
+description:
+  - Runs on the Slurm controller (or any host with C(scontrol) and the cluster's
+    C(SLURM_CONF)); in a play over GPU nodes delegate it to localhost.
+  - C(state=drained) drains the node with C(scontrol update NodeName=<n> State=DRAIN
+    Reason=<text>) (argv, never a shell string); C(state=resumed) resumes it with
+    C(State=RESUME); C(state=present) only reads it. Jobs are never cancelled and the node
+    is never set DOWN.
+  - Ownership. Slurm keeps one reason per node and overwrites who set it and when on ANY
+    reason change. Right after its drain the module reads the node back and stores the
+    reason, C(reason_set_by_user) and C(reason_changed_at) in O(state_dir)/<node>.json
+    (atomic write, mode 0600). Later it re-reasons or resumes the node only while all three
+    still match that record. A node drained, down or failed by someone else (or whose reason
+    changed after our drain) is never re-reasoned, resumed or counted as ours - the module
+    returns C(changed=false), C(owned=false), the foreign reason and a C(msg) saying why.
+  - The node is read with C(scontrol show node -o) under C(SLURM_TIME_FORMAT=standard), the
+    form every Slurm version prints (C(Reason=<text> [user@time])).
+version_added: "0.1.0"
+author: gpu-runbook contributors
+options:
+  name:
+    description: One Slurm node name (not a hostlist expression).
+    type: str
+    required: true
+  state:
+    description:
+      - C(drained) drain it (or update the reason of our own drain); C(resumed) resume it if
+        the drain is ours; C(present) report it and whether the drain is ours.
+    type: str
+    choices: [drained, resumed, present]
+    default: present
+  reason:
+    description:
+      - Why (one line of evidence). Required for C(state=drained). The prefix C(gpu-runbook:)
+        is put in front when absent, and O(incident) after it.
+    type: str
+  incident:
+    description: "Incident id; part of the reason (C(gpu-runbook: <incident>: <reason>)) and the record."
+    type: str
+  state_dir:
+    description: Controller-side directory of our ownership records.
+    type: path
+    default: ~/.gpu-runbook/drains
+  wait_drained:
+    description:
+      - Seconds to wait (at most 86400) for DRAINED (no jobs left on the node) after a drain
+        that is ours; the module fails with the jobs still running when the time is up. 0 does
+        not wait. Not waited for in check mode.
+    type: int
+    default: 0
+  timeout:
+    description: Seconds each Slurm command may take before slurmctld counts as not answering.
+    type: int
+    default: 30
+attributes:
+  check_mode:
+    support: full
+    description: Reports what it would do (C(changed), the predicted state in the diff) and runs no update.
+  diff_mode:
+    support: full
+    description: Before and after state and reason of the node.
+notes:
+  - Needs rights to update nodes (SlurmUser, root or an operator) for drained/resumed.
+  - The record's user and time come from Slurm. Any other reason text, even our own with a
+    word added, changes them and the node stops being ours; re-setting the identical text
+    is no change to Slurm (22.05 keeps user and time), nor to us.
+"""
+
+EXAMPLES = r"""
+- name: Drain the culprit for incident INC-42
+  slurm_node:
+    name: "{{ inventory_hostname }}"
+    state: drained
+    incident: INC-42
+    reason: "Xid 79 GPU 3 (0000:9a:00.0) fell off the bus"
+    wait_drained: 600
+  delegate_to: localhost
+
+- name: Put it back - only if the drain is still ours
+  slurm_node:
+    name: "{{ inventory_hostname }}"
+    state: resumed
+  delegate_to: localhost
+  register: resumed
+
+- name: Show a node and whether we own its drain
+  slurm_node:
+    name: gpu-r3-n02
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+name: {description: The node., returned: always, type: str}
+state: {description: "Slurm state, base + flags (IDLE+DRAIN, MIXED+DRAIN, DOWN+DRAIN+NOT_RESPONDING).", returned: success, type: str}
+base_state: {description: IDLE, MIXED, ALLOCATED, DOWN ..., returned: success, type: str}
+flags: {description: DRAIN, NOT_RESPONDING, COMPLETING ..., returned: success, type: list, elements: str}
+drain: {description: "DRAINED (no jobs left), DRAINING (jobs still run) or null.", returned: success, type: str}
+drained: {description: Drain set and no jobs left., returned: success, type: bool}
+reason: {description: The node's reason (ours or not)., returned: success, type: str}
+reason_user: {description: Who set the reason (Slurm's reason_set_by_user)., returned: success, type: str}
+reason_time: {description: When (reason_changed_at)., returned: success, type: str}
+owned: {description: The drain is ours by the record (all of reason, user and time match)., returned: success, type: bool}
+record: {description: Path of our ownership record for the node., returned: success, type: str}
+jobs: {description: Jobs still on the node when the wait for DRAINED ran out., returned: when wait_drained timed out, type: list}
+msg: {description: What was done or why the node was left alone., returned: always, type: str}
+"""
+
+import json
+import os
+import re
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_runbook.probes import run_argv
+from ansible.module_utils.gpu_runbook.slurm import (
+    drain_reason, drain_status, owns, ownership_record, parse_node_state, parse_scontrol_show_node, plan_node,
+    slurm_error_kind)
+
+_NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_WAIT = 86400
+
+
+class SlurmError(Exception):
+    pass
+
+
+def classify(tool, argv, rc, text, name):
+    """A failed Slurm command -> one clear sentence."""
+    said = " ".join(text.split())[:300]
+    kind = slurm_error_kind(said)
+    if kind == "unknown_node":
+        return "unknown node %s (slurmctld: %s)" % (name, said)
+    if kind == "unreachable":
+        return "slurmctld unreachable: %s" % said
+    if kind == "denied":
+        return "permission denied for `%s %s`: %s" % (tool, " ".join(argv[1:]), said)
+    return "`%s %s` failed (rc %s): %s" % (tool, " ".join(argv[1:]), rc, said or "no output")
+
+
+def slurm(module, tool, args, name):
+    exe = module.get_bin_path(tool)
+    if not exe:
+        raise SlurmError("%s not found on %s (install slurm-client there or delegate to the controller)"
+                         % (tool, os.uname()[1]))
+    timeout = module.params["timeout"]
+    env = dict(os.environ, SLURM_TIME_FORMAT="standard")
+    argv = [exe] + list(args)
+    try:
+        rc, out, err = run_argv(argv, timeout, env=env)
+    except TimeoutError:
+        raise SlurmError("slurmctld did not answer within %ss (`%s %s`)" % (timeout, tool, " ".join(args)))
+    except FileNotFoundError as exc:
+        raise SlurmError("%s could not run: %s" % (tool, exc))
+    if rc != 0:
+        raise SlurmError(classify(tool, argv, rc, (err or "") + " " + (out or ""), name))
+    return out
+
+
+def show(module, name):
+    out = slurm(module, "scontrol", ["show", "node", "-o", name], name)
+    node = parse_scontrol_show_node(out)
+    if not node or node.get("name") != name:
+        raise SlurmError("unknown node %s (scontrol printed no such node)" % name)
+    return node
+
+
+def jobs_on(module, name):
+    try:
+        out = slurm(module, "squeue", ["-h", "-w", name, "-o", "%i %u %j %T"], name)
+    except SlurmError:
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def record_path(state_dir, name):
+    return os.path.join(state_dir, name + ".json")
+
+
+def load_record(path):
+    """(record or None, warning or None). An unreadable record is not ours: safe side."""
+    try:
+        with open(path) as fh:
+            rec = json.load(fh)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, "ignored unreadable drain record %s (%s): the node counts as not ours" % (path, exc)
+    if not isinstance(rec, dict):
+        return None, "ignored drain record %s (not an object): the node counts as not ours" % path
+    return rec, None
+
+
+def write_record(path, rec):
+    d = os.path.dirname(path)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path), suffix=".tmp")  # 0600
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(rec, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _view(node):
+    return "state: %s\nreason: %s\n" % (node.get("state"), node.get("reason") or "")
+
+
+def predicted(node, action, want_reason):
+    """The node as it would read after ``action`` (check mode)."""
+    after = dict(node)
+    flags = [f for f in node.get("flags", []) if f != "DRAIN"]
+    if action in ("drain", "re-reason"):
+        flags.append("DRAIN")
+        after.update(reason=want_reason, reason_user=None, reason_time=None)
+    elif action == "resume":
+        after.update(reason=None, reason_user=None, reason_time=None)
+    after["state"] = "+".join([node.get("base_state") or "IDLE"] + flags)
+    after["base_state"], after["flags"] = parse_node_state(after["state"])
+    after["drain"] = drain_status(after["base_state"], after["flags"])
+    after["drained"] = after["drain"] == "DRAINED"
+    return after
+
+
+def apply(module, name, action, want_reason, rec_path):
+    """Run the one update ``action`` needs, read the node back and keep our record in step."""
+    if action in ("drain", "re-reason"):
+        slurm(module, "scontrol", ["update", "NodeName=%s" % name, "State=DRAIN", "Reason=%s" % want_reason], name)
+        try:
+            node = show(module, name)
+            if "DRAIN" not in node["flags"] or node.get("reason") != want_reason:
+                raise SlurmError("it reads %s with reason %r" % (node.get("state"), node.get("reason")))
+            write_record(rec_path, ownership_record(node, module.params["incident"],
+                                                    time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+        except (SlurmError, OSError) as exc:
+            raise SlurmError("scontrol drained %s, but it is NOT recorded as ours (%s): later runs will leave it "
+                             "alone; check `scontrol show node %s` and resume it by hand if it is our drain"
+                             % (name, exc, name))
+        return node
+    slurm(module, "scontrol", ["update", "NodeName=%s" % name, "State=RESUME"], name)
+    node = show(module, name)
+    if "DRAIN" in node["flags"]:
+        raise SlurmError("scontrol accepted the resume but %s still reads %s" % (name, node.get("state")))
+    if os.path.exists(rec_path):
+        os.unlink(rec_path)
+    return node
+
+
+def wait_drained(module, name, node, rec_path, seconds):
+    """Poll until DRAINED (no jobs) while the drain stays ours; fail when the time is up."""
+    deadline = time.monotonic() + seconds
+    while not node["drained"]:
+        if time.monotonic() >= deadline:
+            jobs = jobs_on(module, name)
+            return node, jobs, ("%s is still %s after %ss: %d job(s) still run on it (%s); not cancelling them"
+                                % (name, node.get("drain") or node.get("state"), seconds, len(jobs),
+                                   "; ".join(jobs) or "see squeue -w %s" % name))
+        time.sleep(min(1.0, max(0.1, deadline - time.monotonic())))
+        node = show(module, name)
+        rec, _ = load_record(rec_path)
+        mine, why = owns(rec, node)
+        if not mine:
+            return node, [], "stopped waiting: %s is no longer ours: %s" % (name, why)
+    return node, None, None
+
+
+def result_of(node, owned, rec_path):
+    keys = ("state", "base_state", "flags", "drain", "drained", "reason", "reason_user", "reason_time")
+    res = {k: node.get(k) for k in keys}
+    res.update(name=node.get("name"), owned=owned, record=rec_path)
+    return res
+
+
+def run(module):
+    p = module.params
+    name = (p["name"] or "").strip()
+    if not _NODE_RE.match(name):
+        raise SlurmError("name %r is not one Slurm node name (no hostlists, spaces or slashes)" % p["name"])
+    if not 0 <= p["wait_drained"] <= MAX_WAIT:
+        raise SlurmError("wait_drained must be between 0 and %d seconds, not %d" % (MAX_WAIT, p["wait_drained"]))
+    if p["timeout"] < 1:
+        raise SlurmError("timeout must be at least 1 second")
+    want = None
+    if p["state"] == "drained":
+        try:
+            want = drain_reason(p["reason"], p["incident"])
+        except ValueError as exc:
+            raise SlurmError(str(exc))
+    rec_path = record_path(os.path.expanduser(p["state_dir"]), name)
+    rec, warning = load_record(rec_path)
+    if warning:
+        module.warn(warning)
+    before = show(module, name)
+    plan = plan_node(p["state"], before, rec, want)
+    after, changed = before, plan["action"] != "none"
+    if changed:
+        after = predicted(before, plan["action"], want) if module.check_mode else \
+            apply(module, name, plan["action"], want, rec_path)
+    res = result_of(after, plan["owned"] and plan["action"] != "resume", rec_path)
+    res.update(changed=changed, msg=plan["msg"] if not (changed and module.check_mode) else
+               "would be " + plan["msg"] + " (check mode)")
+    if module._diff:
+        res["diff"] = {"before": _view(before), "after": _view(after),
+                       "before_header": "slurm node %s" % name, "after_header": "slurm node %s" % name}
+    if p["state"] == "drained" and res["owned"] and p["wait_drained"] and not module.check_mode:
+        node, jobs, failed = wait_drained(module, name, after, rec_path, p["wait_drained"])
+        res.update(result_of(node, owns(load_record(rec_path)[0], node)[0], rec_path))
+        if failed:
+            res.update(jobs=jobs or [], msg=failed)
+            module.fail_json(**res)
+    return res
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            state=dict(type="str", default="present", choices=["drained", "resumed", "present"]),
+            reason=dict(type="str"),
+            incident=dict(type="str"),
+            state_dir=dict(type="path", default="~/.gpu-runbook/drains"),
+            wait_drained=dict(type="int", default=0),
+            timeout=dict(type="int", default=30),
+        ),
+        required_if=[("state", "drained", ["reason"])],
+        supports_check_mode=True,
+    )
+    try:
+        res = run(module)
+    except SlurmError as exc:
+        module.fail_json(msg=str(exc), name=module.params["name"], changed=False)
+    except OSError as exc:
+        module.fail_json(msg="drain record: %s" % exc, name=module.params["name"], changed=False)
+    module.exit_json(**res)
+
+
+if __name__ == "__main__":
+    main()
