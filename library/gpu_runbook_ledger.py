@@ -1,0 +1,410 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu-runbook contributors
+# Apache-2.0 (see pyproject.toml)
+
+DOCUMENTATION = r"""
+---
+module: gpu_runbook_ledger
+short_description: The remediation ladder's lock, audit log and per-GPU history, on the controller
+description:
+  - "Keeps the ladder's state in O(state_dir) on the controller (run it with
+    C(delegate_to: localhost) and C(run_once) where it fits) - C(lock.json),
+    C(audit.jsonl) and C(history.jsonl)."
+  - "One remediation at a time. C(state=locked) creates C(lock.json) atomically
+    (C(O_CREAT|O_EXCL)) with the owner (user@host, pid of the controlling ansible process,
+    AWX job id from O(job_id), C(AWX_JOB_ID) or C(JOB_ID)), the start time and O(incident), and
+    returns C(lock.id). A second run fails naming the owner and the lock's age. A lock older
+    than O(stale_after) is reported as STALE and is never taken over."
+  - "C(state=unlocked) releases the lock, only with its own O(lock_id). C(state=absent) with
+    O(force=true) clears any lock (the one documented way to clear a stale lock:
+    C(ansible localhost -m gpu_runbook_ledger -a 'state=absent force=true')); who cleared
+    it and whose lock it was go into the audit log first. A lock that is not stale and whose
+    process still runs on this controller is not cleared, even with force."
+  - "C(action=audit) appends O(entries) to C(audit.jsonl), one JSON line each (when in UTC,
+    who, incident, host, rung, argv, result ok/refused/failed/skipped, message, check_mode),
+    each line one C(O_APPEND) write, so concurrent runs never interleave lines. Acquire,
+    release and clear are audited too."
+  - "C(action=record) appends fault and remedy records to C(history.jsonl), keyed by host and
+    GPU serial / UUID (PCI bus id as a fallback) or IB port."
+  - "C(action=decide) returns, for each of O(items), the rung to climb: the proposed one, or
+    C(rma) when the GPU faulted O(policy.repeat_faults) times within O(policy.repeat_window)
+    (default 3 in 7 days), or the escalation when the rung's retry budget in
+    O(policy.budget_window) is spent (gpu_reset 2 -> reboot when allowed, else rma;
+    ib_restart 2 per port -> stay drained for the cable)."
+  - "If the state directory cannot be written (read-only, disk full, no permission) the
+    module fails with a message saying that the ladder must not run disruptive steps."
+version_added: "0.2.0"
+author: gpu-runbook contributors
+options:
+  state:
+    description:
+      - C(locked) acquire the lock; C(unlocked) release it (needs O(lock_id)); C(absent) clear it
+        (needs O(force)). Give either O(state) or O(action).
+    type: str
+    choices: [locked, unlocked, absent]
+  action:
+    description: C(audit) append O(entries) to the audit log; C(record) append them to the history;
+      C(decide) the next rung for each of O(items); C(show) read the lock and what it says.
+    type: str
+    choices: [audit, record, decide, show]
+  state_dir:
+    description: Controller-side directory of the ledger.
+    type: path
+    default: ~/.gpu-runbook/state
+  incident:
+    description: Incident id; stored in the lock and put into audit and history entries that have none.
+    type: str
+  lock_id:
+    description: The id C(state=locked) returned. Needed to release; with C(state=locked) a lock
+      with this id is ours already (no change).
+    type: str
+  job_id:
+    description: AWX / CI job id of the owner. Default the C(AWX_JOB_ID) or C(JOB_ID) environment variable.
+    type: str
+  force:
+    description: With C(state=absent), clear the lock whoever holds it (recorded in the audit log).
+    type: bool
+    default: false
+  stale_after:
+    description: Seconds after which a lock counts as stale (reported, never taken over).
+    type: int
+    default: 7200
+  entries:
+    description:
+      - For C(action=audit) - dicts with C(rung) (a taxonomy rung or lock/plan/verify/resume),
+        C(result) (ok, refused, failed, skipped) and optionally C(host), C(gpu), C(port),
+        C(argv) (a list), C(message), C(when), C(who), C(incident), C(check_mode).
+      - For C(action=record) - dicts with C(type) (fault or remedy), C(host), the GPU as C(gpu)
+        (a dict with serial/uuid/pci, or a UUID or PCI string) or C(serial)/C(uuid)/C(pci), or an
+        IB C(port); a fault has C(xid) and/or C(kind), a remedy C(rung) and C(result); C(when)
+        defaults to now.
+    type: list
+    elements: dict
+    default: []
+  items:
+    description: For C(action=decide) - dicts with C(host), the GPU (or C(port)) as in O(entries), and C(proposed_rung).
+    type: list
+    elements: dict
+    default: []
+  policy:
+    description: Overrides of C(repeat_faults), C(repeat_window), C(budget_window) (seconds),
+      C(budgets) (rung to tries) and C(allow_reboot).
+    type: dict
+    default: {}
+  now:
+    description: The time decisions and entries are made at (ISO 8601); default now. For replays and tests.
+    type: str
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Writes nothing (no lock, no audit or history line); C(state=locked) still fails when
+      the lock is held, C(would_write) shows the lines a real run would append, decide runs as usual.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in diff mode.
+    support: none
+notes:
+  - Audit lines are meant to stay; rotate C(audit.jsonl) only between remediations.
+  - "In check mode nothing is written. A ladder that wants its plans audited runs its audit task
+    with C(check_mode: false) and marks the entries C(check_mode: true)."
+"""
+
+EXAMPLES = r"""
+- name: One remediation at a time
+  gpu_runbook_ledger:
+    state: locked
+    incident: "{{ gpu_runbook_incident }}"
+  delegate_to: localhost
+  run_once: true
+  register: ledger_lock
+
+- name: Audit a GPU reset
+  gpu_runbook_ledger:
+    action: audit
+    incident: "{{ gpu_runbook_incident }}"
+    entries:
+      - {host: "{{ inventory_hostname }}", rung: gpu_reset, argv: "{{ reset.commands | last }}",
+         result: ok, message: "GPU 0000:3b:00.0 reset and verified"}
+  delegate_to: localhost
+
+- name: Record the fault and the reset in the GPU's history
+  gpu_runbook_ledger:
+    action: record
+    entries:
+      - {type: fault, host: gpu-r1-n03, gpu: {serial: "1652221000123", pci: "0000:3b:00.0"}, xid: 48}
+      - {type: remedy, host: gpu-r1-n03, gpu: {serial: "1652221000123"}, rung: gpu_reset, result: ok}
+  delegate_to: localhost
+
+- name: Reset again, or is this GPU a lemon?
+  gpu_runbook_ledger:
+    action: decide
+    items:
+      - {host: gpu-r1-n03, gpu: {serial: "1652221000123"}, proposed_rung: gpu_reset}
+  delegate_to: localhost
+  register: decision
+
+- name: Release the lock
+  gpu_runbook_ledger:
+    state: unlocked
+    lock_id: "{{ ledger_lock.lock.id }}"
+  delegate_to: localhost
+  run_once: true
+
+# Clear a stale lock by hand (recorded in the audit log):
+#   ansible localhost -m gpu_runbook_ledger -a 'state=absent force=true'
+"""
+
+RETURN = r"""
+lock:
+  description: The lock acquired, released, cleared or read (id, owner, who, incident, started).
+  returned: for state and action=show, when there is one
+  type: dict
+  sample: {"id": "3f2a...", "who": "alice@ctl (pid 4711, AWX job 42)", "incident": "INC-7",
+           "started": "2024-05-01T10:00:00+00:00"}
+held_by:
+  description: The lock that refused a run, described (owner, incident, since, age, STALE).
+  returned: when a lock refused
+  type: str
+stale:
+  description: Whether the lock in question is older than O(stale_after).
+  returned: when there is a lock
+  type: bool
+written:
+  description: Lines appended (audit or history).
+  returned: for audit and record
+  type: int
+would_write:
+  description: The lines a real run would append.
+  returned: in check mode
+  type: list
+  elements: dict
+decisions:
+  description: Per item host, key, proposed_rung, rung, escalated and reason.
+  returned: for decide
+  type: list
+  elements: dict
+  sample: [{"host": "gpu-r1-n03", "key": "gpu-r1-n03/serial:1652221000123", "proposed_rung": "gpu_reset",
+            "rung": "rma", "escalated": true, "reason": "... faulted 3 times in 7 days ..."}]
+file:
+  description: The file the action read or wrote.
+  returned: always
+  type: str
+warnings_lines:
+  description: History lines that could not be read and were skipped.
+  returned: for decide when there are any
+  type: list
+  elements: str
+"""
+
+import getpass
+import os
+import socket
+from datetime import datetime
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_runbook.ledger import (AUDIT_FILE, HISTORY_FILE, LOCK_FILE, LedgerError, acquire,
+                                                     append_lines, audit_entry, check_policy, clear, describe,
+                                                     fault_entry, match_key, next_rung, read_lines, read_lock,
+                                                     release, remedy_entry, target_of)
+from ansible.module_utils.gpu_runbook.ledger.lock import is_stale, owner_text
+from ansible.module_utils.gpu_runbook.timeutil import UTC, to_utc
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def controller_pid():
+    """The topmost ansible process above this module (ansible-playbook / ansible), else our own pid."""
+    best, pid = os.getpid(), os.getppid()
+    for _ in range(16):
+        if pid <= 1:
+            break
+        if "ansible" in _cmdline(pid):
+            best = pid
+        pid = _ppid(pid)
+    return best
+
+
+def pid_alive(pid):
+    try:
+        pid = int(pid)
+        os.kill(pid, 0)
+    except (ValueError, TypeError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return bool(_cmdline(pid))
+
+
+def owner(module):
+    job = module.params["job_id"] or os.environ.get("AWX_JOB_ID") or os.environ.get("JOB_ID")
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return {"user": user, "host": socket.gethostname(), "pid": controller_pid(), "job": job or None}
+
+
+def now_of(module):
+    if not module.params["now"]:
+        return datetime.now(UTC)
+    t = to_utc(module.params["now"])
+    if t is None:
+        raise LedgerError("now %r is not an ISO 8601 time" % module.params["now"])
+    return t
+
+
+def audit(module, sd, now, who, entries):
+    """Append lock events (and entries) to the audit log; check mode writes nothing."""
+    lines = [audit_entry(e, who, now, module.check_mode, module.params["incident"]) for e in entries]
+    path = os.path.join(sd, AUDIT_FILE)
+    if module.check_mode:
+        return {"would_write": lines, "written": 0, "file": path}
+    return {"written": append_lines(path, lines, "audit log"), "file": path}
+
+
+def do_lock(module, sd, now, who):
+    p = module.params
+    me = owner(module)
+    path = os.path.join(sd, LOCK_FILE)
+    if p["state"] == "locked":
+        lock, changed = acquire(sd, me, p["incident"], now, p["stale_after"], p["lock_id"], module.check_mode)
+        if changed:
+            try:
+                audit(module, sd, now, who, [{"rung": "lock", "result": "ok", "message": "lock acquired: id %s"
+                                              % lock["id"]}])
+            except LedgerError:
+                if not module.check_mode:
+                    release(sd, lock["id"], now)
+                raise
+        return dict(changed=changed, lock=lock, stale=False, file=path,
+                    msg=("lock acquired" if changed else "lock already ours") + (" (check mode)" if module.check_mode else ""))
+    if p["state"] == "unlocked":
+        held = release(sd, p["lock_id"], now, module.check_mode)
+        if held is None:
+            return dict(changed=False, file=path, msg="no lock to release")
+        audit(module, sd, now, who, [{"rung": "lock", "result": "ok", "message": "lock %s released" % held["id"]}])
+        return dict(changed=True, lock=held, file=path, msg="lock released")
+    # refusals first, then the audit line, then the clear: a clear nobody can trace is worse than a stale lock
+    cleared = clear(sd, p["force"], now, p["stale_after"], me["host"], pid_alive, check_mode=True)
+    if cleared is not None:
+        audit(module, sd, now, who, [{"rung": "lock", "result": "ok", "message": "lock force-cleared by %s; it was %s"
+                                      % (who, describe(cleared, now, p["stale_after"]))}])
+        clear(sd, True, now, p["stale_after"], check_mode=module.check_mode)
+    if cleared is None:
+        return dict(changed=False, file=path, msg="no lock")
+    return dict(changed=True, lock=cleared, stale=is_stale(cleared, now, p["stale_after"]), file=path,
+                msg="lock cleared: it was %s" % describe(cleared, now, p["stale_after"]))
+
+
+def do_record(module, sd, now):
+    lines = []
+    for e in module.params["entries"]:
+        kind = e.get("type") if isinstance(e, dict) else None
+        if kind not in ("fault", "remedy"):
+            raise LedgerError("history entry needs type fault or remedy: %r" % (e,))
+        line = (fault_entry if kind == "fault" else remedy_entry)(e, now)
+        line.setdefault("incident", module.params["incident"])
+        lines.append(line)
+    path = os.path.join(sd, HISTORY_FILE)
+    if module.check_mode:
+        return dict(changed=False, would_write=lines, written=0, file=path)
+    n = append_lines(path, lines, "GPU history")
+    return dict(changed=n > 0, written=n, file=path, msg="%d history line(s) recorded" % n)
+
+
+def do_decide(module, sd, now):
+    policy = check_policy(module.params["policy"])
+    path = os.path.join(sd, HISTORY_FILE)
+    history, bad = read_lines(path)
+    out = []
+    for item in module.params["items"]:
+        if not isinstance(item, dict) or not item.get("proposed_rung"):
+            raise LedgerError("decide item needs host, the GPU (or port) and proposed_rung: %r" % (item,))
+        rung, reason = next_rung(history, item, item["proposed_rung"], now, policy)
+        t = target_of(item)
+        out.append({"host": t["host"], "key": match_key(t), "proposed_rung": item["proposed_rung"], "rung": rung,
+                    "escalated": rung != item["proposed_rung"], "reason": reason})
+    res = dict(changed=False, decisions=out, file=path, policy=policy,
+               msg="; ".join("%s: %s" % (d["key"], d["rung"]) for d in out) or "nothing to decide")
+    if bad:
+        res["warnings_lines"] = bad
+    return res
+
+
+def run(module):
+    p = module.params
+    if bool(p["state"]) == bool(p["action"]):
+        raise LedgerError("give either state (locked, unlocked, absent) or action (audit, record, decide, show)")
+    if p["stale_after"] < 1:
+        raise LedgerError("stale_after must be at least 1 second")
+    sd = os.path.expanduser(p["state_dir"])
+    now = now_of(module)
+    me = owner(module)
+    who = owner_text(me)
+    if p["state"]:
+        return do_lock(module, sd, now, who)
+    if p["action"] == "audit":
+        res = audit(module, sd, now, who, p["entries"])
+        res.update(changed=res["written"] > 0, msg="%d audit line(s) %s" % (
+            len(p["entries"]), "would be written" if module.check_mode else "written"))
+        return res
+    if p["action"] == "record":
+        return do_record(module, sd, now)
+    if p["action"] == "decide":
+        return do_decide(module, sd, now)
+    held = read_lock(sd)
+    return dict(changed=False, file=os.path.join(sd, LOCK_FILE), lock=held,
+                stale=is_stale(held, now, p["stale_after"]) if held else None,
+                msg=("lock " + describe(held, now, p["stale_after"])) if held else "no lock")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["locked", "unlocked", "absent"]),
+            action=dict(type="str", choices=["audit", "record", "decide", "show"]),
+            state_dir=dict(type="path", default="~/.gpu-runbook/state"),
+            incident=dict(type="str"),
+            lock_id=dict(type="str"),
+            job_id=dict(type="str"),
+            force=dict(type="bool", default=False),
+            stale_after=dict(type="int", default=7200),
+            entries=dict(type="list", elements="dict", default=[]),
+            items=dict(type="list", elements="dict", default=[]),
+            policy=dict(type="dict", default={}),
+            now=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        res = run(module)
+    except LedgerError as exc:
+        extra = {"error": exc.kind}
+        if exc.lock is not None:
+            try:
+                now = now_of(module)
+            except LedgerError:
+                now = datetime.now(UTC)
+            extra.update(lock=exc.lock, held_by=describe(exc.lock, now),
+                         stale=is_stale(exc.lock, now, module.params["stale_after"]))
+        module.fail_json(msg=exc.msg, changed=False, **extra)
+    module.exit_json(**res)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""library/gpu_runbook_ledger.py through the real ``ansible localhost -m gpu_runbook_ledger``
+(local connection, a state dir under tmp). Nothing is mocked."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import BIN, REPO, ansible_env
+
+
+def ledger(tmp_path, check=False, env=None, **args):
+    """-> (result dict, CompletedProcess)."""
+    args.setdefault("state_dir", str(tmp_path / "state"))
+    inv = tmp_path / "hosts.ini"
+    inv.write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+    tree = tmp_path / "tree"
+    if (tree / "localhost").exists():
+        os.unlink(str(tree / "localhost"))
+    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", str(inv), "-m", "gpu_runbook_ledger",
+           "-a", json.dumps(args), "--tree", str(tree)] + (["--check"] if check else [])
+    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(env), capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(str(tree / "localhost")) as fh:
+        return json.load(fh), proc
+
+
+def audit_lines(tmp_path):
+    with open(str(tmp_path / "state" / "audit.jsonl")) as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_lock_second_run_fails_naming_owner_then_force_clear_is_audited(tmp_path):
+    first, proc = ledger(tmp_path, env={"AWX_JOB_ID": "4242"}, state="locked", incident="INC-1")
+    assert proc.returncode == 0 and first["changed"] and first["lock"]["owner"]["job"] == "4242"
+    second, proc = ledger(tmp_path, state="locked", incident="INC-2")
+    assert proc.returncode != 0
+    assert "AWX job 4242" in second["msg"] and "INC-1" in second["msg"] and "age" in second["msg"]
+    assert second["error"] == "held" and second["stale"] is False
+    # not the owner: release refused, lock kept
+    refused, proc = ledger(tmp_path, state="unlocked", lock_id="someone-else")
+    assert proc.returncode != 0 and "only its owner releases" in refused["msg"]
+    # the documented clear, by another job
+    cleared, proc = ledger(tmp_path, env={"AWX_JOB_ID": "7"}, state="absent", force=True)
+    assert proc.returncode == 0 and cleared["changed"] and cleared["lock"]["id"] == first["lock"]["id"]
+    assert not (tmp_path / "state" / "lock.json").exists()
+    lines = audit_lines(tmp_path)
+    assert [line["rung"] for line in lines] == ["lock", "lock"]
+    assert "force-cleared by" in lines[1]["message"] and "AWX job 7" in lines[1]["who"]
+    assert "AWX job 4242" in lines[1]["message"]
+    again, proc = ledger(tmp_path, state="locked", incident="INC-2")
+    assert proc.returncode == 0 and again["changed"]
+    done, proc = ledger(tmp_path, state="unlocked", lock_id=again["lock"]["id"])
+    assert proc.returncode == 0 and done["changed"] and not (tmp_path / "state" / "lock.json").exists()
+
+
+def test_stale_lock_is_reported_not_taken(tmp_path):
+    first, _ = ledger(tmp_path, state="locked", incident="INC-1", now="2024-05-10T08:00:00Z")
+    late, proc = ledger(tmp_path, state="locked", incident="INC-2", now="2024-05-10T11:00:00Z")
+    assert proc.returncode != 0 and late["stale"] is True and "STALE" in late["msg"]
+    assert "state=absent force=true" in late["msg"]
+    shown, _ = ledger(tmp_path, action="show", now="2024-05-10T11:00:00Z")
+    assert shown["lock"]["id"] == first["lock"]["id"] and shown["stale"] is True
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    res, proc = ledger(tmp_path, check=True, state="locked", incident="INC-1")
+    assert proc.returncode == 0 and res["changed"] and not (tmp_path / "state").exists()
+    res, proc = ledger(tmp_path, check=True, action="audit",
+                       entries=[{"rung": "drain", "result": "ok", "host": "n1", "argv": ["scontrol", "update"]}])
+    assert proc.returncode == 0 and len(res["would_write"]) == 1 and not (tmp_path / "state").exists()
+
+
+def test_audit_record_and_decide(tmp_path):
+    res, proc = ledger(tmp_path, action="audit", incident="INC-3", entries=[
+        {"host": "n1", "rung": "gpu_reset", "argv": ["nvidia-smi", "-r", "-i", "0000:3b:00.0"], "result": "ok"},
+        {"host": "n2", "rung": "ib_restart", "result": "refused", "message": "/dev/infiniband held by pid 9"}])
+    assert proc.returncode == 0 and res["written"] == 2
+    lines = audit_lines(tmp_path)
+    assert lines[0]["argv"][1] == "-r" and lines[1]["result"] == "refused" and lines[1]["incident"] == "INC-3"
+    gpu = {"serial": "1650", "pci": "0000:3b:00.0"}
+    entries = [{"type": "fault", "host": "n1", "gpu": gpu, "xid": 48, "when": "2024-05-0%dT00:00:00Z" % d}
+               for d in (4, 7, 9)]
+    entries.append({"type": "remedy", "host": "n2", "port": "mlx5_1/1", "rung": "ib_restart", "result": "ok",
+                    "when": "2024-05-08T00:00:00Z"})
+    entries.append(dict(entries[-1], when="2024-05-09T00:00:00Z"))
+    res, proc = ledger(tmp_path, action="record", entries=entries)
+    assert proc.returncode == 0 and res["written"] == 5
+    res, proc = ledger(tmp_path, action="decide", now="2024-05-10T00:00:00Z", items=[
+        {"host": "n1", "gpu": gpu, "proposed_rung": "gpu_reset"},
+        {"host": "n1", "gpu": {"serial": "2000"}, "proposed_rung": "gpu_reset"},
+        {"host": "n2", "port": "mlx5_1/1", "proposed_rung": "ib_restart"}])
+    assert proc.returncode == 0, res
+    got = [(d["rung"], d["escalated"]) for d in res["decisions"]]
+    assert got == [("rma", True), ("gpu_reset", False), ("drain", True)]
+    assert "faulted 3 times" in res["decisions"][0]["reason"] and "cable" in res["decisions"][2]["reason"]
+    # bad input: a clear failure, no traceback
+    res, proc = ledger(tmp_path, action="decide", items=[{"host": "n1", "proposed_rung": "gpu_reset"}])
+    assert proc.returncode != 0 and "serial, UUID or PCI" in res["msg"]
+
+
+def test_unwritable_state_dir_fails_saying_no_disruptive_steps(tmp_path):
+    sd = tmp_path / "state"
+    sd.mkdir()
+    os.symlink("/dev/full", str(sd / "audit.jsonl"))
+    res, proc = ledger(tmp_path, state="locked", incident="INC-1")
+    assert proc.returncode != 0 and "must not run disruptive steps" in res["msg"]
+    assert not (sd / "lock.json").exists()  # no lock left behind without its audit line
