@@ -16,10 +16,23 @@ GPU reset knobs in the state: ``gpus[i]["persistence"]`` (default True = Enabled
 refused, exit 255 "In use by another client", while persistence is Enabled, as the real tool
 does), and ``gpus[i]["reset_outcome"]``: ``"lost"`` (exit 15, the GPU falls off the bus),
 ``"no_permission"`` (exit 4) or ``"no_effect"`` (exit 0, nothing cleared).
+
+IB stack knobs (all optional; without them openibd behaves as it always did here):
+``"ib_holders": [{"pid", "comm", "user"?, "device"?}]`` -- processes with /dev/infiniband/<device>
+open (``device`` null: running, nothing open, e.g. ibacm); ``systemctl restart openibd`` then
+refuses with exit 1 and keeps openibd's own text for ``systemctl status openibd``, as the real
+openibd ``stop()`` does. ``"modules": [names]`` -- loaded kernel modules (``modprobe`` / ``modprobe -r``
+change it; Lustre ``ko2iblnd``, ``rpcrdma``, ``nvme_rdma``, ... make openibd refuse; a loaded
+``nvidia_peermem`` holds ib_core, so the restart fails half-way and leaves the ports down).
+``"ib_link_up_delay": s`` -- after a restart the ports train for ``s`` seconds (Polling, then
+Init/LinkUp) before they are Active. When ``<root>/proc`` exists it is rendered like ``/proc``
+(``modules``, ``<pid>/comm``, ``<pid>/fd/N -> /dev/infiniband/<device>``).
+``refresh --loop SECONDS`` re-renders sysfs every 0.2 s for that long (the kernel's live counters).
 """
 import fcntl
 import json
 import os
+import shutil
 import sys
 import time
 from contextlib import contextmanager
@@ -124,8 +137,12 @@ def counters(hca, st, now=None):
 def port_state(hca, st, now=None):
     """-> (state, phys_state) as sysfs prints them."""
     now = now or time.time()
-    if not st.get("services", {}).get("openibd", {}).get("active", True):
+    svc = st.get("services", {}).get("openibd", {})
+    if not svc.get("active", True):
         return "1: DOWN", "3: Disabled"
+    delay = float(st.get("ib_link_up_delay") or 0)
+    if delay and svc.get("since") is not None and now - svc["since"] < delay:
+        return ("1: DOWN", "2: Polling") if now - svc["since"] < delay / 2 else ("2: INIT", "5: LinkUp")
     f = hca.get("fault")
     if f == "down":
         return "1: DOWN", "2: Polling"
@@ -167,6 +184,7 @@ def render_sysfs(st, root=None, now=None):
     root = _root(root)
     now = now or time.time()
     render_kern_log(st, root, now)
+    render_proc(st, root)
     for hca in st.get("hcas", []):
         d = os.path.join(root, "sys", "class", "infiniband", hca["name"])
         p = os.path.join(d, "ports", "1")
@@ -184,6 +202,36 @@ def render_sysfs(st, root=None, now=None):
         _wfile(os.path.join(p, "sm_lid"), "0x1\n")
         for k, v in counters(hca, st, now).items():
             _wfile(os.path.join(p, "counters", k), "%d\n" % v)
+
+
+DEFAULT_MODULES = ["mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "ib_umad", "rdma_cm", "rdma_ucm",
+                   "ib_ipoib", "mlxfw", "nvidia", "nvidia_uvm", "nvidia_peermem"]
+
+
+def loaded_modules(st):
+    return list(st["modules"]) if "modules" in st else list(DEFAULT_MODULES)
+
+
+def render_proc(st, root=None):
+    """<root>/proc (only when that folder exists): modules, and per holder comm + fd links."""
+    root = _root(root)
+    d = os.path.join(root, "proc")
+    if not os.path.isdir(d):
+        return
+    _wfile(os.path.join(d, "modules"), "".join("%s 16384 0 - Live 0x0000000000000000\n" % m
+                                               for m in loaded_modules(st)))
+    want = {str(h["pid"]): h for h in st.get("ib_holders", [])}
+    for name in os.listdir(d):
+        if name.isdigit() and name not in want:
+            shutil.rmtree(os.path.join(d, name), ignore_errors=True)
+    for pid, h in want.items():
+        fd = os.path.join(d, pid, "fd")
+        os.makedirs(fd, exist_ok=True)
+        _wfile(os.path.join(d, pid, "comm"), h["comm"] + "\n")
+        dev = h.get("device", "uverbs0")
+        link = os.path.join(fd, "3")
+        if dev and not os.path.islink(link):
+            os.symlink("/dev/infiniband/" + dev, link)
 
 
 def render_kern_log(st, root=None, now=None):
@@ -1264,6 +1312,94 @@ def openibd_restart(st, now=None, stop_only=False, start_only=False):
     svc["restarts"] = svc.get("restarts", 0) + 1
 
 
+_OPENIBD_MODULE_MSG = [  # openibd stop(): the storage modules it will not unload for you
+    ("ib_isert", "Please close all isert sessions and unload 'ib_isert' module."),
+    ("nvme_rdma", "Please close all nvme sessions and unload 'nvme_rdma' module."),
+    ("nvmet_rdma", "Please close all nvmet sessions and unload 'nvmet_rdma' module."),
+    ("rpcrdma", "Please make sure module 'rpcrdma' is not in use and unload it."),
+    ("xprtrdma", "Please make sure module 'xprtrdma' is not in use and unload it."),
+    ("ib_srpt", "Please make sure module 'ib_srpt' is not in use and unload it."),
+]
+_JOB_FAILED = ('Job for openibd.service failed because the control process exited with error code.\n'
+               'See "systemctl status openibd.service" and "journalctl -xeu openibd.service" for details.')
+
+
+def openibd_refuses(st, svc):
+    """openibd's stop() pre-checks, as the real script words them -> 0, or 1 after recording the text.
+
+    Source: mlnx-ofa_kernel ``ofed_scripts/openibd`` (stop(): ko2iblnd in /proc/modules, pgrep of
+    opensm/osmtest/ibbs/ibns/ibacm, ``lsof +c 0 -a +d /dev/infiniband`` -> "Please stop the following
+    applications still using Infiniband devices:" / "<app>(<pid>) user <owner> is using device <dev>",
+    the storage modules, then "Error: Cannot unload the Infiniband driver stack due to the above
+    issue(s)!" and exit 1); seen e.g. in github.com/knneth/mlnx-ofa_kernel. Under systemd the text
+    goes to the journal (``systemctl status``) and systemctl itself prints "Job for ... failed".
+    A loaded nvidia_peermem is not checked there: it holds ib_core, so the unload fails half-way
+    ("rmmod: ERROR: Module ib_core is in use by: nvidia_peermem") with the HCA modules already gone.
+    """
+    mods = set(loaded_modules(st)) if "modules" in st else set()
+    out, blocking = [], []
+    if "ko2iblnd" in mods:
+        out.append("Please stop Lustre services before unloading the Infiniband stack.")
+    holders = st.get("ib_holders", [])
+    for app in ("opensm", "osmtest", "ibbs", "ibns", "ibacm"):
+        if any(h["comm"] == app for h in holders):
+            out.append('Please stop "%s" and all applications running over InfiniBand.' % app)
+    using = [h for h in holders if h.get("device", "uverbs0")]
+    if using:
+        out += ["", "Please stop the following applications still using Infiniband devices:"]
+        out += ["%s(%d) user %s is using device %s" % (h["comm"], h["pid"], h.get("user", "root"),
+                                                      h.get("device", "uverbs0")) for h in using]
+        out.append("")
+    for m, msg in _OPENIBD_MODULE_MSG:
+        if m in mods:
+            blocking.append(m)
+            out.append(msg)
+    if out:
+        out += ["", "Error: Cannot unload the Infiniband driver stack due to the above issue(s)!"]
+        if blocking:
+            out += ["", "To unload the blocking modules, you can run:", "# modprobe -rv %s" % " ".join(blocking)]
+        out += ["", "Once the above issue(s) resolved, run:", "# /etc/init.d/openibd restart"]
+    elif "nvidia_peermem" in mods:
+        openibd_restart(st, stop_only=True)
+        out = ["Unloading ib_core                                          [FAILED]",
+               "rmmod: ERROR: Module ib_core is in use by: nvidia_peermem"]
+    if not out:
+        svc.pop("failed", None)
+        svc["last_output"] = ["Unloading HCA driver:                                      [  OK  ]",
+                              "Loading HCA driver and Access Layer:                       [  OK  ]"]
+        return 0
+    svc["last_output"] = out
+    svc["failed"] = True
+    svc["refusals"] = svc.get("refusals", 0) + 1
+    print(_JOB_FAILED, file=sys.stderr)
+    return 1
+
+
+def modprobe(argv, root=None):
+    """modprobe NAME / modprobe -r NAME... on the state's module list (kmod's messages)."""
+    root = _root(root)
+    remove = any(a in ("-r", "--remove", "-rv") for a in argv)
+    names = [a.replace("-", "_") for a in argv if not a.startswith("-")]
+    if not names:
+        print("modprobe: FATAL: Module name not given.", file=sys.stderr)
+        return 1
+    with locked(root):
+        st = load(root)
+        mods = loaded_modules(st)
+        for n in names:
+            if remove and n in mods:
+                mods.remove(n)
+            elif remove:
+                print("modprobe: FATAL: Module %s is not in kernel." % n, file=sys.stderr)
+                return 1
+            elif n not in mods:
+                mods.append(n)
+        st["modules"] = mods
+        save(st, root)
+        render_sysfs(st, root)
+    return 0
+
+
 def systemctl(argv, root=None):
     root = _root(root)
     d = os.path.join(root, "services")
@@ -1284,7 +1420,11 @@ def systemctl(argv, root=None):
             st = load(root)
             svc = st.setdefault("services", {}).setdefault("openibd", {"active": True})
             rc = 0
-            if verb in ("restart", "reload-or-restart", "try-restart", "force-reload"):
+            if verb in ("restart", "reload-or-restart", "try-restart", "force-reload", "stop"):
+                rc = openibd_refuses(st, svc)
+            if rc:
+                pass            # refused: nothing unloaded (or, for nvidia_peermem, half of it)
+            elif verb in ("restart", "reload-or-restart", "try-restart", "force-reload"):
                 openibd_restart(st)
             elif verb == "stop":
                 if svc.get("active", True):
@@ -1299,7 +1439,10 @@ def systemctl(argv, root=None):
                 a = svc.get("active", True)
                 print("● openibd.service - openibd - configure Mellanox devices")
                 print("     Loaded: loaded (/lib/systemd/system/openibd.service; enabled; preset: enabled)")
-                print("     Active: %s" % ("active (exited)" if a else "inactive (dead)"))
+                print("     Active: %s" % ("active (exited)" if a else "failed (Result: exit-code)"
+                                                   if svc.get("failed") else "inactive (dead)"))
+                for line in svc.get("last_output", []):
+                    print("openibd[%d]: %s" % (svc.get("last_pid", 4242), line))
                 rc = 0 if a else 3
             elif verb == "show":
                 a = svc.get("active", True)
@@ -1372,7 +1515,7 @@ def systemctl(argv, root=None):
 # --------------------------------------------------------------------------- entry
 
 TOOLS = {"nvidia-smi": nvidia_smi, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo, "perfquery": perfquery,
-         "dmesg": dmesg, "journalctl": journalctl, "systemctl": systemctl}
+         "dmesg": dmesg, "journalctl": journalctl, "systemctl": systemctl, "modprobe": modprobe}
 
 
 def refresh(root=None):
@@ -1392,6 +1535,12 @@ def main(argv=None):
     root = _root()
     if tool == "refresh":
         log_command("fakehw-refresh", args, root)
+        if args[:1] == ["--loop"]:      # a live sysfs: re-render every 0.2 s for that many seconds
+            end = time.time() + float(args[1])
+            while time.time() < end:
+                refresh(root)
+                time.sleep(0.2)
+            return 0
         return refresh(root)
     if tool not in TOOLS:
         sys.stderr.write("fakehw: unknown tool %s\n" % tool)

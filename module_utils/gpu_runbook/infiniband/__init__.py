@@ -29,12 +29,13 @@ from .ibv_devinfo import parse_ibv_devinfo
 from .model import unparseable
 from .names import normalize_counter_name, normalize_phys_state, normalize_state, parse_rate
 from .perfquery import parse_perfquery
+from . import restart  # the ib_restart rung's helpers (infiniband.restart.*)
 from .ports import NO_PHYSICAL_LINK, port_state_kind
 from .sysfs import parse_ib_sysfs
 
 __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
            "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_iblinkinfo",
-           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "port_state_kind"]
+           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "port_state_kind", "restart"]
 
 _SNIFF = (
     ("ib-sysfs", re.compile(r"/ports/\d+/(?:state|phys_state|rate|link_layer|counters/\w+|"

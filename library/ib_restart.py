@@ -1,0 +1,469 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu-runbook contributors
+# Apache-2.0 (see pyproject.toml)
+
+DOCUMENTATION = r"""
+---
+module: ib_restart
+short_description: Restart the InfiniBand stack (openibd) on a drained node, after named pre-checks, and verify the ports
+description:
+  - The C(ib_restart) rung of the remediation ladder. Runs on the node (as root) C(systemctl restart <unit>)
+    for an MLNX/DOCA OFED stack, with C(nvidia_peermem) unloaded before and loaded again after (it holds ib_core).
+  - "Pre-checks, each a named refusal (C(failed=true), C(blocked_by) names them all, nothing is restarted):
+    the node is not drained (C(node_not_drained)); the IB ports cannot be read from sysfs
+    (C(no_ib_devices), C(ib_state_unreadable), C(unknown_port), C(no_expected_ports)); what makes openibd
+    refuse or break things: processes holding C(/dev/infiniband/*) (C(dev_infiniband_held), named by pid and
+    command), opensm/osmtest/ibbs/ibns/ibacm running (C(ib_daemons)), Lustre o2ib C(ko2iblnd) loaded
+    (C(lustre_o2ib)), NFS over RDMA C(rpcrdma)/C(xprtrdma) (C(nfs_rdma)), NVMe over RDMA C(nvme_rdma)/C(nvmet_rdma)
+    (C(nvme_rdma)), iSER/SRP targets C(ib_isert)/C(ib_srpt) (C(iser_srp_target)); processes whose open files
+    cannot be read (C(ib_users_unreadable))."
+  - "Verification: waits up to O(wait) seconds for every expected port to be Active and LinkUp (at
+    O(expected_rate) when given), then reads the error counters twice O(soak) seconds apart. Any rise of
+    link_downed, link_error_recovery, symbol_error, port_rcv_errors, local_link_integrity_errors or
+    excessive_buffer_overrun_errors means the link is still sick: C(verified=false), C(still_rising) and
+    C(escalate=cable) (a bad cable keeps flapping after a restart). A restart that is not verified is not a
+    module failure; the ladder's verify rung keeps the node drained."
+version_added: "0.2.0"
+author: gpu-runbook contributors
+options:
+  node_drained:
+    description: Whether the drain step confirmed that the node is drained (no jobs). The module refuses unless true.
+    type: bool
+    required: true
+  unit:
+    description: The systemd unit of the IB stack (C(openibd) for MLNX_OFED / DOCA-OFED).
+    type: str
+    default: openibd
+  method:
+    description:
+      - C(service) restarts O(unit). C(modules) (reload mlx5_ib/mlx5_core with modprobe, for inbox rdma-core
+        stacks without openibd) is not implemented yet and is refused with C(blocked_by=not_implemented).
+    type: str
+    choices: [service, modules]
+    default: service
+  expected_ports:
+    description:
+      - Ports that must come back, as C(mlx5_N/1) or a device name (all its ports). Default, every InfiniBand
+        port that is Active before the restart. Pass the diagnosed port here when it may be down right now.
+    type: list
+    elements: str
+    default: []
+  expected_rate:
+    description: Link rate in Gb/s every expected port must reach (for example 400 for NDR); none checks no rate.
+    type: float
+  sysfs_root:
+    description: Where sysfs is mounted (C(class/infiniband) is read below it).
+    type: path
+    default: /sys
+  proc_root:
+    description: Where procfs is mounted (C(modules), C(<pid>/comm) and C(<pid>/fd) are read below it).
+    type: path
+    default: /proc
+  wait:
+    description: Seconds to wait for the expected ports to come back Active/LinkUp after the restart.
+    type: int
+    default: 60
+  soak:
+    description: Seconds between the two counter reads after the ports are back.
+    type: int
+    default: 10
+  reload_peermem:
+    description: Unload C(nvidia_peermem) before the restart and load it again after, when it is loaded.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Runs only the read-only pre-checks and returns the argv lists in C(would_run); changed is false.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in diff mode.
+    support: none
+notes:
+  - Needs root on the node (systemctl restart, modprobe, reading every process's open files).
+  - IPoIB interfaces go away and come back with the restart; anything mounted over them should be handled first.
+seealso:
+  - name: openibd (mlnx-ofa_kernel ofed_scripts/openibd)
+    description: The checks openibd makes before it unloads the stack, which this module makes first.
+    link: https://github.com/Mellanox/mlnx-ofa_kernel
+"""
+
+EXAMPLES = r"""
+- name: Restart the IB stack for the flapping port (the node is drained)
+  ib_restart:
+    node_drained: "{{ gpu_runbook_drain_result.drained }}"
+    expected_ports: [mlx5_6/1]
+    expected_rate: 400
+  register: ib_restart
+  become: true
+
+- name: Plan only
+  ib_restart:
+    node_drained: true
+  check_mode: true
+  register: plan
+"""
+
+RETURN = r"""
+blocked_by:
+  description: The names of what refused the restart (see the description), all of them.
+  returned: on refusal
+  type: list
+  elements: str
+holders:
+  description: Processes holding /dev/infiniband (pid, comm, devices).
+  returned: when the pre-checks ran
+  type: list
+  elements: dict
+  sample: [{"pid": 4711, "comm": "python", "devices": ["uverbs0"]}]
+daemons:
+  description: IB daemons running (pid, comm).
+  returned: when the pre-checks ran
+  type: list
+  elements: dict
+modules:
+  description: Loaded modules that make openibd refuse.
+  returned: when the pre-checks ran
+  type: list
+  elements: str
+expected_ports:
+  description: The ports that must come back (C(mlx5_N/1)).
+  returned: when sysfs was read
+  type: list
+  elements: str
+before:
+  description: State, physical state and rate of the expected ports before the restart.
+  returned: when sysfs was read
+  type: dict
+after:
+  description: The same once they were back (or when the wait ended).
+  returned: when the restart ran
+  type: dict
+not_back:
+  description: Expected ports that did not come back, and how they are.
+  returned: when some did not come back
+  type: dict
+still_rising:
+  description: Error counters that rose during the soak, per port and counter, with how much they rose.
+  returned: when the soak ran
+  type: dict
+  sample: {"mlx5_0/1": {"symbol_error": 40, "port_rcv_errors": 6}}
+escalate:
+  description: The rung to climb instead (cable, reboot) when the restart did not mend the link.
+  returned: when the restart did not help
+  type: str
+peermem:
+  description: Whether nvidia_peermem was loaded before, unloaded and reloaded.
+  returned: when the pre-checks passed
+  type: dict
+restart:
+  description: How C(systemctl restart) ended (rc, stderr, the unit's status text on failure).
+  returned: when the restart ran
+  type: dict
+verified:
+  description: True only when every expected port is back and no watched counter rose during the soak.
+  returned: always
+  type: bool
+commands:
+  description: The argv lists that changed something, in order.
+  returned: always
+  type: list
+  elements: list
+would_run:
+  description: In check mode, the argv lists a real run would execute, in order.
+  returned: in check mode when no pre-check blocks
+  type: list
+  elements: list
+"""
+
+import errno
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_runbook.infiniband import parse_ib_sysfs
+from ansible.module_utils.gpu_runbook.infiniband.restart import (
+    PEERMEM, UNIT_RE, blockers, blocking_modules, default_expected, escalation, ib_ports, parse_port_specs,
+    parse_proc_modules, plan_argv, port_summary, ports_back, running_daemons, select_ports, still_rising,
+    unreadable_ports)
+from ansible.module_utils.gpu_runbook.probes import read_ib_sysfs
+
+
+class Refusal(Exception):
+    """A pre-check (or step) that stops the restart: ``blocked`` names it, ``extra`` goes into the result."""
+
+    def __init__(self, blocked, msg, **extra):
+        Exception.__init__(self, msg)
+        self.blocked = blocked if isinstance(blocked, list) else [blocked]
+        self.msg = msg
+        self.extra = extra
+
+
+def read_ports(sysfs_root):
+    """-> (raw text, facts) of the IB sysfs tree (probes.read_ib_sysfs + infiniband.parse_ib_sysfs)."""
+    text = read_ib_sysfs(sysfs_root)
+    facts, _findings = parse_ib_sysfs(text, source=os.path.join(sysfs_root, "class", "infiniband"))
+    return text, facts
+
+
+def _raw(text, key, leaf):
+    dev, num = key.split("/")
+    needle = "/%s/ports/%s/%s:" % (dev, num, leaf)
+    for line in text.splitlines():
+        if needle in line:
+            return line.split(needle, 1)[1][:80]
+    return None
+
+
+def expected_ports(p):
+    """Read sysfs before: -> (facts, expected port keys), or a Refusal when it cannot be trusted."""
+    base = os.path.join(p["sysfs_root"], "class", "infiniband")
+    text, facts = read_ports(p["sysfs_root"])
+    if not text.strip():
+        raise Refusal("no_ib_devices", "no InfiniBand device under %s: nothing to restart" % base)
+    if not facts["ports"]:
+        first = next((x for x in text.splitlines() if x.strip()), "")[:160]
+        raise Refusal("ib_state_unreadable", "could not read any IB port from %s (it holds: %s)" % (base, first))
+    specs, bad = parse_port_specs(p["expected_ports"])
+    if bad:
+        raise Refusal("bad_expected_ports", "expected_ports %s: give ports as mlx5_N/1 or a device name" % bad)
+    if specs:
+        keys, missing = select_ports(facts, specs)
+        if missing:
+            raise Refusal("unknown_port", "no such IB port in %s: %s (it has %s)" % (
+                base, ", ".join(missing), ", ".join("%s/%s" % (x["device"], x["port"]) for x in facts["ports"])))
+        check = keys
+    else:
+        check = ["%s/%s" % (x["device"], x["port"]) for x in ib_ports(facts)]
+        keys = None
+    bad_state = unreadable_ports(facts, check)
+    if bad_state:
+        raise Refusal("ib_state_unreadable", "the state of %s in %s is unreadable (%s): not restarting on doubt"
+                      % (", ".join(bad_state), base, "; ".join("%s state=%r phys_state=%r" % (
+                          k, _raw(text, k, "state"), _raw(text, k, "phys_state")) for k in bad_state)))
+    if keys is None:
+        keys = default_expected(facts)
+        if not keys:
+            raise Refusal("no_expected_ports", "no IB port is Active in %s, so none is known to come back: name the "
+                          "ports in expected_ports" % base)
+    return facts, keys
+
+
+def scan_proc(proc_root):
+    """-> (every process [{"pid", "comm"}], holders of /dev/infiniband, count of unreadable fd dirs)."""
+    procs, holders, unreadable = [], [], 0
+    try:
+        names = os.listdir(proc_root)
+    except OSError as exc:
+        raise Refusal("ib_users_unreadable", "cannot list %s (%s): cannot tell who uses the IB stack"
+                      % (proc_root, exc.strerror))
+    me = str(os.getpid())
+    for name in sorted((n for n in names if n.isdigit() and n != me), key=int):
+        try:
+            with open(os.path.join(proc_root, name, "comm")) as fh:
+                comm = fh.read().strip()
+        except OSError:
+            continue                      # gone meanwhile
+        procs.append({"pid": int(name), "comm": comm})
+        fd_dir = os.path.join(proc_root, name, "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                unreadable += 1
+            continue
+        devices = set()
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if target.startswith("/dev/infiniband/"):
+                devices.add(target[len("/dev/infiniband/"):])
+        if devices:
+            holders.append({"pid": int(name), "comm": comm, "devices": sorted(devices)})
+    return procs, holders, unreadable
+
+
+def precheck_users(proc_root):
+    """-> loaded module names; a Refusal naming every user that makes openibd refuse or break."""
+    path = os.path.join(proc_root, "modules")
+    try:
+        with open(path) as fh:
+            loaded = parse_proc_modules(fh.read())
+    except OSError as exc:
+        raise Refusal("ib_users_unreadable", "cannot read %s (%s): cannot tell whether Lustre or NFS/NVMe over RDMA "
+                      "use the IB stack" % (path, exc.strerror))
+    procs, holders, unreadable = scan_proc(proc_root)
+    daemons = running_daemons(procs)
+    mods = blocking_modules(loaded)
+    names, msg = blockers(holders, daemons, mods, unreadable)
+    info = {"holders": holders, "daemons": daemons, "modules": [m["module"] for m in mods]}
+    if names:
+        raise Refusal(names, "not restarting the IB stack: " + msg, **info)
+    return loaded, info
+
+
+def _tail(text, n=12):
+    lines = [x for x in (text or "").splitlines() if x.strip()]
+    return "\n".join(lines[-n:])
+
+
+def do_restart(module, p, steps, result):
+    """modprobe -r nvidia_peermem, systemctl restart, modprobe nvidia_peermem (also after a failed restart)."""
+    pm = result["peermem"]
+    unload, restart, load = (steps[0], steps[1], steps[2]) if len(steps) == 3 else (None, steps[0], None)
+    if unload:
+        result["commands"].append(unload)
+        rc, out, err = module.run_command(unload)
+        if rc != 0:
+            raise Refusal("peermem_unload_failed", "%s failed (exit %d: %s): the IB stack was not restarted"
+                          % (" ".join(unload), rc, _tail(err + out, 3)), commands=result["commands"], peermem=pm)
+        pm["unloaded"] = True
+    result["commands"].append(restart)
+    rc, out, err = module.run_command(restart)
+    result["restart"] = {"rc": rc, "stderr": _tail(err, 5), "stdout": _tail(out, 5)}
+    if load:
+        result["commands"].append(load)
+        lrc, lout, lerr = module.run_command(load)
+        pm["reloaded"] = lrc == 0
+        if lrc != 0:
+            pm["error"] = _tail(lerr + lout, 3)
+    result["changed"] = True
+    if rc != 0:
+        _src, st_out, st_err = module.run_command([restart[0], "status", p["unit"], "--no-pager", "--lines", "20"])
+        result["restart"]["status"] = _tail(st_out + st_err, 20)
+        return False
+    return True
+
+
+def wait_for_ports(p, keys):
+    """Poll sysfs until every expected port is back or ``wait`` runs out -> (facts, not_back, seconds)."""
+    start = time.monotonic()
+    while True:
+        _text, facts = read_ports(p["sysfs_root"])
+        not_back = ports_back(facts, keys, p["expected_rate"])
+        left = p["wait"] - (time.monotonic() - start)
+        if not not_back or left <= 0:
+            return facts, not_back, round(time.monotonic() - start, 1)
+        time.sleep(min(1.0, left))
+
+
+def verify(p, keys, result):
+    """Ports back, then the soak; fills after / not_back / still_rising / escalate / verified."""
+    facts, not_back, waited = wait_for_ports(p, keys)
+    result["waited_s"] = waited
+    result["after"] = port_summary(facts, keys)
+    problems = []
+    if not_back:
+        result["not_back"] = not_back
+        result["escalate"] = escalation(not_back, facts)
+        problems.append("not back after %ds: %s" % (p["wait"], ", ".join("%s %s" % kv for kv in not_back.items())))
+    else:
+        time.sleep(p["soak"])
+        _text, later = read_ports(p["sysfs_root"])
+        rising = still_rising(facts, later, keys)
+        result["still_rising"] = rising
+        if rising:
+            result["escalate"] = "cable"
+            problems.append("error counters still rising over %ds: %s (a bad cable or transceiver keeps flapping "
+                            "after a restart)" % (p["soak"], "; ".join("%s %s" % (k, ", ".join(
+                                "%s +%d" % cv for cv in sorted(v.items()))) for k, v in sorted(rising.items()))))
+        down = ports_back(later, keys, p["expected_rate"])
+        if down:
+            result["not_back"] = down
+            result.setdefault("escalate", escalation(down, later))
+            problems.append("down again after the soak: %s" % ", ".join("%s %s" % kv for kv in down.items()))
+    pm = result["peermem"]
+    if pm["unloaded"] and not pm["reloaded"]:
+        problems.append("nvidia_peermem was not loaded again (%s): GPUDirect RDMA is off" % pm.get("error", ""))
+    result["verified"] = not problems
+    return problems
+
+
+def run(module, p):
+    result = {"changed": False, "verified": False, "commands": []}
+    if not p["node_drained"]:
+        raise Refusal("node_not_drained", "node is not drained: restarting the IB stack kills every job's RDMA "
+                      "traffic, so it runs only on a node the drain step confirmed as drained (node_drained=true)")
+    if p["method"] == "modules":
+        raise Refusal("not_implemented", "method=modules (reload mlx5_ib/mlx5_core on an inbox rdma-core stack) is "
+                      "not yet implemented: restart the stack by hand or use method=service with openibd")
+    facts, keys = expected_ports(p)
+    result["expected_ports"] = keys
+    result["before"] = port_summary(facts, keys)
+    try:
+        loaded, info = precheck_users(p["proc_root"])
+    except Refusal as exc:
+        exc.extra.update(expected_ports=keys, before=result["before"])
+        raise
+    result.update(info)
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        raise Refusal("systemctl_missing", "systemctl is not installed or not on PATH: cannot restart %s" % p["unit"])
+    peermem = PEERMEM in loaded
+    modprobe = module.get_bin_path("modprobe") if peermem and p["reload_peermem"] else None
+    if peermem and p["reload_peermem"] and not modprobe:
+        raise Refusal("modprobe_missing", "nvidia_peermem is loaded but modprobe is not on PATH: it must be unloaded "
+                      "before the restart (it holds ib_core)")
+    steps = plan_argv(systemctl, modprobe, p["unit"], peermem, p["reload_peermem"])
+    result["peermem"] = {"loaded_before": peermem, "unloaded": False, "reloaded": False}
+    if module.check_mode:
+        result["would_run"] = steps
+        result["msg"] = "check mode: every pre-check passed; would restart %s and wait for %s" % (
+            p["unit"], ", ".join(keys))
+        return result
+    if not do_restart(module, p, steps, result):
+        _text, after = read_ports(p["sysfs_root"])
+        down = ports_back(after, keys, p["expected_rate"])
+        raise Refusal("restart_failed", "systemctl restart %s failed (exit %d): %s%s" % (
+            p["unit"], result["restart"]["rc"], result["restart"]["stderr"] or "no message",
+            "\n" + result["restart"].get("status", "") if result["restart"].get("status") else ""),
+            escalate="reboot" if down else None, not_back=down or None, after=port_summary(after, keys),
+            **{k: v for k, v in result.items() if k != "verified"})
+    problems = verify(p, keys, result)
+    result["msg"] = "%s restarted; %s" % (p["unit"], "verified: %s Active/LinkUp, no error counter rose over %ds"
+                                          % (", ".join(keys), p["soak"]) if not problems else
+                                          "NOT verified: " + "; ".join(problems))
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            node_drained=dict(type="bool", required=True),
+            unit=dict(type="str", default="openibd"),
+            method=dict(type="str", default="service", choices=["service", "modules"]),
+            expected_ports=dict(type="list", elements="str", default=[]),
+            expected_rate=dict(type="float"),
+            sysfs_root=dict(type="path", default="/sys"),
+            proc_root=dict(type="path", default="/proc"),
+            wait=dict(type="int", default=60),
+            soak=dict(type="int", default=10),
+            reload_peermem=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    bad = None
+    if not UNIT_RE.match(p["unit"] or ""):
+        bad = "unit must be a systemd unit name, not %r" % p["unit"]
+    elif p["wait"] < 0 or p["soak"] < 0 or p["wait"] > 3600 or p["soak"] > 3600:
+        bad = "wait and soak are seconds between 0 and 3600"
+    elif p["expected_rate"] is not None and p["expected_rate"] <= 0:
+        bad = "expected_rate is a link rate in Gb/s, above 0"
+    if bad:
+        module.fail_json(msg=bad, blocked_by=["bad_parameter"], changed=False, verified=False, commands=[])
+    try:
+        result = run(module, p)
+    except Refusal as exc:
+        out = {"changed": False, "verified": False, "commands": []}
+        out.update({k: v for k, v in exc.extra.items() if v is not None})
+        out["blocked_by"] = exc.blocked
+        module.fail_json(msg=exc.msg, **out)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

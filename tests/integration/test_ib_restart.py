@@ -1,0 +1,270 @@
+"""library/ib_restart.py through the real ``ansible`` ad-hoc command on the local connection,
+with the testbed's fake systemctl / modprobe (tests/testbed/fakehw.py: its own state file, command
+log, sysfs and /proc trees) on PATH. Nothing of Ansible is mocked; only the IB stack is fake.
+A background ``fakehw.py refresh --loop`` keeps the fake sysfs live, as the kernel does."""
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import BIN, REPO, ansible_env
+from tests.testbed import fakehw
+from tests.testbed import scenario as scn
+
+FAKEHW = os.path.join(REPO, "tests", "testbed", "fakehw.py")
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+ALL_PORTS = ["mlx5_%d/1" % i for i in range(8)]
+
+
+class Node(object):
+    """One emulated node on this machine: fakehw state dir (sys/, proc/) + systemctl/modprobe on PATH."""
+
+    def __init__(self, tmp_path, scenario, host):
+        sc = scn.load(os.path.join(REPO, "tests", "scenarios", scenario + ".yml"))
+        names = scn.host_names(sc)
+        _job, states, _faults = scn.build(sc, names, {n: "10.201.0.%d" % (10 + i) for i, n in enumerate(names)})
+        self.root = tmp_path / "fakehw"
+        self.bin = tmp_path / "bin"
+        for d in (self.root, self.bin, self.root / "sys", self.root / "proc"):
+            d.mkdir()
+        st = states[host]
+        st["modules"] = list(fakehw.DEFAULT_MODULES)
+        now = time.time()
+        for h in st["hcas"]:      # the flap cycle starts now: every port is up for the next 16 s
+            if h.get("fault_start") is not None:
+                h["fault_start"] = now - 10 * fakehw.FLAP_PERIOD
+        fakehw.save(st, str(self.root))
+        fakehw.render_sysfs(st, str(self.root))
+        open(self.root / "commands.log", "w").close()
+        for tool in ("systemctl", "modprobe"):
+            self.tool(tool, 'FAKEHW_ROOT=%s exec %s -S %s %s "$@"\n' % (self.root, PY, FAKEHW, tool))
+        self.tmp = tmp_path
+        self.refresher = None
+
+    def tool(self, name, body):
+        p = self.bin / name
+        p.write_text("#!/bin/sh\n" + body)
+        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+
+    def live(self, seconds=120):
+        """Re-render sysfs every 0.2 s in the background (the kernel's live counters)."""
+        env = dict(os.environ, FAKEHW_ROOT=str(self.root))
+        self.refresher = subprocess.Popen([PY, "-S", FAKEHW, "refresh", "--loop", str(seconds)], env=env)
+
+    def stop(self):
+        if self.refresher is not None and self.refresher.poll() is None:
+            os.kill(self.refresher.pid, signal.SIGTERM)
+            self.refresher.wait(10)
+
+    def state(self):
+        return fakehw.load(str(self.root))
+
+    def hca(self, name):
+        return next(h for h in self.state()["hcas"] if h["name"] == name)
+
+    def update(self, fn):
+        st = fakehw.load(str(self.root))
+        fn(st)
+        fakehw.save(st, str(self.root))
+        fakehw.render_sysfs(st, str(self.root))
+
+    def calls(self):
+        with open(self.root / "commands.log") as fh:
+            return [json.loads(line)["argv"] for line in fh if line.strip()]
+
+    def acting_calls(self):
+        """systemctl / modprobe calls that change something (status reads are not counted)."""
+        return [a for a in self.calls() if a[0] == "modprobe" or (a[0] == "systemctl" and a[1] != "status")]
+
+    def restarts(self):
+        return self.state()["services"]["openibd"].get("restarts", 0)
+
+    def module(self, check=False, **args):
+        """Run ib_restart on this 'node'; -> (result dict, CompletedProcess)."""
+        args.setdefault("sysfs_root", str(self.root / "sys"))
+        args.setdefault("proc_root", str(self.root / "proc"))
+        inv = self.tmp / "hosts.ini"
+        inv.write_text("node-live ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+        tree = self.tmp / "tree"
+        cmd = [os.path.join(BIN, "ansible"), "node-live", "-i", str(inv), "-m", "ib_restart",
+               "-a", json.dumps(args), "--tree", str(tree)] + (["--check"] if check else [])
+        env = ansible_env({"PATH": "%s:%s" % (self.bin, os.environ["PATH"])})
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+        try:
+            with open(tree / "node-live") as fh:
+                res = json.load(fh)
+        except (OSError, ValueError):
+            pytest.fail("no result from ansible: %s %s" % (proc.stdout[-2000:], proc.stderr[-2000:]))
+        failed = "node-live | FAILED!" in proc.stdout
+        assert failed == (proc.returncode != 0), proc.stdout[-2000:]
+        res["failed"] = failed
+        return res, proc
+
+
+@pytest.fixture
+def flapping(tmp_path):
+    node = Node(tmp_path, "ib-flapping", "gpu-r1-n03")     # mlx5_6 flaps; openibd restart fixes it
+    yield node
+    node.stop()
+
+
+@pytest.fixture
+def bad_cable(tmp_path):
+    node = Node(tmp_path, "bad-cable", "gpu-r1-n04")        # mlx5_0 has a bad cable; a restart does not help
+    yield node
+    node.stop()
+
+
+def _holder(pid=4711, comm="python", device="uverbs0"):
+    return {"pid": pid, "comm": comm, "device": device}
+
+
+def test_refused_when_the_node_is_not_drained(flapping):
+    res, _ = flapping.module(node_drained=False)
+    assert res["failed"] and not res["changed"] and res["blocked_by"] == ["node_not_drained"]
+    assert "not drained" in res["msg"]
+    assert flapping.calls() == [] and flapping.restarts() == 0
+    assert flapping.hca("mlx5_6")["fault"] == "flapping"
+
+
+def test_refused_naming_the_dev_infiniband_holder_and_openibd_never_called(flapping):
+    flapping.update(lambda st: st.update(ib_holders=[_holder(), _holder(4712, "ib_write_bw", "uverbs6")]))
+    res, _ = flapping.module(node_drained=True)
+    assert res["failed"] and not res["changed"] and res["blocked_by"] == ["dev_infiniband_held"]
+    assert "/dev/infiniband is held by python (pid 4711) on uverbs0, ib_write_bw (pid 4712) on uverbs6" in res["msg"]
+    assert [(h["pid"], h["comm"], h["devices"]) for h in res["holders"]] == [(4711, "python", ["uverbs0"]),
+                                                                            (4712, "ib_write_bw", ["uverbs6"])]
+    assert flapping.acting_calls() == [] and flapping.restarts() == 0
+    assert "nvidia_peermem" in flapping.state()["modules"]
+
+
+def test_fake_openibd_refuses_like_the_real_one_while_dev_infiniband_is_held(flapping):
+    """The fake behaves as openibd's stop() does (mlnx-ofa_kernel ofed_scripts/openibd)."""
+    flapping.update(lambda st: st.update(ib_holders=[_holder()]))
+    env = dict(os.environ, PATH="%s:%s" % (flapping.bin, os.environ["PATH"]))
+    p = subprocess.run(["systemctl", "restart", "openibd"], env=env, capture_output=True, text=True)
+    assert p.returncode == 1 and "Job for openibd.service failed" in p.stderr
+    s = subprocess.run(["systemctl", "status", "openibd"], env=env, capture_output=True, text=True)
+    assert "Please stop the following applications still using Infiniband devices:" in s.stdout
+    assert "python(4711) user root is using device uverbs0" in s.stdout
+    assert "Error: Cannot unload the Infiniband driver stack due to the above issue(s)!" in s.stdout
+    assert flapping.restarts() == 0 and flapping.hca("mlx5_6")["fault"] == "flapping"
+    flapping.update(lambda st: st.update(ib_holders=[], modules=[m for m in st["modules"] if m != "nvidia_peermem"]))
+    p = subprocess.run(["systemctl", "restart", "openibd"], env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and flapping.restarts() == 1 and flapping.hca("mlx5_6")["fault"] is None
+
+
+@pytest.mark.parametrize("module,blocked,words", [
+    ("ko2iblnd", "lustre_o2ib", "Lustre"), ("rpcrdma", "nfs_rdma", "NFS over RDMA"),
+    ("nvmet_rdma", "nvme_rdma", "NVMe over RDMA target"), ("ib_srpt", "iser_srp_target", "SRP target")])
+def test_storage_over_rdma_loaded_is_refused(flapping, module, blocked, words):
+    flapping.update(lambda st: st["modules"].append(module))
+    res, _ = flapping.module(node_drained=True)
+    assert res["failed"] and res["blocked_by"] == [blocked] and res["modules"] == [module]
+    assert "module %s is loaded" % module in res["msg"] and words in res["msg"]
+    assert flapping.acting_calls() == [] and flapping.restarts() == 0
+
+
+def test_every_blocker_is_named_at_once(flapping):
+    flapping.update(lambda st: (st["modules"].append("ko2iblnd"),
+                                st.update(ib_holders=[_holder(1632, "opensm", "umad0"), _holder(77, "ibacm", None)])))
+    res, _ = flapping.module(node_drained=True)
+    assert res["blocked_by"] == ["ib_daemons", "dev_infiniband_held", "lustre_o2ib"]
+    assert "opensm (pid 1632)" in res["msg"] and "ibacm (pid 77)" in res["msg"]
+    assert [h["pid"] for h in res["holders"]] == [1632]         # ibacm runs but holds nothing
+    assert flapping.acting_calls() == []
+
+
+def test_flapping_port_fixed_by_the_restart_is_verified(flapping):
+    flapping.update(lambda st: st.update(ib_link_up_delay=3))
+    flapping.live()
+    res, _ = flapping.module(node_drained=True, wait=30, soak=2, expected_rate=400)
+    assert not res["failed"] and res["changed"], res["msg"]
+    assert res["verified"] is True and "verified" in res["msg"]
+    assert res["expected_ports"] == ALL_PORTS
+    assert all(v == {"state": "Active", "phys_state": "LinkUp", "rate_gbps": 400.0} for v in res["after"].values())
+    assert res["still_rising"] == {} and "escalate" not in res
+    assert res["waited_s"] >= 1                                  # the ports trained before they were Active
+    assert res["peermem"] == {"loaded_before": True, "unloaded": True, "reloaded": True}
+    # on the node, in order: peermem out, restart, peermem in
+    assert flapping.acting_calls() == [["modprobe", "-r", "nvidia_peermem"], ["systemctl", "restart", "openibd"],
+                                       ["modprobe", "nvidia_peermem"]]
+    assert [a[-1] for a in res["commands"]] == ["nvidia_peermem", "openibd", "nvidia_peermem"]
+    h = flapping.hca("mlx5_6")
+    assert h["fault"] is None and h["fixed_by"] == "openibd restart" and flapping.restarts() == 1
+    assert "nvidia_peermem" in flapping.state()["modules"]
+
+
+def test_bad_cable_keeps_rising_after_the_restart_and_escalates_to_the_cable(bad_cable):
+    bad_cable.live()
+    res, _ = bad_cable.module(node_drained=True, wait=30, soak=2)
+    assert not res["failed"] and res["changed"], res["msg"]
+    assert bad_cable.restarts() == 1 and bad_cable.hca("mlx5_0")["fault"] == "bad_cable"
+    assert res["after"]["mlx5_0/1"]["state"] == "Active"          # it came back ...
+    assert res["verified"] is False and res["escalate"] == "cable"  # ... and kept erroring
+    assert list(res["still_rising"]) == ["mlx5_0/1"]
+    assert res["still_rising"]["mlx5_0/1"]["symbol_error"] > 0
+    assert "NOT verified" in res["msg"] and "still rising" in res["msg"] and "cable" in res["msg"]
+
+
+def test_check_mode_runs_nothing(flapping):
+    before = flapping.state()
+    res, _ = flapping.module(check=True, node_drained=True)
+    assert not res["failed"] and not res["changed"], res["msg"]
+    assert [a[1:] for a in res["would_run"]] == [["-r", "nvidia_peermem"], ["restart", "openibd"],
+                                                ["nvidia_peermem"]]
+    assert os.path.basename(res["would_run"][1][0]) == "systemctl"
+    assert flapping.calls() == [] and flapping.state() == before
+
+
+def test_check_mode_still_names_the_blockers(flapping):
+    flapping.update(lambda st: st.update(ib_holders=[_holder()]))
+    res, _ = flapping.module(check=True, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["dev_infiniband_held"] and "python (pid 4711)" in res["msg"]
+    assert flapping.calls() == []
+
+
+def test_without_peermem_reload_the_restart_breaks_half_way_and_escalates(flapping):
+    """Why nvidia_peermem goes first: it holds ib_core, and openibd fails with the HCA modules gone."""
+    res, _ = flapping.module(node_drained=True, reload_peermem=False, wait=5, soak=0)
+    assert res["failed"] and res["blocked_by"] == ["restart_failed"] and res["changed"]
+    assert "ib_core is in use by: nvidia_peermem" in res["msg"]
+    assert res["escalate"] == "reboot" and set(res["not_back"]) == set(ALL_PORTS)
+    assert flapping.acting_calls() == [["systemctl", "restart", "openibd"]]
+
+
+def test_garbage_sysfs_is_a_clear_refusal(flapping):
+    (flapping.root / "sys/class/infiniband/mlx5_3/ports/1/state").write_text("banana\x01\n")
+    res, proc = flapping.module(node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["ib_state_unreadable"], res["msg"]
+    assert "mlx5_3/1" in res["msg"] and "banana" in res["msg"] and "not restarting on doubt" in res["msg"]
+    assert flapping.calls() == []
+
+
+def test_no_ib_devices_and_unknown_ports_are_clear_refusals(flapping, tmp_path):
+    (tmp_path / "empty").mkdir()
+    res, _ = flapping.module(node_drained=True, sysfs_root=str(tmp_path / "empty"))
+    assert res["blocked_by"] == ["no_ib_devices"] and "no InfiniBand device" in res["msg"]
+    res, _ = flapping.module(node_drained=True, expected_ports=["mlx5_9/1"])
+    assert res["blocked_by"] == ["unknown_port"] and "mlx5_9/1" in res["msg"]
+    res, _ = flapping.module(node_drained=True, expected_ports=["mlx5_0/1; reboot"])
+    assert res["blocked_by"] == ["bad_expected_ports"]
+    assert flapping.calls() == []
+
+
+@pytest.mark.parametrize("args,blocked,words", [
+    ({"method": "modules"}, "not_implemented", "not yet implemented"),
+    ({"unit": "openibd; reboot"}, "bad_parameter", "systemd unit name"),
+    ({"wait": -1}, "bad_parameter", "between 0 and 3600"),
+])
+def test_bad_input_is_a_clear_message(flapping, args, blocked, words):
+    res, _ = flapping.module(node_drained=True, **args)
+    assert res["failed"] and res["blocked_by"] == [blocked] and words in res["msg"]
+    assert flapping.calls() == []
