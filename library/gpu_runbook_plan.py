@@ -1,0 +1,318 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu-runbook contributors
+# Apache-2.0 (see pyproject.toml)
+
+DOCUMENTATION = r"""
+---
+module: gpu_runbook_plan
+short_description: Turn a fresh diagnosis into the remediation plan (what the ladder would do)
+description:
+  - Runs once on the controller after M(gpu_runbook_report). Computes the plan with the
+    engine's pure C(make_plan) (schema C(gpu-runbook/plan/v1)) from the diagnosis, what each
+    host's gather saw (compute processes, GPUs) and the policy (allowed rungs, caps).
+  - Per host the plan holds the evidence, each rung it would climb (cheapest first), the
+    exact argv of every command and the pre-checks that block a rung, named in words.
+  - Changes nothing on any host or in Slurm. It only writes C(plan.json) and C(plan.md) into
+    O(plan_dir) when that is set, never through a symlink; a temporary file in the directory
+    is renamed over the target, and a target that is a symlink is refused.
+version_added: "0.1.0"
+author: gpu-runbook contributors
+options:
+  analysis:
+    description: The diagnosis, C(analysis) as M(gpu_runbook_report) returned it (schema gpu-runbook/analysis/v1).
+    type: dict
+    required: true
+  facts:
+    description:
+      - "What each host's gather saw: C({host: {compute_apps: [...], gpu: {...}}}) from
+        C(gpu_health_result.ansible_facts.gpu_health.facts)."
+      - C(compute_apps) null means the process list could not be read; a GPU reset is then
+        blocked on that host. Absent means not gathered (capture replay).
+    type: dict
+    default: {}
+  policy:
+    description:
+      - The policy; keys C(allowed_rungs), C(allow_reboot), C(max_drain), C(max_drain_percent),
+        C(max_per_domain), C(domains) (host -> failure domain), C(already_drained),
+        C(incident_id), C(ib_unit) and the engine's other policy keys. Null values take the
+        engine's defaults; an unknown key fails with the list of known ones.
+    type: dict
+    default: {}
+  plan_dir:
+    description: Directory on the controller for plan.json and plan.md (created if missing); unset writes none.
+    type: path
+  confirm:
+    description:
+      - Whether the caller asked to act (C(-e confirm=yes)). The ladder is not implemented yet,
+        so nothing is done either way; the lines say so.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: The same plan; plan.json and plan.md are not written.
+  diff_mode:
+    support: none
+notes:
+  - Read-only on the cluster. Run it with C(delegate_to=localhost) and C(run_once=true).
+"""
+
+EXAMPLES = r"""
+- name: Plan the remediation of the hosts just diagnosed
+  gpu_runbook_plan:
+    analysis: "{{ diagnosis_report_result.analysis }}"
+    policy:
+      max_drain: 2
+      domains: {gpu-r3-n03: gpu-rack3, gpu-r3-n06: gpu-rack3}
+    plan_dir: /var/tmp/gpu-runbook/INC-42
+  delegate_to: localhost
+  run_once: true
+  register: plan_result
+"""
+
+RETURN = r"""
+plan:
+  description: The plan (schema gpu-runbook/plan/v1), also written to plan.json.
+  returned: always
+  type: dict
+  contains:
+    schema: {description: gpu-runbook/plan/v1., type: str}
+    incident_id: {description: The incident id that goes into every Slurm reason., type: str}
+    hosts:
+      description: >-
+        One entry per host, the hosts to act on first: host, verdict, evidence, decision
+        (act, blocked, skip, report_only), reason, rungs (each with rung, status, commands as
+        argv lists, blockers, notes), blockers, final.
+      type: list
+      elements: dict
+    incidents: {description: Correlated failures (a failure domain or a rail) that stop drains., type: list, elements: dict}
+    job: {description: "The job's share: env for its next run, notes, application fixes to report.", type: dict}
+    commands: {description: "Every planned command in order: host, rung, argv.", type: list, elements: dict}
+    summary:
+      description: "Counts for an AWX approval node: act, blocked, skip, report_only, hosts, incidents,
+        commands, drains, disruptive, already_drained."
+      type: dict
+    errors: {description: Input the plan had to leave out., type: list, elements: str}
+lines:
+  description: >-
+    Console lines: a header, one line per host that is not skipped (decision, rungs it would
+    climb, blockers, the exact commands), one line for the hosts with nothing to do, then
+    incidents and the job's environment.
+  returned: always
+  type: list
+  elements: str
+summary:
+  description: The plan's summary plus incident_id, the hosts to act on and the written files (for set_stats).
+  returned: always
+  type: dict
+  contains:
+    incident_id: {description: The incident id., type: str}
+    act: {description: Number of hosts the ladder would act on., type: int}
+    blocked: {description: Number of hosts whose drain is blocked (caps, foreign drain, incident)., type: int}
+    hosts_act: {description: Hosts the ladder would act on., type: list, elements: str}
+    hosts_blocked: {description: Hosts whose drain is blocked., type: list, elements: str}
+    plan_only: {description: Always true in this version (the ladder is not implemented yet)., type: bool}
+    files: {description: Paths of plan.json and plan.md when written., type: list, elements: str}
+"""
+
+import json
+import os
+import shlex
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_runbook.plan import make_plan
+
+PLAN_ONLY = "plan only: nothing was changed"
+NOT_YET = "confirm=yes given: ladder not implemented yet: plan only, nothing was changed"
+
+
+def _cmd(argv):
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def _host_facts(facts):
+    """{host: {...}} -> the engine's facts: compute_apps kept as given (null: unreadable)."""
+    out = {}
+    for host, f in (facts or {}).items():
+        if not isinstance(f, dict):
+            continue
+        keep = {k: f[k] for k in ("gpu", "slurm") if isinstance(f.get(k), dict)}
+        if "compute_apps" in f:
+            keep["compute_apps"] = f["compute_apps"] if isinstance(f["compute_apps"], list) else None
+        out[str(host)] = keep
+    return out
+
+
+def _rung_words(r):
+    if r["status"] == "planned":
+        return r["rung"]
+    return "%s %s" % (r["rung"], r["status"])
+
+
+def host_line(h):
+    """One console line: host, decision, rungs, blockers, exact commands."""
+    parts = ["%s: %s" % (h["host"], h["decision"].upper())]
+    if h.get("evidence"):
+        parts.append("evidence: %s" % h["evidence"])
+    if h["rungs"]:
+        parts.append("rungs: %s" % " -> ".join(_rung_words(r) for r in h["rungs"]))
+    if h["blockers"]:
+        parts.append("blockers: %s" % "; ".join(h["blockers"]))
+    cmds = [_cmd(c) for r in h["rungs"] if r["status"] == "planned" for c in r["commands"]]
+    if cmds:
+        parts.append("commands: %s" % " && ".join(cmds))
+    env = [v for r in h["rungs"] if r["status"] == "planned" for v in r["env"]]
+    if env:
+        parts.append("job env: %s" % " ".join(env))
+    if h.get("final"):
+        parts.append("then: %s" % h["final"])
+    elif h.get("reason") and h["decision"] not in ("act", "blocked"):
+        parts.append(h["reason"])
+    return " | ".join(parts)
+
+
+def console_lines(plan, confirm, check_mode):
+    s = plan["summary"]
+    head = "plan %s (%s): %d to act, %d blocked, %d report only, %d with nothing to do; %d command(s); %s" % (
+        plan.get("incident_id") or "-", plan["schema"], s["act"], s["blocked"], s["report_only"], s["skip"],
+        s["commands"], NOT_YET if confirm else PLAN_ONLY)
+    lines = [head + (" (check mode)" if check_mode else "")]
+    skipped = []
+    for h in plan["hosts"]:
+        if h["decision"] == "skip":
+            skipped.append(h["host"])
+        else:
+            lines.append(host_line(h))
+    if skipped:
+        lines.append("nothing to do (%d): %s" % (len(skipped), ", ".join(skipped)))
+    for inc in plan["incidents"]:
+        lines.append("INCIDENT %s %s: %s -> %s" % (inc["kind"], inc["name"], inc["why"], inc["action"]))
+    job = plan["job"]
+    if job["env"]:
+        lines.append("job: next run with %s" % " ".join(job["env"]))
+    lines.extend("job: %s" % n for n in job["notes"] + job["report"])
+    lines.extend("error: %s" % e for e in plan["errors"])
+    return lines
+
+
+def _md_host(h):
+    out = ["## %s: %s" % (h["host"], h["decision"]), "",
+           "- verdict: %s (%s), rung %s" % (h.get("verdict"), h.get("severity"), h.get("rung"))]
+    if h.get("evidence"):
+        out.append("- evidence: %s" % h["evidence"])
+    if h.get("slurm"):
+        out.append("- Slurm: %s" % h["slurm"])
+    out.append("- %s" % h["reason"])
+    if h.get("final"):
+        out.append("- then: %s" % h["final"])
+    for r in h["rungs"]:
+        out += ["", "### %s (%s): %s" % (r["rung"], r["label"], r["status"])]
+        if r["why"]:
+            out.append("why: %s" % r["why"])
+        out += ["- blocked: %s" % b for b in r["blockers"]]
+        out += ["- note: %s" % n for n in r["notes"]]
+        if r["commands"] or r["env"]:
+            out += ["", "```sh"] + [_cmd(c) for c in r["commands"]] + ["export %s" % shlex.quote(v)
+                                                                         for v in r["env"]] + ["```"]
+    return out + [""]
+
+
+def markdown(plan, lines):
+    s = plan["summary"]
+    out = ["# Remediation plan %s" % (plan.get("incident_id") or "-"), "",
+           "Schema %s, diagnosis of %s. %s." % (plan["schema"], plan.get("generated") or "-", PLAN_ONLY.capitalize()),
+           "", "| act | blocked | report only | nothing to do | commands | drains |", "|---|---|---|---|---|---|",
+           "| %d | %d | %d | %d | %d | %d |" % (s["act"], s["blocked"], s["report_only"], s["skip"], s["commands"],
+                                             s["drains"]), ""]
+    for h in plan["hosts"]:
+        if h["decision"] != "skip":
+            out += _md_host(h)
+    skipped = [h["host"] for h in plan["hosts"] if h["decision"] == "skip"]
+    if skipped:
+        out += ["Nothing to do: %s" % ", ".join(skipped), ""]
+    if plan["incidents"] or plan["job"]["env"] or plan["errors"]:
+        out += ["## Incidents, job, errors", ""] + ["- %s" % ln for ln in lines
+                                                     if ln.startswith(("INCIDENT", "job:", "error:"))] + [""]
+    return "\n".join(out)
+
+
+class WriteRefused(Exception):
+    pass
+
+
+def _write(path, text):
+    """Write ``text`` to ``path`` through a temporary file in its directory, renamed over it;
+    a ``path`` that is a symlink is refused, never followed."""
+    if os.path.islink(path):
+        raise WriteRefused("%s is a symlink: refusing to write through it" % path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise WriteRefused("%s exists and is not a regular file" % path)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_plan(plan_dir, plan, lines):
+    """-> [paths written]; WriteRefused or OSError on failure (nothing half-written)."""
+    if os.path.islink(plan_dir):
+        raise WriteRefused("plan_dir %s is a symlink: refusing to follow it" % plan_dir)
+    if not os.path.isdir(plan_dir):
+        os.makedirs(plan_dir, 0o755)
+    targets = [(os.path.join(plan_dir, "plan.json"), json.dumps(plan, indent=2, sort_keys=True) + "\n"),
+               (os.path.join(plan_dir, "plan.md"), markdown(plan, lines))]
+    for path, _text in targets:  # check both before writing either
+        if os.path.islink(path):
+            raise WriteRefused("%s is a symlink: refusing to write through it" % path)
+    for path, text in targets:
+        _write(path, text)
+    return [p for p, _ in targets]
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            analysis=dict(type="dict", required=True),
+            facts=dict(type="dict", default={}),
+            policy=dict(type="dict", default={}),
+            plan_dir=dict(type="path"),
+            confirm=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    plan = make_plan(p["analysis"], policy=p["policy"], facts=_host_facts(p["facts"]))
+    if plan["errors"] and not plan["hosts"]:
+        module.fail_json(msg="cannot plan: %s" % "; ".join(plan["errors"]), plan=plan)
+    for e in plan["errors"]:
+        module.warn(e)
+    lines = console_lines(plan, p["confirm"], module.check_mode)
+    summary = dict(plan["summary"], incident_id=plan["incident_id"], plan_only=True, files=[],
+                   hosts_act=[h["host"] for h in plan["hosts"] if h["decision"] == "act"],
+                   hosts_blocked=[h["host"] for h in plan["hosts"] if h["decision"] == "blocked"])
+    changed = False
+    if p["plan_dir"] and not module.check_mode:
+        try:
+            summary["files"] = write_plan(p["plan_dir"], plan, lines)
+        except WriteRefused as exc:
+            module.fail_json(msg="plan not written: %s" % exc, plan=plan, lines=lines)
+        except OSError as exc:
+            module.fail_json(msg="plan not written to %s: %s" % (p["plan_dir"], exc.strerror or exc), plan=plan,
+                             lines=lines)
+        lines.append("plan written: %s" % ", ".join(summary["files"]))
+        changed = True
+    elif p["plan_dir"]:
+        lines.append("check mode: plan.json and plan.md not written to %s" % p["plan_dir"])
+    module.exit_json(changed=changed, plan=plan, lines=lines, summary=summary)
+
+
+if __name__ == "__main__":
+    main()

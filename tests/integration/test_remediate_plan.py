@@ -1,0 +1,362 @@
+"""remediate.yml in plan mode through the real ansible-playbook on the local connection:
+the demo rack (captures replayed) and a live host (stand-in nvidia-smi/dmesg on PATH).
+It plans, it never changes anything; only GPU tools are faked."""
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import BIN, DEMO, REPO, ansible_env, run_playbook
+
+N03, N05, N06 = "gpu-r3-n03", "gpu-r3-n05", "gpu-r3-n06"
+HEALTHY = ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n04", "gpu-r3-n07", "gpu-r3-n08"]
+WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8"]
+PLAN_TASK = "Plan the remediation from the fresh diagnosis"
+HEALTHY_SMI = os.path.join(DEMO, "captures", "gpu-r3-n01", "nvidia-smi-q.txt")
+HEALTHY_SYSFS = os.path.join(DEMO, "captures", "gpu-r3-n01", "ib-sysfs.txt")
+PLAN_KEYS = {"schema", "incident_id", "generated", "policy", "hosts", "incidents", "job", "commands", "summary",
+             "errors"}
+HOST_KEYS = {"host", "verdict", "severity", "rung", "evidence", "slurm", "decision", "reason", "rungs", "blockers",
+             "final", "after"}
+RUNG_KEYS = {"rung", "label", "scope", "disruptive", "status", "why", "target", "commands", "env", "notes",
+             "blockers"}
+
+
+def remediate(*args, inventory=None, env=None):
+    """Run remediate.yml (-v, results as JSON on the default console); -> (proc, Output)."""
+    extra = dict(env or {}, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    cmd = ["playbooks/remediate.yml", "-v", "-i", inventory or os.path.join(DEMO, "hosts.ini")]
+    if inventory is None:
+        cmd += ["-l", "gpu-rack3"]
+    proc = run_playbook(cmd + list(args), env=extra)
+    return proc, Output(proc.stdout)
+
+
+class Output(object):
+    """The console of one run: task results (JSON after '=>') and the recap."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def result(self, name=PLAN_TASK):
+        """The (run_once) result of the task named ``name``; None when it did not run."""
+        at = self.text.find(name + "] ***")
+        if at < 0:
+            return None
+        at = self.text.index("=> ", at) + 3
+        return json.JSONDecoder().raw_decode(self.text[at:])[0]
+
+    def ran(self, fragment):
+        return re.search(r"^TASK \[[^\]]*%s" % re.escape(fragment), self.text, re.M) is not None
+
+    def nothing_changed(self):
+        recap = self.text[self.text.index("PLAY RECAP"):]
+        changed = [int(n) for n in re.findall(r"changed=(\d+)", recap)]
+        return bool(changed) and not any(changed)
+
+
+def task_result(out, name=PLAN_TASK):
+    return out.result(name)
+
+
+def task_ran(out, fragment):
+    return out.ran(fragment)
+
+
+def nothing_changed(out):
+    return out.nothing_changed()
+
+
+def the_plan(out):
+    res = task_result(out)
+    assert res is not None and not res.get("failed"), res
+    return res["plan"], res["lines"]
+
+
+def host(plan, name):
+    return next(h for h in plan["hosts"] if h["host"] == name)
+
+
+def statuses(h):
+    return [(r["rung"], r["status"]) for r in h["rungs"]]
+
+
+def planned_argvs(h):
+    return [c for r in h["rungs"] if r["status"] == "planned" for c in r["commands"]]
+
+
+def check_schema(plan):
+    assert set(plan) == PLAN_KEYS
+    assert plan["schema"] == "gpu-runbook/plan/v1"
+    assert plan["errors"] == []
+    for h in plan["hosts"]:
+        assert set(h) == HOST_KEYS
+        assert h["decision"] in ("act", "blocked", "skip", "report_only")
+        for r in h["rungs"]:
+            assert set(r) == RUNG_KEYS
+            assert all(isinstance(argv, list) and all(isinstance(a, str) for a in argv) for argv in r["commands"])
+    assert plan["commands"] == [{"host": h["host"], "rung": r["rung"], "argv": argv} for h in plan["hosts"]
+                                for r in h["rungs"] if r["status"] == "planned" for argv in r["commands"]]
+
+
+# ------------------------------------------------------------------------------ demo rack
+@pytest.fixture(scope="module")
+def demo_plan(tmp_path_factory):
+    plan_dir = tmp_path_factory.mktemp("plan")
+    proc, out = remediate(*(WIDE + ["-e", "incident_id=INC-42", "-e", "plan_dir=%s" % plan_dir]))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    plan, lines = the_plan(out)
+    return {"plan": plan, "lines": lines, "dir": plan_dir, "out": out}
+
+
+def test_demo_plan_names_the_three_hosts_with_exact_commands(demo_plan):
+    plan = demo_plan["plan"]
+    assert plan["incident_id"] == "INC-42"
+    assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03, N06, N05]
+    n03 = host(plan, N03)  # Xid 79: reset skipped, reboot not allowed, escalates to RMA
+    assert statuses(n03) == [("drain", "planned"), ("gpu_reset", "skipped"), ("reboot", "blocked"),
+                             ("rma", "planned")]
+    assert planned_argvs(n03) == [["scontrol", "update", "NodeName=gpu-r3-n03", "State=DRAIN",
+                                   "Reason=gpu-runbook: INC-42: " + n03["evidence"]]]
+    assert any("a reset cannot fix a GPU that fell off the bus (Xid 79)" in b for b in n03["blockers"])
+    assert "reboot not allowed (allow_reboot=false)" in n03["blockers"]
+    assert n03["final"] == "stay drained for RMA"
+    n06 = host(plan, N06)  # Xid 48: drain, then reset that one GPU
+    assert statuses(n06) == [("drain", "planned"), ("gpu_reset", "planned")]
+    assert planned_argvs(n06) == [["scontrol", "update", "NodeName=gpu-r3-n06", "State=DRAIN",
+                                   "Reason=gpu-runbook: INC-42: " + n06["evidence"]],
+                                  ["nvidia-smi", "-r", "-i", "0000:97:00.0"]]
+    assert n06["evidence"].startswith("Xid 48")
+    n05 = host(plan, N05)  # the flapping port
+    assert "port flapping" in n05["evidence"] and n05["rungs"][0]["rung"] == "drain"
+    assert planned_argvs(n05)[0][:4] == ["scontrol", "update", "NodeName=gpu-r3-n05", "State=DRAIN"]
+    for name in HEALTHY:
+        h = host(plan, name)
+        assert (h["decision"], h["rungs"], h["blockers"]) == ("skip", [], []), h
+    assert {c["host"] for c in plan["commands"]} == {N03, N05, N06}
+
+
+def test_demo_plan_lines_one_per_host_with_commands(demo_plan):
+    lines = demo_plan["lines"]
+    assert "plan only: nothing was changed" in lines[0]
+    by_host = {ln.split(":")[0]: ln for ln in lines[1:4]}
+    assert sorted(by_host) == [N03, N05, N06]
+    assert "rungs: drain -> gpu_reset skipped -> reboot blocked -> rma" in by_host[N03]
+    assert "commands: scontrol update NodeName=gpu-r3-n06 State=DRAIN 'Reason=gpu-runbook: INC-42: Xid 48" \
+        in by_host[N06]
+    assert by_host[N06].split(" && ")[-1].startswith("nvidia-smi -r -i 0000:97:00.0")
+    assert lines[4] == "nothing to do (5): %s" % ", ".join(HEALTHY)
+    assert not any(name in ln for ln in lines[:4] + lines[5:] for name in HEALTHY)
+
+
+def test_demo_plan_json_written_and_valid(demo_plan):
+    with open(demo_plan["dir"] / "plan.json") as fh:
+        written = json.load(fh)
+    check_schema(written)
+    assert written == demo_plan["plan"]
+    md = (demo_plan["dir"] / "plan.md").read_text()
+    assert md.startswith("# Remediation plan INC-42")
+    assert "nvidia-smi -r -i 0000:97:00.0" in md and "## gpu-r3-n03: act" in md
+    assert not [n for n in os.listdir(demo_plan["dir"]) if n.startswith(".")]  # no temp file left behind
+    res = task_result(demo_plan["out"])
+    assert res["changed"] is True and sorted(res["summary"]["files"]) == sorted(
+        str(demo_plan["dir"] / n) for n in ("plan.json", "plan.md"))
+    stats = task_result(demo_plan["out"], "Hand the plan's summary to an AWX approval node")
+    assert stats["ansible_stats"]["data"]["gpu_runbook_plan_act"] == [N03, N06, N05]
+    assert stats["ansible_stats"]["data"]["gpu_runbook_plan"]["incident_id"] == "INC-42"
+
+
+def test_check_mode_gives_the_same_plan_and_writes_nothing(demo_plan, tmp_path):
+    proc, out = remediate(*(WIDE + ["-e", "incident_id=INC-42", "-e", "plan_dir=%s" % (tmp_path / "p"),
+                                    "--check"]))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    strip = lambda p: {k: v for k, v in p.items() if k != "generated"}  # noqa: E731 -- the diagnosis time
+    assert strip(plan) == strip(demo_plan["plan"])
+    assert lines[1:5] == demo_plan["lines"][1:5]
+    assert not (tmp_path / "p").exists()
+    assert nothing_changed(out)
+
+
+def test_confirm_yes_still_changes_nothing_and_says_plan_only():
+    proc, out = remediate(*(WIDE + ["-e", "confirm=yes"]))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    assert "ladder not implemented yet: plan only" in lines[0]
+    assert nothing_changed(out)
+    assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03, N06, N05]
+
+
+def test_symlinked_plan_json_is_refused(tmp_path):
+    plan_dir = tmp_path / "plan"
+    plan_dir.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    os.symlink(victim, plan_dir / "plan.json")
+    proc, out = remediate(*(WIDE + ["-e", "plan_dir=%s" % plan_dir]))
+    assert proc.returncode != 0
+    res = task_result(out)
+    assert "FAILED!" in proc.stdout and "plan.json is a symlink: refusing to write through it" in res["msg"]
+    assert victim.read_text() == "keep me\n"
+    assert os.path.islink(plan_dir / "plan.json")
+    assert sorted(os.listdir(plan_dir)) == ["plan.json"]  # plan.md not written either, no temp file
+    linked = tmp_path / "linked"
+    os.symlink(tmp_path / "elsewhere", linked)  # plan_dir itself a symlink: not followed
+    (tmp_path / "elsewhere").mkdir()
+    proc, out = remediate(*(WIDE + ["-e", "plan_dir=%s" % linked]))
+    assert proc.returncode != 0 and "is a symlink: refusing to follow it" in task_result(out)["msg"]
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_max_drain_1_shows_the_cap_blocker():
+    proc, out = remediate("-e", "max_drain=1", "-e", "max_drain_percent=100", "-e", "max_per_domain=8")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    assert host(plan, N03)["decision"] == "act"  # the most severe, costliest rung gets the budget
+    for name in (N06, N05):
+        h = host(plan, name)
+        assert h["decision"] == "blocked"
+        assert h["blockers"][0] == "cap: 1 of max 1 nodes already drained (max_drain)"
+        assert planned_argvs(h) == []
+    assert {c["host"] for c in plan["commands"]} == {N03}
+    assert any(ln.startswith(N06 + ": BLOCKED") and "(max_drain)" in ln for ln in lines)
+
+
+def test_failure_domains_come_from_inventory_groups():
+    proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100")  # max_per_domain stays 1
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, _lines = the_plan(out)
+    assert plan["policy"]["domains"] == {"gpu-r3-n%02d" % i: "gpu-rack3" for i in range(1, 9)}
+    assert host(plan, N03)["decision"] == "act"
+    assert host(plan, N06)["blockers"][0] == \
+        "cap: 1 of max 1 nodes already drained in failure domain gpu-rack3 (max_per_domain)"
+    proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100",
+                          "-e", '{"remediation_plan_domain_prefixes": []}')
+    plan, _lines = the_plan(out)
+    assert plan["policy"]["domains"] == {}
+    assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03, N06, N05]
+
+
+def test_rungs_allow_list_and_a_typo_stop_with_a_message():
+    proc, out = remediate(*(WIDE + ["-e", "rungs=drain"]))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, _lines = the_plan(out)
+    assert plan["policy"]["allowed_rungs"] == ["drain"]
+    assert ("gpu_reset", "blocked") in statuses(host(plan, N06))
+    assert "rung gpu_reset not allowed by the policy (allowed_rungs)" in host(plan, N06)["blockers"]
+    proc, out = remediate("-e", "rungs=drain,gpu_rest")
+    assert proc.returncode != 0
+    res = task_result(out)
+    assert "FAILED!" in proc.stdout and "cannot plan: policy allowed_rungs: unknown rung(s) gpu_rest" in res["msg"]
+
+
+def test_bad_cap_stops_the_play_before_any_host_is_gathered():
+    proc, out = remediate("-e", "max_drain_percent=150")
+    assert proc.returncode != 0
+    assert "max_drain_percent (150) in 0-100" in proc.stdout
+    assert not task_ran(out, "Gather GPU, kernel-log and InfiniBand health")
+    proc, out = remediate("-e", "max_drain=lots")
+    assert proc.returncode != 0
+    assert not task_ran(out, "Gather GPU, kernel-log and InfiniBand health")
+    assert "remediation_plan_max_drain" in proc.stdout
+
+
+# ------------------------------------------------------------------------------ live host
+def _tool(bindir, name, body):
+    path = bindir / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+XID48 = ("[Wed Dec  2 07:09:51 2026] NVRM: Xid (PCI:0000:53:00): 48, pid='<unknown>', name=<unknown>, "
+         "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr "
+         "0x12bac1c3e0 partition 2, subpartition 1.")
+
+
+@pytest.fixture
+def live(tmp_path):
+    """A local host with an Xid 48 on GPU 0000:53:00.0; nvidia-smi logs every call."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    sysfs = tmp_path / "sys"
+    with open(HEALTHY_SYSFS) as fh:
+        for line in fh:
+            path, _, value = line.rstrip("\n").partition(":")
+            dest = sysfs / path[len("/sys/"):]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(value + "\n")
+    _tool(bindir, "dmesg", 'echo "%s"\n' % XID48.replace('"', '\\"'))
+    inv = tmp_path / "hosts.ini"
+    python = shutil.which("python3", path=os.path.dirname(sys.executable)) or sys.executable
+    inv.write_text(textwrap.dedent("""\
+        [gpu_nodes]
+        node-live ansible_connection=local
+
+        [gpu_nodes:vars]
+        ansible_python_interpreter={python}
+        gpu_health_sysfs_root={sysfs}
+        gpu_health_expected_gpus=8
+        """).format(python=python, sysfs=sysfs))
+    log = tmp_path / "nvidia-smi.log"
+
+    def smi(apps_body):
+        _tool(bindir, "nvidia-smi", 'echo "$*" >> %s\ncase "$*" in *query-compute-apps*) %s;; esac\ncat %s\n'
+              % (log, apps_body, HEALTHY_SMI))
+
+    def run(*args):
+        return remediate(*args, inventory=str(inv), env={"PATH": "%s:%s" % (bindir, os.environ["PATH"])})
+
+    return {"smi": smi, "run": run, "log": log}
+
+
+def test_live_busy_gpu_blocks_the_reset_by_name_and_confirm_runs_nothing(live):
+    live["smi"]('printf "pid, process_name, gpu_bus_id, gpu_uuid, used_memory [MiB]\\n'
+                '4711, python, 00000000:53:00.0, GPU-1, 70000 MiB\\n'
+                '4712, torchrun, 00000000:64:00.0, GPU-2, 100 MiB\\n"; exit 0')
+    proc, out = live["run"]("-e", "confirm=yes")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    h = host(plan, "node-live")
+    reset = next(r for r in h["rungs"] if r["rung"] == "gpu_reset")
+    assert reset["status"] == "blocked"
+    assert reset["blockers"] == ["GPU 0000:53:00.0 has 1 compute process: python (pid 4711)"]
+    assert "GPU 0000:53:00.0 has 1 compute process: python (pid 4711)" in lines[1]
+    calls = live["log"].read_text().splitlines()
+    assert calls and not any(c.startswith(("-r", "--gpu-reset", "-pm")) or " -r" in c for c in calls), calls
+    assert nothing_changed(out)
+
+
+def test_live_unreadable_process_list_blocks_the_reset(live):
+    live["smi"]('echo "Failed to initialize NVML: Unknown Error" >&2; exit 255')
+    proc, out = live["run"]()
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, _lines = the_plan(out)
+    reset = next(r for r in host(plan, "node-live")["rungs"] if r["rung"] == "gpu_reset")
+    assert reset["status"] == "blocked"
+    assert reset["blockers"] == ["GPU 0000:53:00.0: the compute process list is unreadable, so it may be in use"]
+
+
+def test_live_idle_gpu_gets_the_reset_planned(live):
+    live["smi"]("exit 0")
+    proc, out = live["run"]()
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, _lines = the_plan(out)
+    h = host(plan, "node-live")
+    assert planned_argvs(h)[-1] == ["nvidia-smi", "-r", "-i", "0000:53:00.0"]
+
+
+def test_module_documentation_parses():
+    proc = subprocess.run([os.path.join(BIN, "ansible-doc"), "--json", "-M", "library", "gpu_runbook_plan"], cwd=REPO,
+                          env=ansible_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)["gpu_runbook_plan"]
+    assert set(doc["doc"]["options"]) == {"analysis", "facts", "policy", "plan_dir", "confirm"}
+    assert doc["doc"]["attributes"]["check_mode"]["support"] == "full"
+    assert {"schema", "hosts", "commands", "summary"} <= set(doc["return"]["plan"]["contains"])
