@@ -3,8 +3,10 @@
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -59,6 +61,61 @@ def still_running(pids, within=2.0):
         if not alive or time.monotonic() > end:
             return alive
         time.sleep(0.05)
+
+
+def write_tool(bindir, name, body):
+    """A stand-in tool: a /bin/sh script ``body`` (dedented) named ``name`` in ``bindir``."""
+    path = bindir / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+HEALTHY_SYSFS = os.path.join(DEMO, "captures", "gpu-r3-n01", "ib-sysfs.txt")
+
+
+def make_live_host(tmp_path):
+    """A local 'host' for the real gpu_health_facts: a bin dir for stand-in tools, a healthy
+    8-HCA IB sysfs tree (from the demo's capture) and an inventory pointing at both."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    sysfs = tmp_path / "sys"
+    with open(HEALTHY_SYSFS) as fh:
+        for line in fh:
+            path, _, value = line.rstrip("\n").partition(":")
+            dest = sysfs / path[len("/sys/"):]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(value + "\n")
+    inv = tmp_path / "hosts.ini"
+    inv.write_text(textwrap.dedent("""\
+        [gpu_nodes]
+        node-live ansible_connection=local
+
+        [gpu_nodes:vars]
+        ansible_python_interpreter={python}
+        gpu_health_sysfs_root={sysfs}
+        gpu_health_expected_gpus=8
+        """).format(python=shutil.which("python3", path=os.path.dirname(sys.executable)) or sys.executable,
+                    sysfs=sysfs))
+    return {"bin": bindir, "sysfs": sysfs, "inv": inv, "tmp": tmp_path}
+
+
+def run_module(tmp_path, module, args, host="node-live", check=False, env=None):
+    """One module through the real ``ansible HOST -m MODULE`` on the local connection;
+    -> (its result as ``--tree`` wrote it, CompletedProcess). Never a traceback."""
+    inv = tmp_path / "hosts.ini"
+    inv.write_text("%s ansible_connection=local ansible_python_interpreter=%s\n" % (host, sys.executable))
+    tree = tmp_path / "tree"
+    if (tree / host).exists():
+        os.unlink(str(tree / host))  # a result is this run's or none
+    cmd = [os.path.join(BIN, "ansible"), host, "-i", str(inv), "-m", module,
+           "-a", json.dumps(args), "--tree", str(tree)] + (["--check"] if check else [])
+    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(env), capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+    try:
+        with open(str(tree / host)) as fh:
+            return json.load(fh), proc
+    except (OSError, ValueError):
+        pytest.fail("no result from ansible: %s %s" % (proc.stdout[-2000:], proc.stderr[-2000:]))
 
 
 def load_json(path):

@@ -3,18 +3,15 @@ capture mode (the demo rack) and live mode (stand-in tools on PATH)."""
 
 import json
 import os
-import shutil
-import stat
 import textwrap
 import time
 
 import pytest
 
-from tests.conftest import DEMO, REPO, run_playbook
+from tests.conftest import DEMO, REPO, make_live_host, run_playbook, write_tool
 
 DEMO_CAPTURES = os.path.join(DEMO, "captures")
 HEALTHY_SMI = os.path.join(DEMO_CAPTURES, "gpu-r3-n01", "nvidia-smi-q.txt")
-HEALTHY_SYSFS = os.path.join(DEMO_CAPTURES, "gpu-r3-n01", "ib-sysfs.txt")
 
 
 def _report(tmp_path, proc):
@@ -53,37 +50,13 @@ def test_demo_limit_narrows_and_fail_on_critical(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
-def _tool(bindir, name, body):
-    path = bindir / name
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+_tool = write_tool
 
 
 @pytest.fixture
 def live_host(tmp_path):
     """A local 'host': stand-in tools on PATH, an IB sysfs tree, an inventory."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    log = tmp_path / "calls.log"
-    sysfs = tmp_path / "sys"
-    with open(HEALTHY_SYSFS) as fh:
-        for line in fh:
-            path, _, value = line.rstrip("\n").partition(":")
-            dest = sysfs / path[len("/sys/"):]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(value + "\n")
-    inv = tmp_path / "hosts.ini"
-    inv.write_text(textwrap.dedent("""\
-        [gpu_nodes]
-        node-live ansible_connection=local
-
-        [gpu_nodes:vars]
-        ansible_python_interpreter={python}
-        gpu_health_sysfs_root={sysfs}
-        gpu_health_expected_gpus=8
-        """).format(python=shutil.which("python3", path=os.path.dirname(os.sys.executable)) or os.sys.executable,
-                    sysfs=sysfs))
-    return {"bin": bindir, "log": log, "sysfs": sysfs, "inv": inv, "tmp": tmp_path}
+    return dict(make_live_host(tmp_path), log=tmp_path / "calls.log")
 
 
 def _run_live(h, *extra):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import BIN, REPO, ansible_env
+from tests.conftest import REPO, run_module
 from tests.testbed import fakehw
 from tests.testbed import scenario as scn
 
@@ -67,19 +67,8 @@ class Host(object):
 
     def module(self, check=False, **args):
         """Run gpu_reset on this 'node'; -> (result dict, CompletedProcess)."""
-        inv = self.tmp / "hosts.ini"
-        inv.write_text("node-live ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
-        tree = self.tmp / "tree"
-        cmd = [os.path.join(BIN, "ansible"), "node-live", "-i", str(inv), "-m", "gpu_reset",
-               "-a", json.dumps(args), "--tree", str(tree)] + (["--check"] if check else [])
-        env = ansible_env({"PATH": "%s:%s" % (self.bin, os.environ["PATH"])})
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
-        try:
-            with open(tree / "node-live") as fh:
-                res = json.load(fh)
-        except (OSError, ValueError):
-            pytest.fail("no result from ansible: %s %s" % (proc.stdout[-2000:], proc.stderr[-2000:]))
+        res, proc = run_module(self.tmp, "gpu_reset", args, check=check,
+                               env={"PATH": "%s:%s" % (self.bin, os.environ["PATH"])})
         # the tree file holds the module's return values; ansible's own verdict is on stdout
         failed = "node-live | FAILED!" in proc.stdout
         assert failed == (proc.returncode != 0), proc.stdout[-2000:]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import BIN, REPO, ansible_env
+from tests.conftest import REPO, run_module
 from tests.testbed import fakehw
 from tests.testbed import scenario as scn
 
@@ -89,19 +89,8 @@ class Node(object):
         """Run ib_restart on this 'node'; -> (result dict, CompletedProcess)."""
         args.setdefault("sysfs_root", str(self.root / "sys"))
         args.setdefault("proc_root", str(self.root / "proc"))
-        inv = self.tmp / "hosts.ini"
-        inv.write_text("node-live ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
-        tree = self.tmp / "tree"
-        cmd = [os.path.join(BIN, "ansible"), "node-live", "-i", str(inv), "-m", "ib_restart",
-               "-a", json.dumps(args), "--tree", str(tree)] + (["--check"] if check else [])
-        env = ansible_env({"PATH": "%s:%s" % (self.bin, os.environ["PATH"])})
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
-        try:
-            with open(tree / "node-live") as fh:
-                res = json.load(fh)
-        except (OSError, ValueError):
-            pytest.fail("no result from ansible: %s %s" % (proc.stdout[-2000:], proc.stderr[-2000:]))
+        res, proc = run_module(self.tmp, "ib_restart", args, check=check,
+                               env={"PATH": "%s:%s" % (self.bin, os.environ["PATH"])})
         failed = "node-live | FAILED!" in proc.stdout
         assert failed == (proc.returncode != 0), proc.stdout[-2000:]
         res["failed"] = failed

@@ -3,26 +3,14 @@
 
 import json
 import os
-import subprocess
-import sys
 
-from tests.conftest import BIN, REPO, ansible_env
+from tests.conftest import run_module
 
 
 def ledger(tmp_path, check=False, env=None, **args):
     """-> (result dict, CompletedProcess)."""
     args.setdefault("state_dir", str(tmp_path / "state"))
-    inv = tmp_path / "hosts.ini"
-    inv.write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
-    tree = tmp_path / "tree"
-    if (tree / "localhost").exists():
-        os.unlink(str(tree / "localhost"))
-    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", str(inv), "-m", "gpu_runbook_ledger",
-           "-a", json.dumps(args), "--tree", str(tree)] + (["--check"] if check else [])
-    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(env), capture_output=True, text=True, timeout=300)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
-    with open(str(tree / "localhost")) as fh:
-        return json.load(fh), proc
+    return run_module(tmp_path, "gpu_runbook_ledger", args, host="localhost", check=check, env=env)
 
 
 def audit_lines(tmp_path):

@@ -5,22 +5,17 @@ It plans, it never changes anything; only GPU tools are faked."""
 import json
 import os
 import re
-import shutil
-import stat
 import subprocess
-import sys
-import textwrap
 
 import pytest
 
-from tests.conftest import BIN, DEMO, REPO, ansible_env, run_playbook
+from tests.conftest import BIN, DEMO, REPO, ansible_env, make_live_host, run_playbook, write_tool
 
 N03, N05, N06 = "gpu-r3-n03", "gpu-r3-n05", "gpu-r3-n06"
 HEALTHY = ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n04", "gpu-r3-n07", "gpu-r3-n08"]
 WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8"]
 PLAN_TASK = "Plan the remediation from the fresh diagnosis"
 HEALTHY_SMI = os.path.join(DEMO, "captures", "gpu-r3-n01", "nvidia-smi-q.txt")
-HEALTHY_SYSFS = os.path.join(DEMO, "captures", "gpu-r3-n01", "ib-sysfs.txt")
 PLAN_KEYS = {"schema", "incident_id", "generated", "policy", "hosts", "incidents", "job", "commands", "summary",
              "errors"}
 HOST_KEYS = {"host", "verdict", "severity", "rung", "evidence", "slurm", "decision", "reason", "rungs", "blockers",
@@ -269,10 +264,7 @@ def test_bad_cap_stops_the_play_before_any_host_is_gathered():
 
 
 # ------------------------------------------------------------------------------ live host
-def _tool(bindir, name, body):
-    path = bindir / name
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+_tool = write_tool
 
 
 XID48 = ("[Wed Dec  2 07:09:51 2026] NVRM: Xid (PCI:0000:53:00): 48, pid='<unknown>', name=<unknown>, "
@@ -283,27 +275,9 @@ XID48 = ("[Wed Dec  2 07:09:51 2026] NVRM: Xid (PCI:0000:53:00): 48, pid='<unkno
 @pytest.fixture
 def live(tmp_path):
     """A local host with an Xid 48 on GPU 0000:53:00.0; nvidia-smi logs every call."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    sysfs = tmp_path / "sys"
-    with open(HEALTHY_SYSFS) as fh:
-        for line in fh:
-            path, _, value = line.rstrip("\n").partition(":")
-            dest = sysfs / path[len("/sys/"):]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(value + "\n")
+    h = make_live_host(tmp_path)
+    bindir, inv = h["bin"], h["inv"]
     _tool(bindir, "dmesg", 'echo "%s"\n' % XID48.replace('"', '\\"'))
-    inv = tmp_path / "hosts.ini"
-    python = shutil.which("python3", path=os.path.dirname(sys.executable)) or sys.executable
-    inv.write_text(textwrap.dedent("""\
-        [gpu_nodes]
-        node-live ansible_connection=local
-
-        [gpu_nodes:vars]
-        ansible_python_interpreter={python}
-        gpu_health_sysfs_root={sysfs}
-        gpu_health_expected_gpus=8
-        """).format(python=python, sysfs=sysfs))
     log = tmp_path / "nvidia-smi.log"
 
     def smi(apps_body):
