@@ -11,12 +11,10 @@ into findings. Pure: the caller (module, CLI, tests) supplies text.
 
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
-from .sources import (BUG_REPORT, COMPUTE_APPS, HOST_SOURCES, IB_COUNTER_SOURCES,  # noqa: F401
-                      IB_LINK_SOURCES, IB_SOURCES, KERNEL_LOG, NVSMI_SOURCES, detect_source)
+from .sources import BUG_REPORT, COMPUTE_APPS, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NOTES, NVSMI_SOURCES
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
-NOTES = "_notes"
 
 # Findings that say a source was there but gave nothing usable.
 _UNUSABLE_KINDS = ("parser_error", "nvsmi_empty", "nvsmi_unparseable", "kernlog_unparseable", "unparseable",

@@ -20,10 +20,9 @@ import stat
 import zlib
 
 from .findings import finding, never_raise
-from .sources import JOB_LOG, KERNEL_LOG, canonical_name, detect_source
+from .sources import JOB_LOG, KERNEL_LOG, NOTES, canonical_name, detect_source
 from .textio import TextChunks, decode, is_gzip
 
-NOTES = "_notes"
 _MAX_READ = 64 * 1024 * 1024  # characters of one non-kernel source held in memory
 _HEAD = 65536  # what content detection looks at (sources.detect_source)
 _CHUNK = 1024 * 1024

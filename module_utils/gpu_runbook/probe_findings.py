@@ -4,7 +4,7 @@ wedged GPU or driver, a critical finding in itself, not a tooling problem; a fai
 nvidia-smi says why in its own words (parse_nvidia_smi_failure names the cause)."""
 
 from .findings import finding, never_raise
-from .sources import FAMILY as _PROBE_FAMILY, COMPUTE_APPS  # noqa: F401
+from .sources import FAMILY as _PROBE_FAMILY
 
 
 def probe_error_findings(name, err, expected_gpus=None):

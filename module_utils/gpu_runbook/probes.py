@@ -21,11 +21,10 @@ import threading
 import time
 
 from .findings import finding
-from .sources import COMPUTE_APPS, KERNEL_LOG, NVSMI_SOURCES, detect_source
+from .sources import COMPUTE_APPS, KERNEL_LOG, NOTES, NVSMI_SOURCES, detect_source
 
 DEFAULT_PROBES = ("nvidia_smi", "compute_apps", "kernel_log", "ib_sysfs")
 ALL_PROBES = DEFAULT_PROBES + ("ibstat", "perfquery")
-NOTES = "_notes"
 
 _PORT_FILES = ("state", "phys_state", "rate", "link_layer")
 _DEVICE_FILES = ("hca_type", "sys_image_guid", "fw_ver")
@@ -40,9 +39,6 @@ _GRACE = 2.0  # seconds past the deadline for killed probes to report how they e
 def find_tool(tool, path=None):
     """The executable for ``tool``: PATH first, then the sbin directories."""
     return shutil.which(tool, path=path) or shutil.which(tool, path=os.pathsep.join(_SBIN_DIRS))
-
-
-_which = find_tool
 
 
 def _error(kind, message, cmd, **extra):

@@ -13,6 +13,9 @@ IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")
 IB_SOURCES = IB_LINK_SOURCES + IB_COUNTER_SOURCES
 BUG_REPORT = "bug-report.txt"
 JOB_LOG = "nccl.log"
+# not a source: the key under which a loader or probe hands over findings about the evidence
+# itself (a read cut at the cap, a truncated capture); analyze adds them to the host's findings
+NOTES = "_notes"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT,)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
