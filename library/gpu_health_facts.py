@@ -51,7 +51,16 @@ options:
   since:
     description:
       - Only kernel-log events at or after this time count (ISO 8601, for example the job's
-        start time). Older events are ignored.
+        start time). Older events are ignored. A time without a zone is in O(tz).
+    type: str
+  not_before:
+    description:
+      - "A lower bound of the kernel-log window that O(since) cannot lower - typically the time
+        the remediation ladder last verified this host healthy after a fix (C(gpu_runbook_ledger
+        action=resolved)): evidence from before a verified fix is not evidence again."
+      - The window starts at the later of O(since) and O(not_before); C(window.bound) in the
+        result says which one it was. ISO 8601, with or without a zone (read as O(since) is).
+        A value that is not a time fails the module (a fix's bound is never silently dropped).
     type: str
   sysfs_root:
     description: Root of the sysfs tree holding C(class/infiniband).
@@ -94,6 +103,11 @@ EXAMPLES = r"""
     expected_ib_rate: 400
     since: "2026-12-02T09:00:00"
 
+- name: Gather again after a verified fix; older Xids do not count
+  gpu_health_facts:
+    since: "2026-12-02T09:00:00"
+    not_before: "2026-12-02T11:42:10+00:00"
+
 - name: Replay captured outputs (no commands run)
   gpu_health_facts:
     capture_dir: /srv/captures/gpu-r3-n04
@@ -129,6 +143,15 @@ ansible_facts:
         probes: {description: Per-source probe status., type: dict}
         timings: {description: "Seconds each probe took (a probe that hit the deadline: how long it was waited for).", type: dict}
         mode: {description: live or capture., type: str}
+        window:
+          description:
+            - The kernel-log window asked for - C(since) and C(not_before) as read (UTC ISO 8601, or
+              C(since) as given when it is not a time), C(start) (the later of the two, null for the
+              whole log) and C(bound) (C(since), C(not_before), or null when neither was given; a tie
+              is C(since)).
+          type: dict
+          sample: {"since": "2026-12-02T09:00:00+00:00", "not_before": "2026-12-02T11:42:10+00:00",
+                   "start": "2026-12-02T11:42:10+00:00", "bound": "not_before"}
 """
 
 import os
@@ -138,7 +161,46 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.analyze import analyze_host
 from ansible.module_utils.gpu_runbook.capture import load_capture_dir, stream_large_sources
 from ansible.module_utils.gpu_runbook.probes import ALL_PROBES, DEFAULT_PROBES, collect
-from ansible.module_utils.gpu_runbook.timeutil import local_tz, parse_tz
+from ansible.module_utils.gpu_runbook.findings import finding
+from ansible.module_utils.gpu_runbook.sources import KERNEL_LOG, NOTES
+from ansible.module_utils.gpu_runbook.timeutil import UTC, iso, local_tz, parse_time, parse_tz
+
+
+def _read_time(value, tz):
+    return parse_time(value, tz).astimezone(UTC)
+
+
+def kernel_window(since, not_before, tz):
+    """-> (window dict, the since to scan from, the journal's --since, notes). The window
+    starts at the later of since and not_before (a time without a zone is in ``tz``).
+    ValueError for a not_before that is not a time; a since that is not one is a finding, as
+    it always was (alone it reaches the scanner, which says so)."""
+    window = {"since": since or None, "not_before": None, "start": None, "bound": None}
+    bounds, notes = [], []
+    if since:
+        try:
+            window["since"] = iso(_read_time(since, tz))
+            bounds.append(("since", _read_time(since, tz)))
+        except (ValueError, TypeError, OverflowError) as exc:
+            window["since_error"] = str(exc)
+    if not_before:
+        try:
+            nb = _read_time(not_before, tz)
+        except (ValueError, TypeError, OverflowError):
+            raise ValueError("not_before %r is not an ISO 8601 time (for example 2026-12-02T11:42:10+00:00 "
+                             "or 2026-12-02T20:42:10 in the node's zone)" % (not_before,))
+        window["not_before"] = iso(nb)
+        bounds.append(("not_before", nb))
+    if not bounds:
+        return window, since or None, None, notes
+    bound, start = max(bounds, key=lambda b: b[1])  # max keeps the first of equals: since
+    window.update(start=iso(start), bound=bound)
+    if "since_error" in window:
+        notes.append(finding("kernlog_window_invalid", "since %r not understood (%s): the kernel-log window "
+                             "starts at not_before %s instead" % (since, window["since_error"], iso(start)),
+                             source=KERNEL_LOG))
+    # journalctl --since: epoch seconds (floored) mean one instant whatever its version reads
+    return window, iso(start), "@%d" % int(start.timestamp() // 1), notes
 
 
 def main():
@@ -148,6 +210,7 @@ def main():
             probes=dict(type="list", elements="str", choices=list(ALL_PROBES), default=list(DEFAULT_PROBES)),
             probe_timeout=dict(type="int", default=30),
             since=dict(type="str"),
+            not_before=dict(type="str"),
             sysfs_root=dict(type="path", default="/sys"),
             kern_log_path=dict(type="path", default="/var/log/kern.log"),
             expected_gpus=dict(type="int"),
@@ -167,23 +230,30 @@ def main():
         tz = parse_tz(p["tz"]) if p["tz"] else local_tz()
     except ValueError as exc:
         module.fail_json(msg="tz: %s" % exc)
+    try:
+        window, since, journal_since, notes = kernel_window(p["since"], p["not_before"], tz)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     if p["capture_dir"]:
         if not os.path.isdir(p["capture_dir"]):
             module.fail_json(msg="capture_dir %s is not a directory" % p["capture_dir"])
         sources, _jobs, _ignored = load_capture_dir(p["capture_dir"])
-        sources, parsed = stream_large_sources(sources, since=p["since"], tz=tz)
+        sources, parsed = stream_large_sources(sources, since=since, tz=tz)
         timings, mode = {}, "capture"
     else:
-        sources, timings = collect(probes=p["probes"], timeout=p["probe_timeout"], since=p["since"],
+        sources, timings = collect(probes=p["probes"], timeout=p["probe_timeout"], since=journal_since,
                                    sysfs_root=p["sysfs_root"], kern_log_path=p["kern_log_path"])
         mode, parsed = "live", None
+    if notes:
+        sources[NOTES] = list(sources.get(NOTES) or []) + notes
     result = analyze_host(
-        sources, host=p["hostname"] or socket.gethostname(), since=p["since"],
+        sources, host=p["hostname"] or socket.gethostname(), since=since,
         expected_gpus=p["expected_gpus"], expected_ib_rate=p["expected_ib_rate"],
         expected_ib_devices=p["expected_ib_devices"], ib_thresholds=p["ib_counter_thresholds"], parsed=parsed,
         tz=tz)
     result["timings"] = timings
     result["mode"] = mode
+    result["window"] = window
     module.exit_json(changed=False, ansible_facts={"gpu_health": result})
 
 

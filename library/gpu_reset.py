@@ -17,12 +17,13 @@ description:
     carries C(escalate) instead; the GPU is lost or not visible to nvidia-smi (escalate
     C(reboot)); the GPU's own state says a reset will not help (a row-remap failure read from
     C(nvidia-smi -q -x)); compute processes hold the GPU; the message names them, for
-    example 'GPU 0000:3b:00.0 is held by python (pid 4711), python (pid 4712)'."
+    example 'GPU 0000:3b:00.0 is held by python (pid 4711), python (pid 4712)'; then what else holds
+    it (monitors, nvidia_drm, Fabric Manager and NVLink peers, see the notes)."
   - Persistence mode holds the GPU like a client and makes the reset fail with
     C(In use by another client); when it is Enabled it is released with
     C(nvidia-smi -pm 0 -i <gpu>) before the reset and, with O(restore_persistence), set back with
     C(nvidia-smi -pm 1 -i <gpu>) after it, also when the reset failed. What was done is in
-    C(persistence).
+    C(persistence) (and in C(released) / C(restored)).
   - "Reads the reset's exit code: 0 and 'successfully reset' is a reset; 255 with 'In use by
     another client' is a refusal naming the holders nvidia-smi printed; 15 is a GPU lost during
     the reset (escalate C(reboot)); 4 is no permission; anything else fails with nvidia-smi's text."
@@ -64,6 +65,33 @@ options:
     description: Seconds each nvidia-smi call may take before it is killed.
     type: int
     default: 120
+  release_monitors:
+    description:
+      - Stop the active units of O(monitor_units) before the reset and start them after. When false an
+        active one blocks the reset (C(monitors_running)).
+    type: bool
+    default: true
+  monitor_units:
+    description: The systemd units of GPU monitors that hold the GPU, in the order they are stopped.
+    type: list
+    elements: str
+    default: [dcgm-exporter, nvidia-dcgm, dcgm]
+  release_nvidia_drm:
+    description: Unload an unused C(nvidia_drm) before the reset and load it after. When false a loaded one blocks the reset.
+    type: bool
+    default: true
+  fabric_manager_unit:
+    description: The Fabric Manager unit on NVSwitch systems (read only, never stopped or started).
+    type: str
+    default: nvidia-fabricmanager
+  proc_root:
+    description: Where procfs is (C(<proc_root>/modules), C(<proc_root>/<pid>/fd)).
+    type: path
+    default: /proc
+  dev_root:
+    description: Where the device nodes are (C(<dev_root>/nvidia-nvswitch*)).
+    type: path
+    default: /dev
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -74,12 +102,23 @@ attributes:
     support: none
 notes:
   - Needs root on the node (C(nvidia-smi -r) and C(-pm) do).
-  - "Not handled yet, and named here so that nobody assumes otherwise. DCGM (C(nv-hostengine),
-    C(dcgm-exporter)) and other monitors hold the GPU like a client; the reset is then refused
-    and C(reset.holder_text) carries nvidia-smi's words, so stop them first. C(nvidia_drm) with a
-    display attached holds the GPU the same way. On HGX/NVSwitch systems with Ampere GPUs,
-    Fabric Manager must be running for a single-GPU reset, and without it all NVLink peers
-    must be reset in one command; this module resets one GPU and reports nvidia-smi's refusal."
+  - "Other holders, each found before anything changes (procfs under O(proc_root), systemd, /proc/modules).
+    DCGM: a unit of O(monitor_units) that is active (C(systemctl show)) is stopped before the reset and
+    started again after it, also when the reset failed (exporter first, host engine last; back in
+    reverse); a process that holds the GPU's /dev/nvidiaN and is no such unit's main process (a
+    C(dcgm-exporter) in a container, an C(nvidia-smi dmon), any client) blocks the reset, named
+    (C(gpu_holders)). C(nvidia_drm): loaded and used (a refcount, a process holding /dev/dri, a
+    dependent module) blocks the reset, named (C(nvidia_drm_in_use)); loaded and unused it is unloaded
+    with C(modprobe -r nvidia_drm) and loaded back after."
+  - "NVSwitch systems (a /dev/nvidia-nvswitch* under O(dev_root), a fabric state in C(nvidia-smi -q -x),
+    or the Fabric Manager unit installed): an Ampere (or unrecognised) GPU is reset alone only while
+    Fabric Manager runs, else C(fabric_manager_not_running); Hopper and later have no Fabric Manager
+    dependency and Fabric Manager is neither asked nor touched. A pre-Ampere GPU with NVLink peers
+    (C(nvidia-smi topo -m)) is refused naming the peers that must be reset with it (C(nvlink_peers));
+    resetting several GPUs in one command is not done by this module."
+  - "What was released is in C(released), what was put back, re-read after, in C(restored). A restore that
+    fails (a unit that does not come back active, nvidia_drm not loaded, persistence not Enabled) fails
+    the module (C(restore_failed)) and the message says what to start by hand."
   - A GPU whose Xid history repeats should go to RMA instead of another reset; that budget
     belongs to the ladder's per-GPU history, not to this module.
 seealso:
@@ -94,6 +133,15 @@ EXAMPLES = r"""
     gpu: "0000:3b:00.0"
     node_drained: "{{ gpu_runbook_drain_result.drained }}"
     fault_kinds: [row_remap_pending, ecc_uncorrectable_volatile]
+  register: reset
+  become: true
+
+- name: Reset on a node whose DCGM runs under site-specific unit names (stopped, then started again)
+  gpu_reset:
+    gpu: "0000:3b:00.0"
+    node_drained: true
+    monitor_units: [dcgm-exporter, nvidia-dcgm]
+    release_nvidia_drm: false       # a loaded nvidia_drm then blocks, named
   register: reset
   become: true
 
@@ -135,6 +183,27 @@ persistence:
   returned: when the GPU was found
   type: dict
   sample: {"before": true, "released": true, "restored": true}
+holding:
+  description:
+    - What else was found holding the GPU before anything changed - C(units) (active monitor units
+      to stop, with state and main pid), C(processes) (bare holders), C(nvidia_drm) (loaded, refcount,
+      users), C(fabric) (generation, NVSwitch evidence, Fabric Manager state, NVLink peers).
+  returned: when the GPU was found and had no compute process
+  type: dict
+released:
+  description: What was released before the reset, in order (kind unit, nvidia_drm or persistence; name; argv; ok).
+  returned: when the reset was attempted or a release failed
+  type: list
+  elements: dict
+  sample: [{"kind": "unit", "name": "dcgm-exporter", "argv": ["/usr/bin/systemctl", "stop", "dcgm-exporter"], "ok": true}]
+restored:
+  description:
+    - What was put back after the reset (also after a failed one), re-read afterwards - C(ok) is the re-read
+      state, C(state) what was read, C(by_hand) the command to run when it is not back.
+  returned: when something was released
+  type: list
+  elements: dict
+  sample: [{"kind": "unit", "name": "dcgm-exporter", "ok": true, "state": "active", "by_hand": "systemctl start dcgm-exporter"}]
 reset:
   description: How nvidia-smi -r ended (outcome reset, in_use, gpu_lost, no_permission, timeout or
     failed; the rc, its message and the holder text nvidia-smi printed).
@@ -153,7 +222,7 @@ verified:
   returned: always
   type: bool
 commands:
-  description: The nvidia-smi argv lists that changed something (-pm, -r), in order.
+  description: The argv lists that changed something (systemctl stop/start, modprobe -r/modprobe, nvidia-smi -pm/-r), in order.
   returned: always
   type: list
   elements: list
@@ -164,16 +233,27 @@ would_run:
   elements: list
 """
 
+import errno
+import glob
+import os
+import re
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.nvsmi import parse_compute_apps_csv, parse_nvidia_smi, parse_nvidia_smi_failure
 from ansible.module_utils.gpu_runbook.nvsmi.reset import (IDENTITY_FIELDS, after_reset, find_gpu, holders_message,
                                                          parse_gpu_id, parse_identity_csv,
                                                          parse_persistence_output, parse_reset_output,
                                                          reset_cannot_fix, says_lost, says_not_found)
+from ansible.module_utils.gpu_runbook.nvsmi.holders import (DRM_MODULE, FABRIC_MANAGER_UNIT, MONITOR_UNITS,
+                                                           classify_holders, drm_state, fabric_verdict, generation,
+                                                           monitor_refusal, not_restored, nvlink_peer_list,
+                                                           nvswitch_evidence, parse_proc_modules, parse_systemctl_show,
+                                                           peers_message, reset_plan, unit_state, who)
 
 APPS_FIELDS = ("pid", "process_name", "gpu_bus_id")
 _REFUSAL_NAMES = {"in_use": "gpu_in_use", "gpu_lost": "gpu_lost", "no_permission": "no_permission",
                   "timeout": "nvidia_smi_hang", "failed": "reset_failed"}
+_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.@-]{1,200}$")
 
 
 class Refusal(Exception):
@@ -267,7 +347,7 @@ def precheck_state(smi, pci):
         raise Refusal("fault_not_fixable_by_reset", "GPU %s reports %s: a reset cannot fix it; escalate to %s"
                       % (pci, ", ".join(verdict["blocking"]), verdict["escalate"]),
                       escalate=verdict["escalate"], before=before)
-    return before
+    return before, next(g for g in facts["gpus"] if g.get("pci") == pci)
 
 
 def precheck_processes(smi, pci):
@@ -285,57 +365,219 @@ def _first(text):
     return next((line.strip() for line in (text or "").splitlines() if line.strip()), "")[:200]
 
 
-def plan(smi, pci, persistence_on, restore):
-    steps = []
-    if persistence_on:
-        steps.append(smi.argv("-pm", "0", "-i", pci))
-    steps.append(smi.argv("-r", "-i", pci))
-    if persistence_on and restore:
-        steps.append(smi.argv("-pm", "1", "-i", pci))
-    steps.append(smi.argv("-q", "-x", "-i", pci))
-    return steps
+class Node(object):
+    """systemctl, modprobe and procfs of the node: argv lists only; what changes goes to ``changes``."""
+
+    def __init__(self, module, p, changes):
+        self.module, self.p, self.changes = module, p, changes
+        self.systemctl = module.get_bin_path("systemctl")
+        self.modprobe = module.get_bin_path("modprobe")
+
+    def run(self, argv, change=False):
+        if change:
+            self.changes.append(argv)
+        rc, out, err = self.module.run_command(argv, errors="surrogate_then_replace")
+        return rc, out or "", err or ""
+
+    def unit(self, name):
+        if not self.systemctl:
+            return unit_state({}, name)
+        _rc, out, _err = self.run([self.systemctl, "show", name, "--property=LoadState,ActiveState,MainPID"])
+        return unit_state(parse_systemctl_show(out), name)
+
+    def modules(self):
+        path = os.path.join(self.p["proc_root"], "modules")
+        try:
+            with open(path) as fh:
+                return parse_proc_modules(fh.read())
+        except (IOError, OSError) as exc:
+            if exc.errno == errno.ENOENT and os.path.isdir(os.path.join(self.p["proc_root"], "self")):
+                return {}  # a kernel built without loadable modules: nvidia_drm cannot be a loaded module
+            raise Refusal("gpu_holders_unreadable", "cannot read %s (%s): cannot tell whether nvidia_drm is loaded"
+                          % (path, exc.strerror))
+
+    def processes(self):
+        """-> ([{"pid", "comm", "devices"}] with a /dev/nvidia* or /dev/dri node open, count of unreadable fd dirs)."""
+        root = self.p["proc_root"]
+        try:
+            names = [n for n in os.listdir(root) if n.isdigit() and n != str(os.getpid())]
+        except OSError as exc:
+            raise Refusal("gpu_holders_unreadable", "cannot list %s (%s): cannot tell what holds the GPU"
+                          % (root, exc.strerror))
+        out, unreadable = [], 0
+        for name in sorted(names, key=int):
+            fd_dir = os.path.join(root, name, "fd")
+            try:
+                links = [os.path.join(fd_dir, fd) for fd in os.listdir(fd_dir)]
+            except OSError as exc:
+                unreadable += int(exc.errno in (errno.EACCES, errno.EPERM))
+                continue
+            devices = sorted(set(t[5:] for t in map(_readlink, links) if t.startswith(("/dev/nvidia", "/dev/dri/"))))
+            if devices:
+                out.append({"pid": int(name), "comm": _read(os.path.join(root, name, "comm")), "devices": devices})
+        return out, unreadable
 
 
-def release_persistence(smi, pci, pers):
+def _readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def _read(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip()[:64]
+    except (IOError, OSError):
+        return "?"
+
+
+def precheck_holders(node, smi, p, row, g, hold):
+    """What else holds the GPU -> fills ``hold`` (units to stop, nvidia_drm, fabric), or a Refusal naming it."""
+    pci = row["pci"]
+    units = [node.unit(u) for u in dict.fromkeys(p["monitor_units"])] if node.systemctl else []
+    hold["units"] = [u for u in units if u["active"]]
+    procs, hold["unreadable"] = node.processes()
+    _owned, hold["processes"] = classify_holders(procs, g.get("minor_number"),
+                                                 dict((u["pid"], u["name"]) for u in hold["units"] if u["pid"]))
+    refusal = monitor_refusal(pci, hold["processes"], hold["units"], p["release_monitors"])
+    if refusal:
+        raise Refusal(*refusal)
+    drm = hold["nvidia_drm"] = drm_state(node.modules(), procs)
+    if drm["in_use"]:
+        raise Refusal("nvidia_drm_in_use", drm["message"])
+    if drm["loaded"] and not (p["release_nvidia_drm"] and node.modprobe):
+        raise Refusal("nvidia_drm_loaded", "nvidia_drm is loaded and holds GPU %s; %s" % (
+            pci, "release_nvidia_drm is false: unload it (modprobe -r nvidia_drm) first" if node.modprobe
+            else "modprobe is not installed to unload it"))
+    # NVSwitch, Fabric Manager, NVLink peers: Hopper and later have no FM dependency (nothing asked or touched)
+    gen = generation(g.get("name"))
+    fab = hold["fabric"] = {"generation": gen, "name": g.get("name"), "nvswitch": [], "fabric_manager": None,
+                            "peers": []}
+    if gen == "hopper_plus":
+        return
+    fab["fabric_manager"] = fm = node.unit(p["fabric_manager_unit"]) if node.systemctl else None
+    fab["nvswitch"] = nvswitch_evidence(sorted(glob.glob(os.path.join(p["dev_root"], "nvidia-nvswitch*"))),
+                                        g.get("fabric_state"), fm)
+    verdict = fabric_verdict(gen, g.get("name"), fab["nvswitch"], fm)
+    if verdict:
+        raise Refusal(*verdict)
+    if gen == "pre_ampere":
+        fab["peers"] = nvlink_peers(smi, row)
+        if fab["peers"]:
+            raise Refusal("nvlink_peers", peers_message(pci, fab["peers"]))
+
+
+def nvlink_peers(smi, row):
+    """[{"index", "pci"}] of the GPU's NVLink peers, from ``nvidia-smi topo -m``; a Refusal when unreadable."""
+    rc, out, err = smi.run("topo", "-m")
+    _rc, ids, _err = smi.run("--query-gpu=" + ",".join(IDENTITY_FIELDS), "--format=csv,noheader")
+    peers = nvlink_peer_list(out if rc == 0 else "", row["index"], parse_identity_csv(ids))
+    if peers is None:
+        raise Refusal("nvlink_topology_unreadable", "could not read the NVLink peers of pre-Ampere GPU %s from "
+                      "nvidia-smi topo -m (exit %s: %s): not resetting one GPU of a possible NVLink set blind"
+                      % (row["pci"], rc, _first(err + "\n" + out) or "no row for GPU %s" % row["index"]))
+    return peers
+
+
+def release(node, hold, released, pci, minor):
+    """Stop the monitor units, unload nvidia_drm; then nothing may hold the GPU any more."""
+    for u in hold["units"]:
+        argv = [node.systemctl, "stop", u["name"]]
+        rc, out, err = node.run(argv, change=True)
+        released.append({"kind": "unit", "name": u["name"], "argv": argv, "ok": rc == 0})
+        if rc != 0:
+            raise Refusal("monitor_stop_failed", "could not stop %s before resetting GPU %s (systemctl exit %s: %s)"
+                          % (u["name"], pci, rc, _first(err + "\n" + out) or "nothing printed"))
+    if hold["nvidia_drm"]["loaded"]:
+        argv = [node.modprobe, "-r", DRM_MODULE]
+        rc, out, err = node.run(argv, change=True)
+        released.append({"kind": "nvidia_drm", "name": DRM_MODULE, "argv": argv, "ok": rc == 0})
+        if rc != 0:
+            raise Refusal("nvidia_drm_unload_failed", "could not unload nvidia_drm before resetting GPU %s "
+                          "(modprobe exit %s: %s)" % (pci, rc, _first(err + "\n" + out) or "nothing printed"))
+    if released:
+        procs, _unreadable = node.processes()
+        _owned, left = classify_holders(procs, minor, {})
+        if left:
+            raise Refusal("gpu_holders", "GPU %s is still held by %s after releasing %s: not resetting"
+                          % (pci, who(left), ", ".join(r["name"] for r in released)))
+
+
+def restore(node, released):
+    """Put back (in reverse) the units and nvidia_drm that ``release`` released; each one re-read."""
+    out = []
+    for r in reversed(released):
+        if r["kind"] == "unit":
+            argv = [node.systemctl, "start", r["name"]]
+            rc, so, se = node.run(argv, change=True)
+            st = node.unit(r["name"])
+            ok, state, by_hand = st["active"], st["state"], "systemctl start %s" % r["name"]
+        elif r["kind"] == "nvidia_drm":
+            argv = [node.modprobe, DRM_MODULE]
+            rc, so, se = node.run(argv, change=True)
+            try:
+                ok = DRM_MODULE in node.modules()
+            except Refusal:
+                ok = False
+            state, by_hand = "loaded" if ok else "not loaded", "modprobe %s" % DRM_MODULE
+        else:
+            continue
+        item = {"kind": r["kind"], "name": r["name"], "argv": argv, "ok": ok, "state": state, "by_hand": by_hand}
+        if not ok:
+            item["error"] = "exit %s: %s" % (rc, _first(se + "\n" + so) or "nothing printed")
+        out.append(item)
+    return out
+
+
+def release_persistence(smi, pci, pers, released):
+    argv = smi.argv("-pm", "0", "-i", pci)
     rc, out, err = smi.run("-pm", "0", "-i", pci, changes=True)
     res = parse_persistence_output(out + "\n" + err, rc)
+    released.append({"kind": "persistence", "name": pci, "argv": argv, "ok": res["ok"]})
     if not res["ok"]:
         raise Refusal("gpu_lost" if res["outcome"] == "gpu_lost" else "persistence_release_failed",
                       "could not disable persistence mode on GPU %s before the reset: %s" % (pci, res["message"]),
-                      escalate="reboot" if res["outcome"] == "gpu_lost" else None, persistence=pers)
+                      escalate="reboot" if res["outcome"] == "gpu_lost" else None)
     pers["released"] = True
 
 
-def restore_persistence(smi, pci, pers):
+def restore_persistence(smi, pci, pers, restored):
+    argv = smi.argv("-pm", "1", "-i", pci)
     rc, out, err = smi.run("-pm", "1", "-i", pci, changes=True)
     res = parse_persistence_output(out + "\n" + err, rc)
-    pers["restored"] = res["ok"]
-    if not res["ok"]:
-        pers["restore_error"] = res["message"]
+    _rc, q, _err = smi.run("--query-gpu=persistence_mode", "--format=csv,noheader", "-i", pci)
+    pers["restored"] = res["ok"] and q.strip() == "Enabled"
+    item = {"kind": "persistence", "name": pci, "argv": argv, "ok": pers["restored"], "state": q.strip()[:40],
+            "by_hand": "nvidia-smi -pm 1 -i %s" % pci}
+    if not pers["restored"]:
+        pers["restore_error"] = item["error"] = res["message"]
+    restored.append(item)
 
 
-def do_reset(smi, pci, pers, restore):
+def do_reset(smi, pci, pers, restore_pm, released, restored):
     """-pm 0, -r, -pm 1 (on every path once released), -q -x. -> result dict (raises Refusal)."""
     if pers["before"]:
-        release_persistence(smi, pci, pers)
+        release_persistence(smi, pci, pers, released)
     rc, out, err = smi.run("-r", "-i", pci, changes=True)
     res = parse_reset_output(out + "\n" + err, rc)
     res["rc"] = rc
-    if pers["released"] and restore and res["outcome"] != "gpu_lost":
-        restore_persistence(smi, pci, pers)
+    if pers["released"] and restore_pm and res["outcome"] != "gpu_lost":
+        restore_persistence(smi, pci, pers, restored)
     if res["outcome"] != "reset":
         msg = "GPU %s was not reset: %s" % (pci, res["message"])
         if res["outcome"] == "in_use" and res["holder_text"]:
             msg += " -- nvidia-smi says: %s (a DCGM host engine, dcgm-exporter, nvidia-smi monitor or " \
                    "Fabric Manager may hold it)" % res["holder_text"][:300]
-        raise Refusal(_REFUSAL_NAMES[res["outcome"]], msg, escalate=res["escalate"], reset=res, persistence=pers)
+        raise Refusal(_REFUSAL_NAMES[res["outcome"]], msg, escalate=res["escalate"], reset=res)
     rc2, out2, _err2 = smi.run("-q", "-x", "-i", pci)
     facts, _findings = parse_nvidia_smi(out2 if rc2 == 0 else "", "nvidia-smi-q.xml")
     return res, after_reset(facts, pci)
 
 
-def run(module, p, smi):
-    result = {"changed": False, "verified": False, "commands": smi.changes}
+def prechecks(module, p, smi, node, result):
+    """Every read-only pre-check, in order -> (row, persistence dict, hold dict); fills ``result``."""
     if not p["node_drained"]:
         raise Refusal("node_not_drained", "node is not drained: a GPU reset kills whatever runs on the GPU, so it "
                       "runs only on a node the drain step confirmed as drained (node_drained=true)")
@@ -347,27 +589,52 @@ def run(module, p, smi):
         raise Refusal("nvidia_smi_missing", "nvidia-smi is not installed or not on PATH: cannot check or reset GPU %s"
                       % p["gpu"])
     row = find_target(smi, kind, value, p["gpu"])
+    result["gpu"] = {"pci": row["pci"], "uuid": row["uuid"], "index": row["index"]}
+    pers = result["persistence"] = {"before": row["persistence"], "released": False, "restored": False}
+    result["before"], g = precheck_state(smi, row["pci"])
+    precheck_processes(smi, row["pci"])
+    hold = result["holding"] = {"units": [], "processes": [], "nvidia_drm": None, "fabric": None, "unreadable": 0}
+    precheck_holders(node, smi, p, row, g, hold)
+    return row, pers, hold, g
+
+
+def run(module, p, smi, node):
+    result = {"changed": False, "verified": False, "commands": smi.changes}
+    try:
+        row, pers, hold, g = prechecks(module, p, smi, node, result)
+    except Refusal as exc:
+        exc.extra.update((k, v) for k, v in result.items() if k not in exc.extra and k != "changed")
+        raise
     pci = row["pci"]
-    result["gpu"] = {"pci": pci, "uuid": row["uuid"], "index": row["index"]}
-    pers = {"before": row["persistence"], "released": False, "restored": False}
-    result["persistence"] = pers
-    result["before"] = precheck_state(smi, pci)
-    precheck_processes(smi, pci)
     if module.check_mode:
-        result["would_run"] = plan(smi, pci, pers["before"], p["restore_persistence"])
+        result["would_run"] = reset_plan(smi.bin, node.systemctl, node.modprobe, pci, pers["before"],
+                                         p["restore_persistence"], hold)
         result["msg"] = "check mode: every pre-check passed; would reset GPU %s" % pci
         return result
+    released, restored = result["released"], result["restored"] = [], []
+    failure = None
     try:
-        result["reset"], result["after"] = do_reset(smi, pci, pers, p["restore_persistence"])
+        release(node, hold, released, pci, g.get("minor_number"))
+        result["reset"], result["after"] = do_reset(smi, pci, pers, p["restore_persistence"], released, restored)
     except Refusal as exc:
-        exc.extra.setdefault("gpu", result["gpu"])
-        exc.extra.setdefault("before", result["before"])
-        exc.extra["changed"] = bool(pers["released"] and not pers["restored"])
-        raise
+        failure = exc
+    finally:
+        restored.extend(restore(node, released))
+    bad = [r for r in restored if not r["ok"]]
+    if failure is not None:
+        failure.extra.update((k, v) for k, v in result.items() if k not in failure.extra)
+        failure.extra["changed"] = bool(bad) or (pers["released"] and not pers["restored"])
+        if bad:
+            failure.blocked = [failure.blocked, "restore_failed"]
+            failure.msg += "; and " + not_restored(bad)
+        raise failure
     result["changed"] = True
     result["verified"] = result["after"]["verified"]
     result["msg"] = "GPU %s reset%s" % (pci, ", verified" if result["verified"] else
                                         "; NOT verified: " + "; ".join(result["after"]["not_verified"]))
+    if bad:
+        msg = result.pop("msg") + "; but " + not_restored(bad)
+        raise Refusal("restore_failed", msg, **result)
     return result
 
 
@@ -379,18 +646,30 @@ def main():
             restore_persistence=dict(type="bool", default=True),
             fault_kinds=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=120),
+            release_monitors=dict(type="bool", default=True),
+            monitor_units=dict(type="list", elements="str", default=list(MONITOR_UNITS)),
+            release_nvidia_drm=dict(type="bool", default=True),
+            fabric_manager_unit=dict(type="str", default=FABRIC_MANAGER_UNIT),
+            proc_root=dict(type="path", default="/proc"),
+            dev_root=dict(type="path", default="/dev"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if p["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second", blocked_by=["bad_timeout"], changed=False)
+    bad_units = [u for u in p["monitor_units"] + [p["fabric_manager_unit"]] if not _UNIT_RE.match(u or "")]
+    if bad_units:
+        module.fail_json(msg="not a systemd unit name: %s" % ", ".join(repr(u)[:80] for u in bad_units),
+                         blocked_by=["bad_unit_name"], changed=False)
     smi = Smi(module, p["timeout"])
+    node = Node(module, p, smi.changes)
     try:
-        result = run(module, p, smi)
+        result = run(module, p, smi, node)
     except Refusal as exc:
-        out = {"changed": False, "verified": False, "commands": smi.changes, "blocked_by": [exc.blocked]}
-        out.update({k: v for k, v in exc.extra.items() if v is not None})
+        out = {"changed": False, "verified": False, "commands": smi.changes,
+               "blocked_by": exc.blocked if isinstance(exc.blocked, list) else [exc.blocked]}
+        out.update({k: v for k, v in exc.extra.items() if v is not None and k not in ("msg", "blocked_by")})
         module.fail_json(msg=exc.msg, **out)
     module.exit_json(**result)
 

@@ -32,6 +32,15 @@ description:
     (default 3 in 7 days), or the escalation when the rung's retry budget in
     O(policy.budget_window) is spent (gpu_reset 2 -> reboot when allowed, else rma;
     ib_restart 2 per port -> stay drained for the cable)."
+  - "An item of C(action=decide) may carry C(incident) (default O(incident)). When the history
+    holds a remedy with result C(ok) (not in check mode) for the same incident, host, target
+    (GPU or port; a remedy recorded without one counts for its whole host) and rung, the
+    decision says C(already_done=true) and C(rung=none): a second run of the same incident
+    climbs nothing."
+  - "C(action=resolved) returns C(resolved), a mapping of host to the UTC ISO time of its
+    latest history remedy C({rung: verify, result: ok}) - when the ladder last saw the host
+    healthy after a fix - optionally only for O(hosts). Pass it to C(gpu_health_facts)
+    C(not_before) so kernel-log evidence from before a verified fix is not evidence again."
   - "If the state directory cannot be written (read-only, disk full, no permission) the
     module fails with a message saying that the ladder must not run disruptive steps."
 version_added: "0.2.0"
@@ -45,15 +54,17 @@ options:
     choices: [locked, unlocked, absent]
   action:
     description: C(audit) append O(entries) to the audit log; C(record) append them to the history;
-      C(decide) the next rung for each of O(items); C(show) read the lock and what it says.
+      C(decide) the next rung for each of O(items); C(resolved) when each host was last verified
+      healthy; C(show) read the lock and what it says.
     type: str
-    choices: [audit, record, decide, show]
+    choices: [audit, record, decide, resolved, show]
   state_dir:
     description: Controller-side directory of the ledger.
     type: path
     default: ~/.gpu-runbook/state
   incident:
-    description: Incident id; stored in the lock and put into audit and history entries that have none.
+    description: Incident id; stored in the lock and put into audit and history entries and decide
+      items that have none.
     type: str
   lock_id:
     description: The id C(state=locked) returned. Needed to release; with C(state=locked) a lock
@@ -77,16 +88,22 @@ options:
         C(argv) (a list), C(message), C(when), C(who), C(incident), C(check_mode).
       - For C(action=record) - dicts with C(type) (fault or remedy), C(host), the GPU as C(gpu)
         (a dict with serial/uuid/pci, or a UUID or PCI string) or C(serial)/C(uuid)/C(pci), or an
-        IB C(port); a fault has C(xid) and/or C(kind), a remedy C(rung) and C(result); C(when)
-        defaults to now.
+        IB C(port); a fault has C(xid) and/or C(kind), a remedy C(rung) (a rung, or C(verify) once the
+        host was verified healthy and resumed) and C(result); C(when) defaults to now.
     type: list
     elements: dict
     default: []
   items:
-    description: For C(action=decide) - dicts with C(host), the GPU (or C(port)) as in O(entries), and C(proposed_rung).
+    description: For C(action=decide) - dicts with C(host), the GPU (or C(port)) as in O(entries),
+      C(proposed_rung) and optionally C(incident).
     type: list
     elements: dict
     default: []
+  hosts:
+    description: For C(action=resolved) - only these hosts (matched case-insensitively, returned
+      as given). Default every host in the history.
+    type: list
+    elements: str
   policy:
     description: Overrides of C(repeat_faults), C(repeat_window), C(budget_window) (seconds),
       C(budgets) (rung to tries) and C(allow_reboot).
@@ -144,6 +161,20 @@ EXAMPLES = r"""
   delegate_to: localhost
   register: decision
 
+- name: When was each host last verified healthy?
+  gpu_runbook_ledger:
+    action: resolved
+    hosts: "{{ ansible_play_hosts }}"
+  delegate_to: localhost
+  run_once: true
+  register: ledger_resolved
+
+- name: Evidence from before a verified fix is not evidence again
+  ansible.builtin.include_role:
+    name: gpu_health
+  vars:
+    gpu_health_not_before: "{{ ledger_resolved.resolved[inventory_hostname] | default('') }}"
+
 - name: Release the lock
   gpu_runbook_ledger:
     state: unlocked
@@ -180,19 +211,26 @@ would_write:
   type: list
   elements: dict
 decisions:
-  description: Per item host, key, proposed_rung, rung, escalated and reason.
+  description: Per item host, key, proposed_rung, incident, rung, escalated, already_done and reason;
+    with already_done also done_rung (the rung the incident already got; rung is then none).
   returned: for decide
   type: list
   elements: dict
   sample: [{"host": "gpu-r1-n03", "key": "gpu-r1-n03/serial:1652221000123", "proposed_rung": "gpu_reset",
-            "rung": "rma", "escalated": true, "reason": "... faulted 3 times in 7 days ..."}]
+            "incident": "INC-7", "rung": "rma", "escalated": true, "already_done": false,
+            "reason": "... faulted 3 times in 7 days ..."}]
+resolved:
+  description: Host to the UTC ISO 8601 time of its latest verify-ok remedy; hosts without one are left out.
+  returned: for resolved
+  type: dict
+  sample: {"gpu-r1-n03": "2024-05-10T08:15:00+00:00"}
 file:
   description: The file the action read or wrote.
   returned: always
   type: str
 warnings_lines:
   description: History lines that could not be read and were skipped.
-  returned: for decide when there are any
+  returned: for decide and resolved when there are any
   type: list
   elements: str
 """
@@ -204,9 +242,9 @@ from datetime import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.ledger import (AUDIT_FILE, HISTORY_FILE, LOCK_FILE, LedgerError, acquire,
-                                                     append_lines, audit_entry, check_policy, clear, describe,
-                                                     fault_entry, match_key, next_rung, read_lines, read_lock,
-                                                     release, remedy_entry, target_of)
+                                                     append_lines, audit_entry, check_policy, clear, decide,
+                                                     describe, fault_entry, read_lines, read_lock, release,
+                                                     remedy_entry, resolved)
 from ansible.module_utils.gpu_runbook.ledger.lock import is_stale, owner_text
 from ansible.module_utils.gpu_runbook.timeutil import UTC, to_utc
 
@@ -331,16 +369,21 @@ def do_decide(module, sd, now):
     policy = check_policy(module.params["policy"])
     path = os.path.join(sd, HISTORY_FILE)
     history, bad = read_lines(path)
-    out = []
-    for item in module.params["items"]:
-        if not isinstance(item, dict) or not item.get("proposed_rung"):
-            raise LedgerError("decide item needs host, the GPU (or port) and proposed_rung: %r" % (item,))
-        rung, reason = next_rung(history, item, item["proposed_rung"], now, policy)
-        t = target_of(item)
-        out.append({"host": t["host"], "key": match_key(t), "proposed_rung": item["proposed_rung"], "rung": rung,
-                    "escalated": rung != item["proposed_rung"], "reason": reason})
+    out = [decide(history, item, now, policy, module.params["incident"]) for item in module.params["items"]]
     res = dict(changed=False, decisions=out, file=path, policy=policy,
-               msg="; ".join("%s: %s" % (d["key"], d["rung"]) for d in out) or "nothing to decide")
+               msg="; ".join("%s: %s%s" % (d["key"], d["rung"], " (already done)" if d["already_done"] else "")
+                             for d in out) or "nothing to decide")
+    if bad:
+        res["warnings_lines"] = bad
+    return res
+
+
+def do_resolved(module, sd):
+    path = os.path.join(sd, HISTORY_FILE)
+    history, bad = read_lines(path)
+    found = resolved(history, module.params["hosts"])
+    res = dict(changed=False, resolved=found, file=path,
+               msg="; ".join("%s verified at %s" % kv for kv in found.items()) or "no host verified healthy yet")
     if bad:
         res["warnings_lines"] = bad
     return res
@@ -349,7 +392,8 @@ def do_decide(module, sd, now):
 def run(module):
     p = module.params
     if bool(p["state"]) == bool(p["action"]):
-        raise LedgerError("give either state (locked, unlocked, absent) or action (audit, record, decide, show)")
+        raise LedgerError("give either state (locked, unlocked, absent) or action (audit, record, decide, resolved, "
+                          "show)")
     if p["stale_after"] < 1:
         raise LedgerError("stale_after must be at least 1 second")
     sd = os.path.expanduser(p["state_dir"])
@@ -367,6 +411,8 @@ def run(module):
         return do_record(module, sd, now)
     if p["action"] == "decide":
         return do_decide(module, sd, now)
+    if p["action"] == "resolved":
+        return do_resolved(module, sd)
     held = read_lock(sd)
     return dict(changed=False, file=os.path.join(sd, LOCK_FILE), lock=held,
                 stale=is_stale(held, now, p["stale_after"]) if held else None,
@@ -377,7 +423,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["locked", "unlocked", "absent"]),
-            action=dict(type="str", choices=["audit", "record", "decide", "show"]),
+            action=dict(type="str", choices=["audit", "record", "decide", "resolved", "show"]),
             state_dir=dict(type="path", default="~/.gpu-runbook/state"),
             incident=dict(type="str"),
             lock_id=dict(type="str"),
@@ -386,6 +432,7 @@ def main():
             stale_after=dict(type="int", default=7200),
             entries=dict(type="list", elements="dict", default=[]),
             items=dict(type="list", elements="dict", default=[]),
+            hosts=dict(type="list", elements="str"),
             policy=dict(type="dict", default={}),
             now=dict(type="str"),
         ),

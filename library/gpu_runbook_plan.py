@@ -44,8 +44,9 @@ options:
     type: path
   confirm:
     description:
-      - Whether the caller asked to act (C(-e confirm=yes)). The ladder is not implemented yet,
-        so nothing is done either way; the lines say so.
+      - Whether the caller asked to act (C(-e confirm=yes)). Only the header line and
+        C(summary.plan_only) change (the ladder's own plays act, not this module); in check mode
+        the plan is a plan whatever this says.
     type: bool
     default: false
 attributes:
@@ -112,20 +113,20 @@ summary:
     blocked: {description: Number of hosts whose drain is blocked (caps, foreign drain, incident)., type: int}
     hosts_act: {description: Hosts the ladder would act on., type: list, elements: str}
     hosts_blocked: {description: Hosts whose drain is blocked., type: list, elements: str}
-    plan_only: {description: Always true in this version (the ladder is not implemented yet)., type: bool}
+    plan_only: {description: "True unless confirm=yes outside check mode (then the ladder acts on hosts_act).", type: bool}
     files: {description: Paths of plan.json and plan.md when written., type: list, elements: str}
 """
 
 import json
 import os
 import shlex
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.plan import make_plan
+from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
 
-PLAN_ONLY = "plan only: nothing was changed"
-NOT_YET = "confirm=yes given: ladder not implemented yet: plan only, nothing was changed"
+PLAN_ONLY = "plan only: nothing was changed (-e confirm=yes acts)"
+ACTING = "confirm=yes: the ladder acts on the hosts marked ACT, one serial batch at a time"
 
 
 def _cmd(argv):
@@ -173,11 +174,11 @@ def host_line(h):
     return " | ".join(parts)
 
 
-def console_lines(plan, confirm, check_mode):
+def console_lines(plan, acting, check_mode):
     s = plan["summary"]
     head = "plan %s (%s): %d to act, %d blocked, %d report only, %d with nothing to do; %d command(s); %s" % (
         plan.get("incident_id") or "-", plan["schema"], s["act"], s["blocked"], s["report_only"], s["skip"],
-        s["commands"], NOT_YET if confirm else PLAN_ONLY)
+        s["commands"], ACTING if acting else PLAN_ONLY)
     lines = [head + (" (check mode)" if check_mode else "")]
     skipped = []
     for h in plan["hosts"]:
@@ -222,7 +223,7 @@ def _md_host(h):
 def markdown(plan, lines):
     s = plan["summary"]
     out = ["# Remediation plan %s" % (plan.get("incident_id") or "-"), "",
-           "Schema %s, diagnosis of %s. %s." % (plan["schema"], plan.get("generated") or "-", PLAN_ONLY.capitalize()),
+           "Schema %s, diagnosis of %s." % (plan["schema"], plan.get("generated") or "-"),
            "", "| act | blocked | report only | nothing to do | commands | drains |", "|---|---|---|---|---|---|",
            "| %d | %d | %d | %d | %d | %d |" % (s["act"], s["blocked"], s["report_only"], s["skip"], s["commands"],
                                              s["drains"]), ""]
@@ -238,29 +239,6 @@ def markdown(plan, lines):
     return "\n".join(out)
 
 
-class WriteRefused(Exception):
-    pass
-
-
-def _write(path, text):
-    """Write ``text`` to ``path`` through a temporary file in its directory, renamed over it;
-    a ``path`` that is a symlink is refused, never followed."""
-    if os.path.islink(path):
-        raise WriteRefused("%s is a symlink: refusing to write through it" % path)
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise WriteRefused("%s exists and is not a regular file" % path)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_plan(plan_dir, plan, lines):
     """-> [paths written]; WriteRefused or OSError on failure (nothing half-written)."""
     if os.path.islink(plan_dir):
@@ -273,7 +251,7 @@ def write_plan(plan_dir, plan, lines):
         if os.path.islink(path):
             raise WriteRefused("%s is a symlink: refusing to write through it" % path)
     for path, text in targets:
-        _write(path, text)
+        write_atomic(path, text, mode=0o644)
     return [p for p, _ in targets]
 
 
@@ -294,8 +272,9 @@ def main():
         module.fail_json(msg="cannot plan: %s" % "; ".join(plan["errors"]), plan=plan)
     for e in plan["errors"]:
         module.warn(e)
-    lines = console_lines(plan, p["confirm"], module.check_mode)
-    summary = dict(plan["summary"], incident_id=plan["incident_id"], plan_only=True, files=[],
+    acting = p["confirm"] and not module.check_mode
+    lines = console_lines(plan, acting, module.check_mode)
+    summary = dict(plan["summary"], incident_id=plan["incident_id"], plan_only=not acting, files=[],
                    hosts_act=[h["host"] for h in plan["hosts"] if h["decision"] == "act"],
                    hosts_blocked=[h["host"] for h in plan["hosts"] if h["decision"] == "blocked"])
     changed = False

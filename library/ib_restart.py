@@ -9,7 +9,8 @@ module: ib_restart
 short_description: Restart the InfiniBand stack (openibd) on a drained node, after named pre-checks, and verify the ports
 description:
   - The C(ib_restart) rung of the remediation ladder. Runs on the node (as root) C(systemctl restart <unit>)
-    for an MLNX/DOCA OFED stack, with C(nvidia_peermem) unloaded before and loaded again after (it holds ib_core).
+    for an MLNX/DOCA OFED stack, or (O(method=modules)) reloads mlx5_ib/mlx5_core with modprobe on an inbox
+    rdma-core stack, with C(nvidia_peermem) unloaded before and loaded again after (it holds ib_core).
   - "Pre-checks, each a named refusal (C(failed=true), C(blocked_by) names them all, nothing is restarted):
     the node is not drained (C(node_not_drained)); the IB ports cannot be read from sysfs
     (C(no_ib_devices), C(ib_state_unreadable), C(unknown_port), C(no_expected_ports)); what makes openibd
@@ -37,10 +38,20 @@ options:
     default: openibd
   method:
     description:
-      - C(service) restarts O(unit). C(modules) (reload mlx5_ib/mlx5_core with modprobe, for inbox rdma-core
-        stacks without openibd) is not implemented yet and is refused with C(blocked_by=not_implemented).
+      - C(service) restarts O(unit) with C(systemctl restart) (MLNX_OFED / DOCA-OFED openibd).
+      - C(modules) reloads the mlx5 driver with modprobe, for an inbox rdma-core stack without openibd
+        (C(modprobe -r) of every module that uses C(mlx5_core) per the 'used by' column of C(/proc/modules), users
+        first, C(mlx5_ib) then C(mlx5_core), then C(modprobe) of each in reverse order). Other users of
+        C(mlx5_core) than C(mlx5_ib), C(mlx5_fwctl) and C(mlx5_dpll) (C(mlx5_vdpa), C(mlx5_vfio_pci), a third-party
+        module) block it (C(mlx5_users)), as does a reference no module accounts for (C(module_in_use)) or
+        C(mlx5_core) not being a loaded module (C(mlx5_not_loaded)). ib_core's users (rdma_ucm, ib_ipoib, ib_umad)
+        stay loaded and re-bind.
+      - C(auto) runs C(systemctl cat <unit>) (read-only, also in check mode) and picks C(service) when the unit
+        exists, C(modules) when systemd says there is no such unit; anything else refuses (C(method_undecided)).
+      - The default stays C(service) because the plan's command and the taxonomy name C(systemctl restart openibd);
+        the ladder role passes C(rung_ib_restart_method).
     type: str
-    choices: [service, modules]
+    choices: [auto, service, modules]
     default: service
   expected_ports:
     description:
@@ -82,6 +93,8 @@ attributes:
     support: none
 notes:
   - Needs root on the node (systemctl restart, modprobe, reading every process's open files).
+  - O(method=modules) re-reads C(/proc/modules) between steps, so a module that C(modprobe -r) already took out as
+    an unused dependency is not removed again; anything loaded before and missing after is loaded again by name.
   - IPoIB interfaces go away and come back with the restart; anything mounted over them should be handled first.
 seealso:
   - name: openibd (mlnx-ofa_kernel ofed_scripts/openibd)
@@ -103,6 +116,13 @@ EXAMPLES = r"""
     node_drained: true
   check_mode: true
   register: plan
+
+- name: Inbox rdma-core stack (no openibd) - reload mlx5_ib/mlx5_core, or let systemctl cat decide
+  ib_restart:
+    node_drained: true
+    method: auto
+    expected_ports: [mlx5_0, mlx5_1]
+  become: true
 """
 
 RETURN = r"""
@@ -158,9 +178,29 @@ peermem:
   returned: when the pre-checks passed
   type: dict
 restart:
-  description: How C(systemctl restart) ended (rc, stderr, the unit's status text on failure).
+  description:
+    - How C(systemctl restart) ended (rc, stderr, the unit's status text on failure); for O(method=modules) the
+      first modprobe that failed (rc, argv, stderr), rc 0 when none did.
   returned: when the restart ran
   type: dict
+method:
+  description: The method used (C(service) or C(modules)); with O(method=auto) the one C(systemctl cat) chose.
+  returned: when the pre-checks got that far
+  type: str
+method_reason:
+  description: Why that method (the parameter, or what C(systemctl cat <unit>) said).
+  returned: when RV(method) is
+  type: str
+reload:
+  description:
+    - O(method=modules) only. C(unload) the planned order (users of mlx5_core first, mlx5_core last);
+      C(unloaded) what modprobe -r took out; C(gone_with_others) what went out as an unused dependency of an
+      earlier one (not unloaded again); C(loaded) what was loaded back; C(restored) other modules that were
+      loaded before and came back only by an explicit modprobe; C(missing) loaded before and still missing.
+  returned: when O(method=modules) passed its pre-checks
+  type: dict
+  sample: {"unload": ["mlx5_ib", "mlx5_core"], "unloaded": ["mlx5_ib"], "gone_with_others": ["mlx5_core"],
+           "loaded": ["mlx5_core", "mlx5_ib"], "restored": [], "missing": []}
 verified:
   description: True only when every expected port is back and no watched counter rose during the soak.
   returned: always
@@ -187,6 +227,8 @@ from ansible.module_utils.gpu_runbook.infiniband.restart import (
     PEERMEM, UNIT_RE, blockers, blocking_modules, default_expected, escalation, ib_ports, parse_port_specs,
     parse_proc_modules, plan_argv, port_summary, ports_back, running_daemons, select_ports, still_rising,
     unreadable_ports)
+from ansible.module_utils.gpu_runbook.infiniband.reload import (
+    METHODS, parse_module_table, reload_argv, reload_plan, unit_presence)
 from ansible.module_utils.gpu_runbook.probes import read_ib_sysfs
 
 
@@ -291,7 +333,8 @@ def precheck_users(proc_root):
     path = os.path.join(proc_root, "modules")
     try:
         with open(path) as fh:
-            loaded = parse_proc_modules(fh.read())
+            text = fh.read()
+        loaded = parse_proc_modules(text)
     except OSError as exc:
         raise Refusal("ib_users_unreadable", "cannot read %s (%s): cannot tell whether Lustre or NFS/NVMe over RDMA "
                       "use the IB stack" % (path, exc.strerror))
@@ -302,7 +345,16 @@ def precheck_users(proc_root):
     info = {"holders": holders, "daemons": daemons, "modules": [m["module"] for m in mods]}
     if names:
         raise Refusal(names, "not restarting the IB stack: " + msg, **info)
-    return loaded, info
+    return parse_module_table(text), info
+
+
+def loaded_now(proc_root):
+    """The loaded module names now, or None when /proc/modules cannot be read."""
+    try:
+        with open(os.path.join(proc_root, "modules")) as fh:
+            return parse_proc_modules(fh.read())
+    except OSError:
+        return None
 
 
 def _tail(text, n=12):
@@ -310,32 +362,84 @@ def _tail(text, n=12):
     return "\n".join(lines[-n:])
 
 
+def _unload_peermem(module, argv, result):
+    """modprobe -r nvidia_peermem; a failure stops everything before the stack is touched."""
+    result["commands"].append(argv)
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        raise Refusal("peermem_unload_failed", "%s failed (exit %d: %s): the IB stack was not restarted"
+                      % (" ".join(argv), rc, _tail(err + out, 3)), commands=result["commands"],
+                      peermem=result["peermem"], method=result.get("method"))
+    result["peermem"]["unloaded"] = True
+
+
+def _load_peermem(module, argv, result):
+    result["commands"].append(argv)
+    rc, out, err = module.run_command(argv)
+    result["peermem"]["reloaded"] = rc == 0
+    if rc != 0:
+        result["peermem"]["error"] = _tail(err + out, 3)
+
+
 def do_restart(module, p, steps, result):
     """modprobe -r nvidia_peermem, systemctl restart, modprobe nvidia_peermem (also after a failed restart)."""
-    pm = result["peermem"]
     unload, restart, load = (steps[0], steps[1], steps[2]) if len(steps) == 3 else (None, steps[0], None)
     if unload:
-        result["commands"].append(unload)
-        rc, out, err = module.run_command(unload)
-        if rc != 0:
-            raise Refusal("peermem_unload_failed", "%s failed (exit %d: %s): the IB stack was not restarted"
-                          % (" ".join(unload), rc, _tail(err + out, 3)), commands=result["commands"], peermem=pm)
-        pm["unloaded"] = True
+        _unload_peermem(module, unload, result)
     result["commands"].append(restart)
     rc, out, err = module.run_command(restart)
     result["restart"] = {"rc": rc, "stderr": _tail(err, 5), "stdout": _tail(out, 5)}
     if load:
-        result["commands"].append(load)
-        lrc, lout, lerr = module.run_command(load)
-        pm["reloaded"] = lrc == 0
-        if lrc != 0:
-            pm["error"] = _tail(lerr + lout, 3)
+        _load_peermem(module, load, result)
     result["changed"] = True
     if rc != 0:
         _src, st_out, st_err = module.run_command([restart[0], "status", p["unit"], "--no-pager", "--lines", "20"])
         result["restart"]["status"] = _tail(st_out + st_err, 20)
         return False
     return True
+
+
+def do_reload(module, p, steps, unload, result):
+    """method=modules: nvidia_peermem out, ``unload`` in order (skipping what an earlier modprobe -r already
+    took out), then load back what is gone, in reverse order -- also after a failed step -- and anything else
+    that was loaded before; nvidia_peermem last. -> True when every modprobe succeeded."""
+    modprobe, peermem = steps[0][0], steps[0][1:] == ["-r", PEERMEM]
+    before = loaded_now(p["proc_root"]) or set()
+    rl = result["reload"] = {"unload": unload, "unloaded": [], "gone_with_others": [], "loaded": [],
+                             "restored": [], "missing": []}
+    failed = []
+
+    def step(argv, done):
+        result["commands"].append(argv)
+        rc, out, err = module.run_command(argv)
+        if rc == 0:
+            done.append(argv[-1])
+        elif not failed:
+            failed.append({"rc": rc, "argv": argv, "stderr": _tail(err + out, 5)})
+        return rc == 0
+
+    if peermem:
+        _unload_peermem(module, steps[0], result)
+    result["changed"] = True
+    for m in unload:
+        now = loaded_now(p["proc_root"])
+        if now is not None and m not in now:
+            rl["gone_with_others"].append(m)
+        elif not step([modprobe, "-r", m], rl["unloaded"]):
+            break
+    now = loaded_now(p["proc_root"])
+    for m in reversed(unload):
+        if now is None or m not in now:
+            step([modprobe, m], rl["loaded"])
+    now = loaded_now(p["proc_root"])
+    for m in sorted(before - (now if now is not None else before) - {PEERMEM}):
+        step([modprobe, m], rl["restored"])
+    now = loaded_now(p["proc_root"])
+    rl["missing"] = sorted(before - now - {PEERMEM}) if now is not None else []
+    if peermem:
+        _load_peermem(module, steps[-1], result)
+    result["restart"] = failed[0] if failed else {"rc": 0}
+    return not failed
 
 
 def wait_for_ports(p, keys):
@@ -375,6 +479,9 @@ def verify(p, keys, result):
             result["not_back"] = down
             result.setdefault("escalate", escalation(down, later))
             problems.append("down again after the soak: %s" % ", ".join("%s %s" % kv for kv in down.items()))
+    missing = (result.get("reload") or {}).get("missing")
+    if missing:
+        problems.append("module(s) loaded before are missing after the reload: %s" % ", ".join(missing))
     pm = result["peermem"]
     if pm["unloaded"] and not pm["reloaded"]:
         problems.append("nvidia_peermem was not loaded again (%s): GPUDirect RDMA is off" % pm.get("error", ""))
@@ -382,50 +489,91 @@ def verify(p, keys, result):
     return problems
 
 
+def choose_method(module, p):
+    """-> (service|modules, why); method=auto asks ``systemctl cat <unit>`` (read-only)."""
+    if p["method"] != "auto":
+        return p["method"], "method=%s" % p["method"]
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        raise Refusal("method_undecided", "method=auto: systemctl is not on PATH, so whether %s is installed cannot "
+                      "be told: set method=service or method=modules" % p["unit"])
+    argv = [systemctl, "cat", "--no-pager", p["unit"]]
+    rc, out, err = module.run_command(argv)
+    has = unit_presence(rc, out, err)
+    if has is None:
+        raise Refusal("method_undecided", "method=auto: %s gave exit %d (%s), neither the unit nor 'no such unit': "
+                      "set method=service or method=modules" % (" ".join(argv), rc, _tail(err + out, 3) or "nothing"))
+    if has:
+        return "service", "method=auto: systemctl cat %s found the unit" % p["unit"]
+    return "modules", "method=auto: no %s unit (%s), an inbox rdma-core stack" % (p["unit"], _tail(err + out, 1))
+
+
+def plan_steps(module, p, table, peermem):
+    """-> (argv lists, the modules to unload or None for service); a Refusal when the method cannot run."""
+    reload_pm = peermem and p["reload_peermem"]
+    modprobe = module.get_bin_path("modprobe") if reload_pm or p["method"] == "modules" else None
+    if p["method"] == "service":
+        systemctl = module.get_bin_path("systemctl")
+        if not systemctl:
+            raise Refusal("systemctl_missing", "systemctl is not installed or not on PATH: cannot restart %s"
+                          % p["unit"])
+        if reload_pm and not modprobe:
+            raise Refusal("modprobe_missing", "nvidia_peermem is loaded but modprobe is not on PATH: it must be "
+                          "unloaded before the restart (it holds ib_core)")
+        return plan_argv(systemctl, modprobe, p["unit"], peermem, p["reload_peermem"]), None
+    plan = reload_plan(table, skip=(PEERMEM,) if p["reload_peermem"] else ())
+    if plan["blocked"]:
+        raise Refusal([b for b, _w in plan["blocked"]], "not reloading the mlx5 driver: "
+                      + "; ".join(w for _b, w in plan["blocked"]))
+    if not modprobe:
+        raise Refusal("modprobe_missing", "modprobe is not on PATH: cannot reload %s" % ", ".join(plan["unload"]))
+    return reload_argv(modprobe, plan["unload"], reload_pm), plan["unload"]
+
+
 def run(module, p):
     result = {"changed": False, "verified": False, "commands": []}
     if not p["node_drained"]:
         raise Refusal("node_not_drained", "node is not drained: restarting the IB stack kills every job's RDMA "
                       "traffic, so it runs only on a node the drain step confirmed as drained (node_drained=true)")
-    if p["method"] == "modules":
-        raise Refusal("not_implemented", "method=modules (reload mlx5_ib/mlx5_core on an inbox rdma-core stack) is "
-                      "not yet implemented: restart the stack by hand or use method=service with openibd")
     facts, keys = expected_ports(p)
     result["expected_ports"] = keys
     result["before"] = port_summary(facts, keys)
     try:
-        loaded, info = precheck_users(p["proc_root"])
+        table, info = precheck_users(p["proc_root"])
+        result.update(info)
+        p["method"], result["method_reason"] = choose_method(module, p)
+        result["method"] = p["method"]
+        peermem = PEERMEM in table
+        steps, unload = plan_steps(module, p, table, peermem)
     except Refusal as exc:
-        exc.extra.update(expected_ports=keys, before=result["before"])
+        exc.extra.update({k: v for k, v in result.items() if k not in ("verified", "changed", "commands")})
         raise
-    result.update(info)
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        raise Refusal("systemctl_missing", "systemctl is not installed or not on PATH: cannot restart %s" % p["unit"])
-    peermem = PEERMEM in loaded
-    modprobe = module.get_bin_path("modprobe") if peermem and p["reload_peermem"] else None
-    if peermem and p["reload_peermem"] and not modprobe:
-        raise Refusal("modprobe_missing", "nvidia_peermem is loaded but modprobe is not on PATH: it must be unloaded "
-                      "before the restart (it holds ib_core)")
-    steps = plan_argv(systemctl, modprobe, p["unit"], peermem, p["reload_peermem"])
     result["peermem"] = {"loaded_before": peermem, "unloaded": False, "reloaded": False}
+    what = "the mlx5 driver (%s)" % ", ".join(unload) if unload is not None else p["unit"]
     if module.check_mode:
         result["would_run"] = steps
-        result["msg"] = "check mode: every pre-check passed; would restart %s and wait for %s" % (
-            p["unit"], ", ".join(keys))
+        if unload is not None:
+            result["reload"] = {"unload": unload}
+        result["msg"] = "check mode: every pre-check passed; would %s %s and wait for %s" % (
+            "reload" if unload is not None else "restart", what, ", ".join(keys))
         return result
-    if not do_restart(module, p, steps, result):
+    ok = do_restart(module, p, steps, result) if unload is None else do_reload(module, p, steps, unload, result)
+    if not ok:
         _text, after = read_ports(p["sysfs_root"])
         down = ports_back(after, keys, p["expected_rate"])
-        raise Refusal("restart_failed", "systemctl restart %s failed (exit %d): %s%s" % (
-            p["unit"], result["restart"]["rc"], result["restart"]["stderr"] or "no message",
-            "\n" + result["restart"].get("status", "") if result["restart"].get("status") else ""),
+        r = result["restart"]
+        how = "systemctl restart %s" % p["unit"] if unload is None else " ".join(r["argv"])
+        loaded = (result.get("reload") or {}).get("loaded")
+        raise Refusal("restart_failed", "%s failed (exit %d): %s%s%s" % (
+            how, r["rc"], r["stderr"] or "no message", "\n" + r["status"] if r.get("status") else "",
+            "; loaded back: %s" % ", ".join(loaded) if loaded else ""),
             escalate="reboot" if down else None, not_back=down or None, after=port_summary(after, keys),
             **{k: v for k, v in result.items() if k != "verified"})
     problems = verify(p, keys, result)
-    result["msg"] = "%s restarted; %s" % (p["unit"], "verified: %s Active/LinkUp, no error counter rose over %ds"
-                                          % (", ".join(keys), p["soak"]) if not problems else
-                                          "NOT verified: " + "; ".join(problems))
+    result["msg"] = "%s %s; %s" % (what, "restarted" if unload is None else "reloaded",
+                                   "verified: %s Active/LinkUp, no error counter rose over %ds"
+                                   % (", ".join(keys), p["soak"]) if not problems else
+                                   "NOT verified: " + "; ".join(problems))
     return result
 
 
@@ -434,7 +582,7 @@ def main():
         argument_spec=dict(
             node_drained=dict(type="bool", required=True),
             unit=dict(type="str", default="openibd"),
-            method=dict(type="str", default="service", choices=["service", "modules"]),
+            method=dict(type="str", default="service", choices=list(METHODS)),
             expected_ports=dict(type="list", elements="str", default=[]),
             expected_rate=dict(type="float"),
             sysfs_root=dict(type="path", default="/sys"),

@@ -6,21 +6,29 @@
 DOCUMENTATION = r"""
 ---
 module: slurm_node
-short_description: Drain, resume or show one Slurm node, touching only drains it owns
+short_description: Drain, resume, reboot or show one Slurm node, touching only drains it owns
 description:
   - Runs on the Slurm controller (or any host with C(scontrol) and the cluster's
     C(SLURM_CONF)); in a play over GPU nodes delegate it to localhost.
   - C(state=drained) drains the node with C(scontrol update NodeName=<n> State=DRAIN
     Reason=<text>) (argv, never a shell string); C(state=resumed) resumes it with
-    C(State=RESUME); C(state=present) only reads it. Jobs are never cancelled and the node
-    is never set DOWN.
+    C(State=RESUME); C(state=reboot_requested) asks Slurm to reboot it with C(scontrol reboot
+    ASAP nextstate=RESUME [Reason=<text>] <n>) (slurmctld's RebootProgram reboots it once no job
+    is left; it comes back in service by itself); C(state=present) only reads it. Jobs are
+    never cancelled and the node is never set DOWN by this module.
   - Ownership. Slurm keeps one reason per node and overwrites who set it and when on ANY
     reason change. Right after its drain the module reads the node back and stores the
     reason, C(reason_set_by_user) and C(reason_changed_at) in O(state_dir)/<node>.json
     (atomic write, mode 0600). Later it re-reasons or resumes the node only while all three
     still match that record. A node drained, down or failed by someone else (or whose reason
-    changed after our drain) is never re-reasoned, resumed or counted as ours - the module
-    returns C(changed=false), C(owned=false), the foreign reason and a C(msg) saying why.
+    changed after our drain) is never re-reasoned, resumed, rebooted or counted as ours - the
+    module returns C(changed=false), C(owned=false), the foreign reason and a C(msg) saying why.
+  - "Reboot. Only a node whose drain is ours is rebooted, and only once: a node that already
+    shows C(REBOOT_REQUESTED), C(REBOOT_ISSUED) or is booting is left as it is (no change,
+    whoever asked). Slurm stamps a new user and time on the reason when it takes the request,
+    so the module reads the node back and records that as ours. When Slurm sends the reboot to
+    the node it appends C(: reboot issued) (new user and time again): from then on the node no
+    longer counts as ours; once back (nextstate=RESUME) it is in service and not drained."
   - The node is read with C(scontrol show node -o) under C(SLURM_TIME_FORMAT=standard), the
     form every Slurm version prints (C(Reason=<text> [user@time])).
 version_added: "0.1.0"
@@ -33,14 +41,17 @@ options:
   state:
     description:
       - C(drained) drain it (or update the reason of our own drain); C(resumed) resume it if
-        the drain is ours; C(present) report it and whether the drain is ours.
+        the drain is ours; C(reboot_requested) ask Slurm to reboot it (ASAP, back in service
+        after) if the drain is ours; C(present) report it and whether the drain is ours.
     type: str
-    choices: [drained, resumed, present]
+    choices: [drained, resumed, reboot_requested, present]
     default: present
   reason:
     description:
       - Why (one line of evidence). Required for C(state=drained). The prefix C(gpu-runbook:)
         is put in front when absent, and O(incident) after it.
+      - With C(state=reboot_requested) optional - the reason Slurm shows while the node reboots;
+        without it the node keeps the reason of our drain.
     type: str
   incident:
     description: "Incident id; part of the reason (C(gpu-runbook: <incident>: <reason>)) and the record."
@@ -52,8 +63,9 @@ options:
   wait_drained:
     description:
       - Seconds to wait (at most 86400) for DRAINED (no jobs left on the node) after a drain
-        that is ours; the module fails with the jobs still running when the time is up. 0 does
-        not wait. Not waited for in check mode.
+        that is ours (C(state=drained), or C(state=present) on a node whose drain is ours); the
+        module fails with the jobs still running when the time is up. 0 does not wait. Not
+        waited for in check mode.
     type: int
     default: 0
   timeout:
@@ -68,7 +80,8 @@ attributes:
     support: full
     description: Before and after state and reason of the node.
 notes:
-  - Needs rights to update nodes (SlurmUser, root or an operator) for drained/resumed.
+  - Needs rights to update nodes (SlurmUser, root or an operator) for drained/resumed, and
+    C(RebootProgram) in slurm.conf (on the controller and where C(scontrol) runs) for reboot_requested.
   - The record's user and time come from Slurm. Any other reason text, even our own with a
     word added, changes them and the node stops being ours; re-setting the identical text
     is no change to Slurm (22.05 keeps user and time), nor to us.
@@ -91,6 +104,14 @@ EXAMPLES = r"""
   delegate_to: localhost
   register: resumed
 
+- name: Reboot our own drained node; it returns to service when it is back
+  slurm_node:
+    name: "{{ inventory_hostname }}"
+    state: reboot_requested
+    incident: INC-42
+    reason: "reboot: Xid 79 GPU 3 (0000:9a:00.0) fell off the bus"
+  delegate_to: localhost
+
 - name: Show a node and whether we own its drain
   slurm_node:
     name: gpu-r3-n02
@@ -109,6 +130,7 @@ reason_user: {description: Who set the reason (Slurm's reason_set_by_user)., ret
 reason_time: {description: When (reason_changed_at)., returned: success, type: str}
 owned: {description: The drain is ours by the record (all of reason, user and time match)., returned: success, type: bool}
 record: {description: Path of our ownership record for the node., returned: success, type: str}
+reboot: {description: "The reboot under way: REBOOT_REQUESTED, REBOOT_ISSUED (sent to the node) or null.", returned: success, type: str}
 jobs: {description: Jobs still on the node when the wait for DRAINED ran out., returned: when wait_drained timed out, type: list}
 msg: {description: What was done or why the node was left alone., returned: always, type: str}
 """
@@ -116,14 +138,14 @@ msg: {description: What was done or why the node was left alone., returned: alwa
 import json
 import os
 import re
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.probes import run_argv
+from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
 from ansible.module_utils.gpu_runbook.slurm import (
     drain_reason, drain_status, owns, ownership_record, parse_node_state, parse_scontrol_show_node, plan_node,
-    slurm_error_kind)
+    reboot_flag, slurm_error_kind)
 
 _NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_WAIT = 86400
@@ -200,21 +222,8 @@ def load_record(path):
 
 
 def write_record(path, rec):
-    d = os.path.dirname(path)
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path), suffix=".tmp")  # 0600
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(rec, fh, indent=1, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    write_atomic(path, json.dumps(rec, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 
 def _view(node):
@@ -230,11 +239,32 @@ def predicted(node, action, want_reason):
         after.update(reason=want_reason, reason_user=None, reason_time=None)
     elif action == "resume":
         after.update(reason=None, reason_user=None, reason_time=None)
+    elif action == "reboot":
+        flags += ["DRAIN", "REBOOT_REQUESTED"]
+        if want_reason:
+            after.update(reason=want_reason, reason_user=None, reason_time=None)
     after["state"] = "+".join([node.get("base_state") or "IDLE"] + flags)
     after["base_state"], after["flags"] = parse_node_state(after["state"])
     after["drain"] = drain_status(after["base_state"], after["flags"])
     after["drained"] = after["drain"] == "DRAINED"
     return after
+
+
+def request_reboot(module, name, want_reason, before, rec_path, rec):
+    """`scontrol reboot ASAP nextstate=RESUME [Reason=..] <name>`; record the reason Slurm re-stamped."""
+    argv = ["reboot", "ASAP", "nextstate=RESUME"] + (["Reason=%s" % want_reason] if want_reason else []) + [name]
+    slurm(module, "scontrol", argv, name)
+    expect = want_reason or before.get("reason") or ""
+    try:
+        node = show(module, name)
+        if not reboot_flag(node) or not (node.get("reason") or "").startswith(expect):
+            raise SlurmError("it reads %s with reason %r" % (node.get("state"), node.get("reason")))
+        write_record(rec_path, ownership_record(node, module.params["incident"] or (rec or {}).get("incident"),
+                                                time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+    except (SlurmError, OSError) as exc:
+        raise SlurmError("scontrol accepted the reboot of %s, but it is NOT recorded as ours (%s): later runs "
+                         "will leave it alone; check `scontrol show node %s`" % (name, exc, name))
+    return node
 
 
 def apply(module, name, action, want_reason, rec_path):
@@ -282,7 +312,7 @@ def wait_drained(module, name, node, rec_path, seconds):
 def result_of(node, owned, rec_path):
     keys = ("state", "base_state", "flags", "drain", "drained", "reason", "reason_user", "reason_time")
     res = {k: node.get(k) for k in keys}
-    res.update(name=node.get("name"), owned=owned, record=rec_path)
+    res.update(name=node.get("name"), owned=owned, record=rec_path, reboot=reboot_flag(node))
     return res
 
 
@@ -296,7 +326,7 @@ def run(module):
     if p["timeout"] < 1:
         raise SlurmError("timeout must be at least 1 second")
     want = None
-    if p["state"] == "drained":
+    if p["state"] == "drained" or (p["state"] == "reboot_requested" and (p["reason"] or "").strip()):
         try:
             want = drain_reason(p["reason"], p["incident"])
         except ValueError as exc:
@@ -308,16 +338,19 @@ def run(module):
     before = show(module, name)
     plan = plan_node(p["state"], before, rec, want)
     after, changed = before, plan["action"] != "none"
-    if changed:
-        after = predicted(before, plan["action"], want) if module.check_mode else \
-            apply(module, name, plan["action"], want, rec_path)
+    if changed and module.check_mode:
+        after = predicted(before, plan["action"], want)
+    elif plan["action"] == "reboot":
+        after = request_reboot(module, name, want, before, rec_path, rec)
+    elif changed:
+        after = apply(module, name, plan["action"], want, rec_path)
     res = result_of(after, plan["owned"] and plan["action"] != "resume", rec_path)
     res.update(changed=changed, msg=plan["msg"] if not (changed and module.check_mode) else
                "would be " + plan["msg"] + " (check mode)")
     if module._diff:
         res["diff"] = {"before": _view(before), "after": _view(after),
                        "before_header": "slurm node %s" % name, "after_header": "slurm node %s" % name}
-    if p["state"] == "drained" and res["owned"] and p["wait_drained"] and not module.check_mode:
+    if p["state"] in ("drained", "present") and res["owned"] and p["wait_drained"] and not module.check_mode:
         node, jobs, failed = wait_drained(module, name, after, rec_path, p["wait_drained"])
         res.update(result_of(node, owns(load_record(rec_path)[0], node)[0], rec_path))
         if failed:
@@ -330,7 +363,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            state=dict(type="str", default="present", choices=["drained", "resumed", "present"]),
+            state=dict(type="str", default="present", choices=["drained", "resumed", "reboot_requested", "present"]),
             reason=dict(type="str"),
             incident=dict(type="str"),
             state_dir=dict(type="path", default="~/.gpu-runbook/drains"),
@@ -344,7 +377,7 @@ def main():
         res = run(module)
     except SlurmError as exc:
         module.fail_json(msg=str(exc), name=module.params["name"], changed=False)
-    except OSError as exc:
+    except (OSError, WriteRefused) as exc:
         module.fail_json(msg="drain record: %s" % exc, name=module.params["name"], changed=False)
     module.exit_json(**res)
 

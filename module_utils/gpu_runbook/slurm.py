@@ -267,12 +267,24 @@ def _foreign(node, why):
         node.get("name"), node.get("state"), node.get("reason"), who, why)
 
 
+# A reboot Slurm already has in hand: asked for (`scontrol reboot`), sent to slurmd, or the
+# node is booting (older Slurm prints REBOOT for the requested one).
+REBOOT_FLAGS = ("REBOOT_REQUESTED", "REBOOT_ISSUED", "REBOOT", "POWERING_UP")
+
+
+def reboot_flag(node):
+    """The reboot in progress on the node ('REBOOT_REQUESTED', 'REBOOT_ISSUED', ...) or None."""
+    return next((f for f in node.get("flags", ()) if f in REBOOT_FLAGS), None)
+
+
 def plan_node(state, node, record, want_reason=None):
     """What to do with a node, from its state as read and our record: {action: none|drain|
-    re-reason|resume, owned, msg}. Never plans a change to a node someone else took out."""
+    re-reason|resume|reboot, owned, msg}. Never plans a change to a node someone else took out."""
     owned, why = owns(record, node)
     if state == "present":
         return {"action": "none", "owned": owned, "msg": why}
+    if state == "reboot_requested":
+        return _plan_reboot(node, owned, why)
     if state == "drained":
         if owned and node.get("reason") == want_reason:
             return {"action": "none", "owned": True, "msg": "already drained by us with this reason"}
@@ -291,6 +303,20 @@ def plan_node(state, node, record, want_reason=None):
             return {"action": "none", "owned": False, "msg": "left drained: " + _foreign(node, why)}
         return {"action": "none", "owned": False, "msg": "%s is in service already" % node.get("name")}
     raise ValueError("unknown state %r" % state)
+
+
+def _plan_reboot(node, owned, why):
+    """`scontrol reboot ASAP nextstate=RESUME` only on our own drain, once."""
+    flag = reboot_flag(node)
+    if flag:
+        return {"action": "none", "owned": owned,
+                "msg": "%s is %s: a reboot is already under way; not asked again" % (node.get("name"), node.get("state"))}
+    if owned:
+        return {"action": "reboot", "owned": True, "msg": "reboot requested (ASAP, nextstate=RESUME)"}
+    if out_of_service(node):
+        return {"action": "none", "owned": False, "msg": "no reboot: " + _foreign(node, why)}
+    return {"action": "none", "owned": False,
+            "msg": "no reboot: %s is not drained by us (%s); drain it first" % (node.get("name"), why)}
 
 
 # What Slurm's clients print when they fail (slurm_errno strings, scontrol's own messages).

@@ -240,3 +240,79 @@ def test_a_drain_it_cannot_record_says_so_and_stays_foreign(cluster, tmp_path):
         assert r["changed"] is False and r["owned"] is False and cluster.sinfo_states()[N04] == "drained"
     finally:
         put_back(cluster, N04)
+
+
+def _reboots(tb, node):
+    return [c for c in tb.commands(node) if c.get("cmd") == "reboot"]
+
+
+def test_reboot_only_on_our_drain_once_then_back_in_service(cluster, tmp_path):
+    sd = tmp_path / "drains"
+    rec = sd / (N08 + ".json")
+    base = {"name": N08, "state_dir": str(sd)}
+    boot = dict(base, state="reboot_requested", incident="INC-8", reason="reboot: Xid 79 GPU 3")
+    want = "gpu-runbook: INC-8: reboot: Xid 79 GPU 3"
+    cluster.clear_commands(N08)
+    try:
+        p, r = node_mod(cluster, tmp_path, boot)                        # in service: drain it first
+        assert p.returncode == 0 and r["changed"] is False and r["owned"] is False, p.stdout[-2000:]
+        assert "drain it first" in r["msg"] and cluster.sinfo_states()[N08] == "idle"
+        job = cluster.sbatch([N08], "sleep 300", name="gpurb-reboot")
+        deadline = time.monotonic() + 30
+        while cluster.slurm("squeue", "-h", "-j", str(job), "-o", "%T").stdout.strip() != "RUNNING":
+            assert time.monotonic() < deadline, "job %s never started" % job
+            time.sleep(0.3)
+        p, r = node_mod(cluster, tmp_path, dict(base, state="drained", incident="INC-8", reason="Xid 79 GPU 3"))
+        assert r["changed"] is True and r["drain"] == "DRAINING", p.stdout[-2000:]
+
+        p, r = node_mod(cluster, tmp_path, boot, "--check", "--diff")
+        assert r["changed"] is True and "check mode" in r["msg"] and r["reboot"] == "REBOOT_REQUESTED"
+        assert "+reason: " + want in p.stdout and "REBOOT" not in show(cluster, N08)["State"]
+
+        p, r = node_mod(cluster, tmp_path, boot)                        # ours and busy: requested, waits for the job
+        assert p.returncode == 0 and r["changed"] is True and r["owned"] is True, p.stdout[-2000:]
+        node = show(cluster, N08)
+        assert node["State"] in ("MIXED+DRAIN+REBOOT_REQUESTED", "ALLOCATED+DRAIN+REBOOT_REQUESTED"), node
+        assert r["reboot"] == "REBOOT_REQUESTED" and r["reason"] == want
+        slurm_says = reason_of(cluster, N08)
+        record = json.loads(rec.read_text())                          # Slurm re-stamped it: recorded again
+        assert slurm_says == "%s [%s@%s]" % (want, record["reason_set_by_user"], record["reason_changed_at"])
+        assert record["incident"] == "INC-8"
+
+        p, r = node_mod(cluster, tmp_path, boot)                        # asked once only
+        assert r["changed"] is False and "already under way" in r["msg"] and reason_of(cluster, N08) == slurm_says
+        assert _reboots(cluster, N08) == [] and cluster.slurm(
+            "squeue", "-h", "-j", str(job), "-o", "%T").stdout.strip() == "RUNNING"   # no job cancelled
+
+        cluster.slurm("scancel", str(job))                             # the job ends: Slurm reboots it
+        seen, deadline = set(), time.monotonic() + 60
+        while True:
+            st = show(cluster, N08)["State"]
+            seen.add(st)
+            if st == "IDLE" and _reboots(cluster, N08):
+                break
+            assert time.monotonic() < deadline, "never came back: %s" % sorted(seen)
+            time.sleep(0.2)
+        assert any("REBOOT_ISSUED" in s for s in seen), seen
+        assert [c["host"] for c in _reboots(cluster, N08)] == [N08]    # RebootProgram ran once, on that host
+        assert reason_of(cluster, N08) is None                        # nextstate=RESUME: back in service
+        p, r = node_mod(cluster, tmp_path, dict(base, state="present"))
+        assert (r["owned"], r["reboot"], r["drain"]) == (False, None, None)
+    finally:
+        put_back(cluster, N08)
+
+
+def test_reboot_refused_on_an_admin_drain(cluster, tmp_path):
+    sd = str(tmp_path / "drains")
+    try:
+        cluster.slurm("scontrol", "update", "NodeName=%s" % N06, "State=DRAIN", "Reason=admin: BIOS update")
+        before = reason_of(cluster, N06)
+        p, r = node_mod(cluster, tmp_path, {"name": N06, "state": "reboot_requested", "reason": "reboot: x",
+                                            "state_dir": sd})
+        assert p.returncode == 0 and r["changed"] is False and r["owned"] is False, p.stdout[-2000:]
+        assert r["msg"].startswith("no reboot: ") and "admin: BIOS update" in r["msg"] and r["reboot"] is None
+        assert show(cluster, N06)["State"] == "IDLE+DRAIN" and reason_of(cluster, N06) == before
+        time.sleep(2)
+        assert _reboots(cluster, N06) == []
+    finally:
+        put_back(cluster, N06)

@@ -34,7 +34,11 @@ class Host(object):
             d.mkdir()
         fakehw.save(states[host], str(self.root))
         open(self.root / "commands.log", "w").close()
-        self.tool("nvidia-smi", 'FAKEHW_ROOT=%s exec %s -S %s nvidia-smi "$@"\n' % (self.root, PY, FAKEHW))
+        for d in ("proc", "dev"):
+            (self.root / d).mkdir()
+        for t in ("nvidia-smi", "systemctl", "modprobe"):
+            self.tool(t, 'FAKEHW_ROOT=%s exec %s -S %s %s "$@"\n' % (self.root, PY, FAKEHW, t))
+        fakehw.refresh(str(self.root))
         self.tmp = tmp_path
 
     def tool(self, name, body):
@@ -67,6 +71,8 @@ class Host(object):
 
     def module(self, check=False, **args):
         """Run gpu_reset on this 'node'; -> (result dict, CompletedProcess)."""
+        args.setdefault("proc_root", str(self.root / "proc"))
+        args.setdefault("dev_root", str(self.root / "dev"))
         res, proc = run_module(self.tmp, "gpu_reset", args, check=check,
                                env={"PATH": "%s:%s" % (self.bin, os.environ["PATH"])})
         # the tree file holds the module's return values; ansible's own verdict is on stdout
@@ -289,3 +295,206 @@ def test_refused_in_use_by_a_non_compute_client_names_it_and_restores_persistenc
     assert "monitoring application" in res["msg"] and "dcgm-exporter" in res["msg"]
     assert res["persistence"] == {"before": True, "released": True, "restored": True}
     assert node.gpu()["persistence"] is True and node.gpu()["remap"]["pending"] is True
+
+
+# ------------------------------------------------------------------ what else holds the GPU
+
+DCGM = {"nvidia-dcgm": {"active": True, "pid": 4100, "comm": "nv-hostengine"},
+        "dcgm-exporter": {"active": True, "pid": 4200, "comm": "dcgm-exporter"}}
+
+
+def _changes(node):
+    """What changed the node, in order, without binary paths: systemctl stop/start, modprobe, nvidia-smi -pm/-r."""
+    out = []
+    for a in node.calls():
+        tool, rest = os.path.basename(a[0]), a[1:]
+        if (tool == "systemctl" and rest[:1] in (["stop"], ["start"])) or tool == "modprobe" \
+                or (tool == "nvidia-smi" and ("-r" in rest or "-pm" in rest)):
+            out.append([tool] + rest)
+    return out
+
+
+def _with_dcgm(node, **extra):
+    def fn(st):
+        svc = st.setdefault("services", {})
+        for k, v in DCGM.items():
+            svc[k] = dict(v, **extra.get(k, {}))
+    node.update(fn)
+
+
+def _smi(node, *args):
+    env = dict(os.environ, PATH="%s:%s" % (node.bin, os.environ["PATH"]))
+    return subprocess.run(["nvidia-smi"] + list(args), env=env, capture_output=True, text=True)
+
+
+def test_fake_refuses_reset_while_dcgm_or_a_holder_or_nvidia_drm_holds_the_gpu(node):
+    _with_dcgm(node)
+    p = _smi(node, "-r", "-i", SICK)
+    assert p.returncode == 255 and "In use by another client" in p.stdout
+    assert os.readlink(node.root / "proc" / "4100" / "fd" / "12") == "/dev/nvidia1"  # fd 10: nvidiactl
+    node.update(lambda st: [st["services"][u].update(active=False) for u in DCGM])
+    node.update(lambda st: st.update(gpu_holders=[{"pid": 777, "comm": "nvidia-smi", "gpus": [1]}]))
+    assert _smi(node, "-r", "-i", SICK).returncode == 255
+    node.update(lambda st: st.update(gpu_holders=[], modules=fakehw.DEFAULT_MODULES + ["nvidia_drm"]))
+    assert _smi(node, "-r", "-i", SICK).returncode == 255
+    node.update(lambda st: st.update(modules=fakehw.DEFAULT_MODULES))
+    assert _smi(node, "-r", "-i", SICK).returncode == 0
+
+
+def test_dcgm_units_are_stopped_reset_and_started_again_in_order(node):
+    _with_dcgm(node)
+    res, _ = node.module(gpu=SICK, node_drained=True, fault_kinds=["row_remap_pending"])
+    assert not res.get("failed"), res["msg"]
+    assert res["changed"] and res["verified"]
+    assert _changes(node) == [["systemctl", "stop", "dcgm-exporter"], ["systemctl", "stop", "nvidia-dcgm"],
+                              ["nvidia-smi", "-pm", "0", "-i", SICK], ["nvidia-smi", "-r", "-i", SICK],
+                              ["nvidia-smi", "-pm", "1", "-i", SICK],
+                              ["systemctl", "start", "nvidia-dcgm"], ["systemctl", "start", "dcgm-exporter"]]
+    assert [(u["name"], u["pid"]) for u in res["holding"]["units"]] == [("dcgm-exporter", 4200),
+                                                                        ("nvidia-dcgm", 4100)]
+    assert [(r["kind"], r["name"], r["ok"]) for r in res["released"]] == [
+        ("unit", "dcgm-exporter", True), ("unit", "nvidia-dcgm", True), ("persistence", SICK, True)]
+    assert [(r["kind"], r["name"], r["ok"], r["state"]) for r in res["restored"]] == [
+        ("persistence", SICK, True, "Enabled"), ("unit", "nvidia-dcgm", True, "active"),
+        ("unit", "dcgm-exporter", True, "active")]
+    st = node.state()
+    assert all(st["services"][u]["active"] for u in DCGM) and node.gpu()["resets"] == 1
+
+
+def test_dcgm_is_started_again_when_the_reset_fails(node):
+    _with_dcgm(node)
+    node.update_gpu(reset_outcome="no_permission")
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["no_permission"] and not res["changed"]
+    assert _changes(node)[-2:] == [["systemctl", "start", "nvidia-dcgm"], ["systemctl", "start", "dcgm-exporter"]]
+    assert all(r["ok"] for r in res["restored"]) and len(res["restored"]) == 3
+    assert all(node.state()["services"][u]["active"] for u in DCGM)
+
+
+def test_a_unit_that_does_not_come_back_fails_the_module_with_what_to_start_by_hand(node):
+    _with_dcgm(node, **{"dcgm-exporter": {"start_fails": True}})
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["restore_failed"] and res["changed"]
+    assert "GPU %s reset, verified" % SICK in res["msg"]
+    assert "NOT restored: dcgm-exporter" in res["msg"] and "by hand: systemctl start dcgm-exporter" in res["msg"]
+    bad = [r for r in res["restored"] if not r["ok"]]
+    assert [(b["name"], b["state"]) for b in bad] == [("dcgm-exporter", "inactive")]
+    assert node.gpu()["resets"] == 1 and node.state()["services"]["nvidia-dcgm"]["active"]
+
+
+def test_a_unit_that_will_not_stop_refuses_and_what_was_stopped_comes_back(node):
+    _with_dcgm(node, **{"nvidia-dcgm": {"stop_fails": True}})
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["monitor_stop_failed"] and "nvidia-dcgm" in res["msg"]
+    assert [c for c in _changes(node) if c[0] == "nvidia-smi"] == []
+    assert node.state()["services"]["dcgm-exporter"]["active"] is True
+    assert node.gpu().get("resets", 0) == 0
+
+
+def test_a_bare_process_holding_the_gpu_is_named_and_blocks(node):
+    node.update(lambda st: st.update(gpu_holders=[{"pid": 777, "comm": "dcgm-exporter", "gpus": [1]},
+                                                  {"pid": 778, "comm": "python", "gpus": [0]}]))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["gpu_holders"]
+    assert "GPU %s is held by dcgm-exporter (pid 777)," % SICK in res["msg"] and "778" not in res["msg"]
+    assert _changes(node) == [] and node.gpu().get("resets", 0) == 0
+
+
+def test_a_holder_of_another_gpu_does_not_block(node):
+    node.update(lambda st: st.update(gpu_holders=[{"pid": 778, "comm": "python", "gpus": [0]}]))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed"), res["msg"]
+
+
+def test_active_dcgm_with_release_monitors_false_is_refused_by_name(node):
+    _with_dcgm(node)
+    res, _ = node.module(gpu=SICK, node_drained=True, release_monitors=False)
+    assert res["failed"] and res["blocked_by"] == ["monitors_running"]
+    assert "dcgm-exporter, nvidia-dcgm" in res["msg"] and _changes(node) == []
+
+
+def test_unused_nvidia_drm_is_unloaded_and_loaded_back(node):
+    node.update(lambda st: st.update(modules=fakehw.DEFAULT_MODULES + ["nvidia_drm"]))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed"), res["msg"]
+    assert _changes(node) == [["modprobe", "-r", "nvidia_drm"], ["nvidia-smi", "-pm", "0", "-i", SICK],
+                              ["nvidia-smi", "-r", "-i", SICK], ["nvidia-smi", "-pm", "1", "-i", SICK],
+                              ["modprobe", "nvidia_drm"]]
+    assert {"kind": "nvidia_drm", "name": "nvidia_drm", "ok": True, "state": "loaded"}.items() <= \
+        res["restored"][-1].items()
+    assert "nvidia_drm" in fakehw.loaded_modules(node.state())
+
+
+def test_nvidia_drm_in_use_is_refused_naming_it(node):
+    node.update(lambda st: st.update(modules=fakehw.DEFAULT_MODULES + ["nvidia_drm"],
+                                     module_refcount={"nvidia_drm": 2},
+                                     gpu_holders=[{"pid": 2100, "comm": "Xorg", "gpus": [], "dri": True}]))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["nvidia_drm_in_use"]
+    assert "nvidia_drm is in use by Xorg (pid 2100) (refcount 2)" in res["msg"]
+    assert _changes(node) == [] and "nvidia_drm" in fakehw.loaded_modules(node.state())
+
+
+def _model(node, name, **extra):
+    def fn(st):
+        for g in st["gpus"]:
+            g["name"] = name
+        st.update(extra)
+    node.update(fn)
+
+
+def test_a100_on_nvswitch_with_fabric_manager_down_is_refused(node):
+    _model(node, "NVIDIA A100-SXM4-80GB", nvswitches=6,
+           services={"nvidia-fabricmanager": {"active": False}})
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["fabric_manager_not_running"]
+    assert "Fabric Manager not running (nvidia-fabricmanager: inactive)" in res["msg"]
+    assert "nvidia-nvswitch0" in res["msg"] and _changes(node) == []
+
+
+def test_a100_on_nvswitch_with_fabric_manager_running_resets_and_leaves_it_alone(node):
+    _model(node, "NVIDIA A100-SXM4-80GB", nvswitches=6,
+           services={"nvidia-fabricmanager": {"active": True}})
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed"), res["msg"]
+    assert res["holding"]["fabric"]["generation"] == "ampere" and res["holding"]["fabric"]["fabric_manager"]["active"]
+    assert not [c for c in _changes(node) if c[0] == "systemctl"]
+
+
+def test_h100_on_nvswitch_never_asks_or_touches_fabric_manager(node):
+    node.update(lambda st: st.update(nvswitches=4, services={"nvidia-fabricmanager": {"active": False}}))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed"), res["msg"]
+    assert res["holding"]["fabric"]["generation"] == "hopper_plus"
+    assert not [a for a in node.calls() if "nvidia-fabricmanager" in a]
+
+
+def test_pre_ampere_gpu_with_nvlink_peers_is_refused_naming_them(node):
+    _model(node, "Tesla V100-SXM2-32GB", nvlink_groups=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["nvlink_peers"], res["msg"]
+    assert [p["index"] for p in res["holding"]["fabric"]["peers"]] == [0, 2, 3]
+    assert "GPU 0 (0000:18:00.0)" in res["msg"] and "must be reset in one command" in res["msg"]
+    assert _changes(node) == []
+
+
+def test_pre_ampere_gpu_without_nvlink_peers_resets(node):
+    _model(node, "Tesla V100-PCIE-32GB")
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed"), res["msg"]
+    assert res["holding"]["fabric"]["peers"] == []
+
+
+def test_check_mode_with_dcgm_and_nvidia_drm_plans_the_whole_order_and_runs_nothing(node):
+    _with_dcgm(node)
+    node.update(lambda st: st.update(modules=fakehw.DEFAULT_MODULES + ["nvidia_drm"]))
+    before = node.state()
+    res, _ = node.module(check=True, gpu=SICK, node_drained=True)
+    assert not res.get("failed") and not res["changed"], res["msg"]
+    assert [[os.path.basename(a[0])] + a[1:] for a in res["would_run"]] == [
+        ["systemctl", "stop", "dcgm-exporter"], ["systemctl", "stop", "nvidia-dcgm"], ["modprobe", "-r", "nvidia_drm"],
+        ["nvidia-smi", "-pm", "0", "-i", SICK], ["nvidia-smi", "-r", "-i", SICK], ["nvidia-smi", "-pm", "1", "-i", SICK],
+        ["nvidia-smi", "-q", "-x", "-i", SICK], ["modprobe", "nvidia_drm"],
+        ["systemctl", "start", "nvidia-dcgm"], ["systemctl", "start", "dcgm-exporter"]]
+    assert _changes(node) == [] and res["commands"] == []
+    assert node.state()["services"] == before["services"] and node.state()["modules"] == before["modules"]

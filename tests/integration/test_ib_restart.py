@@ -249,7 +249,6 @@ def test_no_ib_devices_and_unknown_ports_are_clear_refusals(flapping, tmp_path):
 
 
 @pytest.mark.parametrize("args,blocked,words", [
-    ({"method": "modules"}, "not_implemented", "not yet implemented"),
     ({"unit": "openibd; reboot"}, "bad_parameter", "systemd unit name"),
     ({"wait": -1}, "bad_parameter", "between 0 and 3600"),
 ])
@@ -257,3 +256,161 @@ def test_bad_input_is_a_clear_message(flapping, args, blocked, words):
     res, _ = flapping.module(node_drained=True, **args)
     assert res["failed"] and res["blocked_by"] == [blocked] and words in res["msg"]
     assert flapping.calls() == []
+
+
+# --------------------------------------------------------------------------- method=modules / auto
+# An inbox rdma-core stack: no openibd unit ("ib_stack": "inbox"); the fake modprobe keeps kmod's
+# dependency handling (modprobe -r also takes out dependencies nothing uses any more) and refusals.
+
+RELOAD = [["modprobe", "-r", "nvidia_peermem"], ["modprobe", "-r", "mlx5_fwctl"], ["modprobe", "-r", "mlx5_ib"],
+          ["modprobe", "mlx5_core"], ["modprobe", "mlx5_ib"], ["modprobe", "mlx5_fwctl"],
+          ["modprobe", "nvidia_peermem"]]
+
+
+def _inbox(node, *extra):
+    node.update(lambda st: (st.update(ib_stack="inbox"), st["modules"].extend(extra)))
+    return node
+
+
+def _proc_modules(node):
+    with open(node.root / "proc" / "modules") as fh:
+        return {ln.split()[0]: ln.split()[2:4] for ln in fh if ln.strip()}
+
+
+def _reloads(node):
+    return node.state()["services"].get("openibd", {}).get("reloads", 0)
+
+
+def test_auto_on_an_inbox_stack_reloads_the_driver_users_first_and_the_flapping_port_is_verified(flapping):
+    _inbox(flapping, "mlx5_fwctl")
+    assert _proc_modules(flapping)["mlx5_core"] == ["2", "mlx5_ib,mlx5_fwctl,"]
+    flapping.update(lambda st: st.update(ib_link_up_delay=3))
+    flapping.live()
+    res, _ = flapping.module(node_drained=True, method="auto", wait=30, soak=2, expected_rate=400)
+    assert not res["failed"] and res["changed"] and res["verified"] is True, res["msg"]
+    assert res["method"] == "modules" and "no openibd unit" in res["method_reason"]
+    assert "mlx5 driver (mlx5_fwctl, mlx5_ib, mlx5_core) reloaded; verified" in res["msg"]
+    # systemctl was only asked whether openibd exists; modprobe -r mlx5_ib took mlx5_core along (unused)
+    assert [a for a in flapping.calls() if a[0] == "systemctl"] == [["systemctl", "cat", "--no-pager", "openibd"]]
+    assert [a for a in flapping.calls() if a[0] == "modprobe"] == RELOAD
+    assert res["reload"] == {"unload": ["mlx5_fwctl", "mlx5_ib", "mlx5_core"], "unloaded": ["mlx5_fwctl", "mlx5_ib"],
+                             "gone_with_others": ["mlx5_core"], "loaded": ["mlx5_core", "mlx5_ib", "mlx5_fwctl"],
+                             "restored": [], "missing": []}
+    assert res["peermem"] == {"loaded_before": True, "unloaded": True, "reloaded": True}
+    assert all(v == {"state": "Active", "phys_state": "LinkUp", "rate_gbps": 400.0} for v in res["after"].values())
+    assert res["waited_s"] >= 1                                  # the ports trained after the reload
+    h = flapping.hca("mlx5_6")
+    assert h["fault"] is None and h["fixed_by"] == "mlx5 driver reload"
+    assert _reloads(flapping) == 1 and flapping.restarts() == 0
+    mods = _proc_modules(flapping)
+    assert {"mlx5_core", "mlx5_ib", "mlx5_fwctl", "mlxfw", "nvidia_peermem"} <= set(mods)
+    assert mods["mlx5_core"][1] in ("mlx5_ib,mlx5_fwctl,", "mlx5_fwctl,mlx5_ib,")
+
+
+def test_modules_method_does_not_mend_a_bad_cable(bad_cable):
+    _inbox(bad_cable)
+    bad_cable.live()
+    res, _ = bad_cable.module(node_drained=True, method="modules", wait=30, soak=2)
+    assert not res["failed"] and res["changed"], res["msg"]
+    assert _reloads(bad_cable) == 1 and bad_cable.hca("mlx5_0")["fault"] == "bad_cable"
+    assert res["after"]["mlx5_0/1"]["state"] == "Active"
+    assert res["verified"] is False and res["escalate"] == "cable"
+    assert list(res["still_rising"]) == ["mlx5_0/1"] and "NOT verified" in res["msg"]
+    assert [a for a in bad_cable.calls() if a[0] == "systemctl"] == []
+
+
+def test_fake_modprobe_refuses_like_kmod_and_a_reload_mends_a_flap(flapping):
+    _inbox(flapping)
+    env = dict(os.environ, PATH="%s:%s" % (flapping.bin, os.environ["PATH"]))
+
+    def modprobe(*a):
+        return subprocess.run(["modprobe"] + list(a), env=env, capture_output=True, text=True)
+    p = modprobe("-r", "mlx5_core")
+    assert p.returncode == 1 and p.stderr.strip() == "modprobe: FATAL: Module mlx5_core is in use."
+    flapping.update(lambda st: st.update(ib_holders=[_holder()]))
+    p = modprobe("-r", "mlx5_ib")
+    assert p.returncode == 1 and "Module mlx5_ib is in use." in p.stderr
+    assert {"mlx5_ib", "mlx5_core"} <= set(flapping.state()["modules"]) and _reloads(flapping) == 0
+    flapping.update(lambda st: st.update(ib_holders=[]))
+    assert modprobe("-r", "mlx5_ib").returncode == 0
+    mods = flapping.state()["modules"]
+    assert "mlx5_ib" not in mods and "mlx5_core" not in mods and "mlxfw" not in mods    # unused deps too
+    assert "ib_uverbs" in mods and "ib_core" in mods                                       # rdma_ucm uses them
+    assert (flapping.root / "sys/class/infiniband/mlx5_6/ports/1/state").read_text() == "1: DOWN\n"
+    assert modprobe("-a", "mlx5_core", "mlx5_ib").returncode == 0
+    assert _reloads(flapping) == 1 and flapping.hca("mlx5_6")["fault"] is None
+    assert _proc_modules(flapping)["mlx5_core"] == ["1", "mlx5_ib,"]
+    s = subprocess.run(["systemctl", "cat", "openibd"], env=env, capture_output=True, text=True)
+    assert s.returncode == 1 and s.stderr.strip() == "No files found for openibd.service."
+
+
+@pytest.mark.parametrize("change,blocked,words", [
+    (lambda st: st.update(ib_holders=[_holder()]), ["dev_infiniband_held"], "python (pid 4711) on uverbs0"),
+    (lambda st: st["modules"].append("ko2iblnd"), ["lustre_o2ib"], "Lustre"),
+    (lambda st: (st["modules"].append("acme_nic_mon"), st.update(module_deps={"acme_nic_mon": ["mlx5_core"]})),
+     ["mlx5_users"], "module(s) acme_nic_mon use mlx5_core"),
+    (lambda st: st["modules"].append("mlx5_vdpa"), ["mlx5_users"], "module(s) mlx5_vdpa use mlx5_core"),
+    (lambda st: st.update(module_refcount={"mlx5_ib": 1}), ["module_in_use"],
+     "mlx5_ib (1 reference(s) no module accounts for)"),
+    (lambda st: st.update(modules=[m for m in st["modules"] if m not in ("mlx5_core", "mlx5_ib")]),
+     ["mlx5_not_loaded"], "mlx5_core is not a loaded module"),
+])
+def test_modules_method_refusals_are_named_and_nothing_is_unloaded(flapping, change, blocked, words):
+    _inbox(flapping)
+    flapping.update(change)
+    res, _ = flapping.module(node_drained=True, method="modules")
+    assert res["failed"] and not res["changed"] and res["blocked_by"] == blocked, res["msg"]
+    assert words in res["msg"]
+    assert flapping.calls() == [] and _reloads(flapping) == 0
+    assert flapping.hca("mlx5_6")["fault"] == "flapping"
+
+
+def test_a_reload_that_fails_half_way_loads_back_what_it_took_out(flapping):
+    """A job grabs /dev/infiniband after the pre-check: modprobe -r mlx5_ib is refused; mlx5_fwctl, already
+    out, is loaded back, nvidia_peermem too, and the failing step is named."""
+    _inbox(flapping, "mlx5_fwctl")
+    st = flapping.state()
+    st["ib_holders"] = [_holder(5150, "torchrun", "uverbs6")]
+    fakehw.save(st, str(flapping.root))                 # /proc not re-rendered: the scan does not see it
+    res, _ = flapping.module(node_drained=True, method="modules", wait=2, soak=0)
+    assert res["failed"] and res["changed"] and res["blocked_by"] == ["restart_failed"]
+    assert "modprobe -r mlx5_ib failed (exit 1): modprobe: FATAL: Module mlx5_ib is in use." in res["msg"]
+    assert "loaded back: mlx5_fwctl" in res["msg"]
+    assert flapping.acting_calls() == [["modprobe", "-r", "nvidia_peermem"], ["modprobe", "-r", "mlx5_fwctl"],
+                                       ["modprobe", "-r", "mlx5_ib"], ["modprobe", "mlx5_fwctl"],
+                                       ["modprobe", "nvidia_peermem"]]
+    assert res["peermem"]["reloaded"] is True and res["reload"]["loaded"] == ["mlx5_fwctl"]
+    assert {"mlx5_fwctl", "mlx5_ib", "mlx5_core", "nvidia_peermem"} <= set(flapping.state()["modules"])
+    assert _reloads(flapping) == 0 and flapping.hca("mlx5_6")["fault"] == "flapping"
+
+
+def test_check_mode_of_the_modules_method_runs_nothing(flapping):
+    _inbox(flapping, "mlx5_fwctl")
+    before = flapping.state()
+    res, _ = flapping.module(check=True, node_drained=True, method="modules")
+    assert not res["failed"] and not res["changed"], res["msg"]
+    assert [a[1:] for a in res["would_run"]] == [
+        ["-r", "nvidia_peermem"], ["-r", "mlx5_fwctl"], ["-r", "mlx5_ib"], ["-r", "mlx5_core"],
+        ["mlx5_core"], ["mlx5_ib"], ["mlx5_fwctl"], ["nvidia_peermem"]]
+    assert all(os.path.basename(a[0]) == "modprobe" for a in res["would_run"])
+    assert res["method"] == "modules" and "would reload the mlx5 driver" in res["msg"]
+    assert flapping.calls() == [] and flapping.state() == before
+
+
+def test_auto_picks_service_when_openibd_exists_and_runs_only_systemctl_cat_in_check_mode(flapping):
+    res, _ = flapping.module(check=True, node_drained=True, method="auto")
+    assert not res["failed"] and res["method"] == "service", res["msg"]
+    assert "found the unit" in res["method_reason"]
+    assert [a[1:] for a in res["would_run"]] == [["-r", "nvidia_peermem"], ["restart", "openibd"],
+                                                ["nvidia_peermem"]]
+    assert flapping.calls() == [["systemctl", "cat", "--no-pager", "openibd"]]
+
+
+def test_auto_refuses_when_systemctl_cannot_tell(flapping):
+    flapping.update(lambda st: st.update(broken_tools={"systemctl": {
+        "message": "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+                   "Failed to connect to bus: Host is down", "rc": 1}}))
+    res, _ = flapping.module(node_drained=True, method="auto")
+    assert res["failed"] and res["blocked_by"] == ["method_undecided"] and "Failed to connect to bus" in res["msg"]
+    assert "set method=service or method=modules" in res["msg"]
+    assert [a for a in flapping.calls() if a[0] == "modprobe"] == [] and flapping.restarts() == 0

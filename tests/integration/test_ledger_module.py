@@ -94,3 +94,50 @@ def test_unwritable_state_dir_fails_saying_no_disruptive_steps(tmp_path):
     res, proc = ledger(tmp_path, state="locked", incident="INC-1")
     assert proc.returncode != 0 and "must not run disruptive steps" in res["msg"]
     assert not (sd / "lock.json").exists()  # no lock left behind without its audit line
+
+
+def test_second_run_of_an_incident_is_already_done(tmp_path):
+    gpu = {"serial": "1650", "pci": "0000:3b:00.0"}
+    ask = [{"host": "n1", "gpu": gpu, "proposed_rung": "gpu_reset"},
+           {"host": "n1", "gpu": gpu, "proposed_rung": "gpu_reset", "incident": "INC-OLD"},
+           {"host": "n2", "port": "mlx5_1/1", "proposed_rung": "ib_restart"}]
+    first, proc = ledger(tmp_path, action="decide", incident="INC-9", items=ask)
+    assert proc.returncode == 0, first
+    assert [(d["rung"], d["already_done"]) for d in first["decisions"]] == [
+        ("gpu_reset", False), ("gpu_reset", False), ("ib_restart", False)]
+    # the first run's rungs went through; module-level incident fills the entries in
+    res, proc = ledger(tmp_path, action="record", incident="INC-9", entries=[
+        {"type": "remedy", "host": "n1", "gpu": gpu, "rung": "gpu_reset", "result": "ok"},
+        {"type": "remedy", "host": "n2", "rung": "ib_restart", "result": "ok"}])
+    assert proc.returncode == 0 and res["written"] == 2
+    again, proc = ledger(tmp_path, action="decide", incident="INC-9", items=ask)
+    assert proc.returncode == 0, again
+    got = [(d["rung"], d["already_done"], d["incident"]) for d in again["decisions"]]
+    assert got == [("none", True, "INC-9"), ("gpu_reset", False, "INC-OLD"), ("none", True, "INC-9")]
+    assert "already done for incident INC-9" in again["decisions"][0]["reason"]
+    assert "(already done)" in again["msg"]
+    # a dry run of decide reads the same history and answers the same
+    dry, proc = ledger(tmp_path, check=True, action="decide", incident="INC-9", items=ask[:1])
+    assert proc.returncode == 0 and dry["decisions"][0]["already_done"] is True
+
+
+def test_resolved_gives_each_hosts_latest_verified_fix(tmp_path):
+    none, proc = ledger(tmp_path, action="resolved")
+    assert proc.returncode == 0 and none["resolved"] == {} and not none["changed"]
+    res, proc = ledger(tmp_path, action="record", incident="INC-5", entries=[
+        {"type": "remedy", "host": "gpu-r1-n03", "rung": "verify", "result": "ok", "when": "2024-05-10T08:15:00Z"},
+        {"type": "remedy", "host": "gpu-r1-n03", "rung": "verify", "result": "ok",
+         "when": "2024-05-10T19:30:00+09:00"},
+        {"type": "remedy", "host": "gpu-r1-n03", "rung": "verify", "result": "failed",
+         "when": "2024-05-10T12:00:00Z"},
+        {"type": "remedy", "host": "gpu-r1-n04", "rung": "verify", "result": "ok", "when": "2024-05-09T23:00:00Z"}])
+    assert proc.returncode == 0 and res["written"] == 4
+    every, proc = ledger(tmp_path, action="resolved")
+    assert proc.returncode == 0
+    assert every["resolved"] == {"gpu-r1-n03": "2024-05-10T10:30:00+00:00", "gpu-r1-n04": "2024-05-09T23:00:00+00:00"}
+    some, proc = ledger(tmp_path, action="resolved", hosts=["GPU-R1-N03", "gpu-r9-n01"])
+    assert proc.returncode == 0 and some["resolved"] == {"GPU-R1-N03": "2024-05-10T10:30:00+00:00"}
+    # a verify that never happened cannot be recorded by mistake as another step
+    bad, proc = ledger(tmp_path, action="record", entries=[
+        {"type": "remedy", "host": "n1", "rung": "verified", "result": "ok"}])
+    assert proc.returncode != 0 and "verify" in bad["msg"]

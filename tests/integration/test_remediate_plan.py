@@ -180,11 +180,14 @@ def test_check_mode_gives_the_same_plan_and_writes_nothing(demo_plan, tmp_path):
     assert nothing_changed(out)
 
 
-def test_confirm_yes_still_changes_nothing_and_says_plan_only():
-    proc, out = remediate(*(WIDE + ["-e", "confirm=yes"]))
+def test_confirm_yes_on_replayed_captures_changes_nothing_and_says_why(tmp_path):
+    proc, out = remediate(*(WIDE + ["-e", "confirm=yes", "-e", "gpu_runbook_state_dir=%s" % tmp_path]))
     assert proc.returncode == 0, proc.stdout[-4000:]
     plan, lines = the_plan(out)
-    assert "ladder not implemented yet: plan only" in lines[0]
+    assert "plan only: nothing was changed" in lines[0]
+    assert "confirm=yes ignored: the hosts are replayed from captures" in proc.stdout
+    assert not out.ran("Take the remediation lock") and not out.ran("Drain the node")
+    assert list(tmp_path.iterdir()) == []  # no lock, no audit line
     assert nothing_changed(out)
     assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03, N06, N05]
 
@@ -284,17 +287,22 @@ def live(tmp_path):
         _tool(bindir, "nvidia-smi", 'echo "$*" >> %s\ncase "$*" in *query-compute-apps*) %s;; esac\ncat %s\n'
               % (log, apps_body, HEALTHY_SMI))
 
-    def run(*args):
-        return remediate(*args, inventory=str(inv), env={"PATH": "%s:%s" % (bindir, os.environ["PATH"])})
+    def run(*args, env=None):
+        # a live host without Slurm: the plan reads no Slurm state (its drains would be blocked)
+        return remediate("-e", "remediation_plan_read_slurm=false", "-e", "gpu_runbook_state_dir=%s" % state,
+                         *args, inventory=str(inv),
+                         env=dict(env or {}, PATH="%s:%s" % (bindir, os.environ["PATH"])))
+
+    state = tmp_path / "state"
 
     return {"smi": smi, "run": run, "log": log}
 
 
-def test_live_busy_gpu_blocks_the_reset_by_name_and_confirm_runs_nothing(live):
+def test_live_busy_gpu_blocks_the_reset_by_name(live):
     live["smi"]('printf "pid, process_name, gpu_bus_id, gpu_uuid, used_memory [MiB]\\n'
                 '4711, python, 00000000:53:00.0, GPU-1, 70000 MiB\\n'
                 '4712, torchrun, 00000000:64:00.0, GPU-2, 100 MiB\\n"; exit 0')
-    proc, out = live["run"]("-e", "confirm=yes")
+    proc, out = live["run"]()
     assert proc.returncode == 0, proc.stdout[-4000:]
     plan, lines = the_plan(out)
     h = host(plan, "node-live")
@@ -334,3 +342,24 @@ def test_module_documentation_parses():
     assert set(doc["doc"]["options"]) == {"analysis", "facts", "policy", "plan_dir", "confirm"}
     assert doc["doc"]["attributes"]["check_mode"]["support"] == "full"
     assert {"schema", "hosts", "commands", "summary"} <= set(doc["return"]["plan"]["contains"])
+
+
+def test_live_host_whose_slurm_state_is_unknown_is_not_drained(live, tmp_path):
+    """Slurm read, but no slurmctld answers: the drain (and the reset after it) is blocked by name."""
+    live["smi"]("exit 0")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=none\nSlurmctldHost=ctl(127.0.0.1)\nSlurmctldPort=9\n"
+                    "NodeName=node-live State=UNKNOWN\nPartitionName=p Nodes=node-live\n")
+    proc, out = live["run"]("-e", "remediation_plan_read_slurm=true", "-e", "remediation_plan_slurm_timeout=5",
+                            "-e", "confirm=yes", env={"SLURM_CONF": str(conf)})
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    h = host(plan, "node-live")
+    assert h["decision"] == "blocked"
+    assert h["rungs"][0]["blockers"][0].startswith("Slurm state unknown: ")
+    assert h["rungs"][0]["blockers"][0].endswith("no drain without knowing the node's state")
+    assert not out.ran("Drain the node") and not out.ran("Reset the GPU")
+    # the run took the lock and gave it back; the audit says the host was refused
+    audit = [json.loads(x) for x in (tmp_path / "state" / "audit.jsonl").read_text().splitlines()]
+    assert [(a["rung"], a["result"]) for a in audit if a.get("host") == "node-live"] == [("plan", "refused")]
+    assert not (tmp_path / "state" / "lock.json").exists()

@@ -37,7 +37,9 @@ SLURMCTLD_PORT = 6917
 SLURMD_PORT = 6918
 OWNER_FILE = "/run/gpurb-emu.json"
 MAX_HOSTS = 64
-FAKE_TOOLS = ["nvidia-smi", "ibstat", "ibv_devinfo", "perfquery", "dmesg", "journalctl", "systemctl"]
+FAKE_TOOLS = ["nvidia-smi", "ibstat", "ibv_devinfo", "perfquery", "dmesg", "journalctl", "systemctl", "modprobe"]
+# per host, the kernel between two tool calls: faulty ports keep flapping and counting (fakehw.py live)
+LIVE_CMD = "/usr/bin/python3 -S /opt/fakehw/lib/fakehw.py live 0.5"
 HOST_PATH = "/opt/fakehw/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -298,10 +300,16 @@ class Testbed:
         if r.returncode != 0:
             raise TestbedError("ip -batch failed: %s" % r.stderr.strip())
 
+    def _build_states(self, now):
+        """scn.build + the scenario's ``hardware:`` overlay (fake-hardware knobs per host)."""
+        job, states, faults = scn.build(self.sc, self.hosts, self.addrs, now)
+        apply_hardware(states, self.sc.get("hardware"))
+        return job, states, faults
+
     def _hosts_files(self):
         now = time.time()
         self.built_at = now
-        job, states, faults = scn.build(self.sc, self.hosts, self.addrs, now)
+        job, states, faults = self._build_states(now)
         self.job = {k: v for k, v in job.items() if k != "epoch_durations"}
         self.faults = faults
         os.makedirs(self.jobs_dir, exist_ok=True)
@@ -310,7 +318,7 @@ class Testbed:
         for n in self.hosts:
             d = self.host_root(n)
             fh = os.path.join(d, "fakehw")
-            for sub in ("bin", "lib", "dev", "services", "sys", "log"):
+            for sub in ("bin", "lib", "dev", "services", "sys", "log", "proc"):
                 os.makedirs(os.path.join(fh, sub), exist_ok=True)
             os.makedirs(os.path.join(d, "root"), mode=0o700, exist_ok=True)
             os.makedirs(os.path.join(d, "cgroup"), exist_ok=True)
@@ -373,6 +381,7 @@ class Testbed:
                 "mount --bind %s/fakehw/log /var/log" % d,
                 "mount --bind %s/etc-hosts /etc/hosts" % self.cdir,
                 "mount --bind %s/resolv.conf /etc/resolv.conf" % self.cdir,
+                "(setsid %s </dev/null >/dev/null 2>&1 &)" % LIVE_CMD,
                 "exec /usr/sbin/sshd -f %s/sshd_config -E %s/sshd.log" % (d, d)])
             # NB: nsenter + own sysfs mount, not `ip netns exec` (it hides /sys/fs/cgroup)
             procs.append((n, subprocess.Popen(
@@ -404,7 +413,10 @@ class Testbed:
                   "ansible_python_interpreter=/usr/bin/python3",
                   "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
                   "-o LogLevel=ERROR'",
-                  "gpu_health_sysfs_root=/opt/fakehw/sys", ""]
+                  "gpu_health_sysfs_root=/opt/fakehw/sys",
+                  # ib_restart's holder check reads the host's own /proc view, rendered from its state
+                  "rung_ib_restart_sysfs_root=/opt/fakehw/sys", "rung_ib_restart_proc_root=/opt/fakehw/proc",
+                  "rung_gpu_reset_proc_root=/opt/fakehw/proc", ""]
         with open(self.inventory_path, "w") as f:
             f.write("\n".join(lines))
         with open(self.slurm_env_path, "w") as f:
@@ -413,6 +425,31 @@ class Testbed:
     # ------------------------------------------------------------------ slurm
     def _slurm_conf_text(self):
         s = self.sdir
+        # RebootProgram (scontrol reboot needs one): slurmd runs it inside the host's namespaces. It
+        # never reboots anything: it logs the call as a JSON line in the host's own
+        # /opt/fakehw/commands.log and then "boots" by restarting only that host's slurmd with -b
+        # (reports a fresh boot), so slurmctld ends the reboot (nextstate) in seconds instead of
+        # setting the node DOWN "reboot timed out" after ResumeTimeout (default 60 s).
+        reboot_prog = os.path.join(s, "etc", "fake-reboot")
+        os.makedirs(os.path.dirname(reboot_prog), exist_ok=True)
+        with open(reboot_prog, "w") as f:
+            f.write("\n".join([
+                "#!/usr/bin/python3 -S", "# testbed RebootProgram (tests/testbed/core.py): reboots nothing",
+                "import json, os, subprocess, sys, time",
+                "host = os.uname().nodename",
+                "rec = {'t': round(time.time(), 6), 'time': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),",
+                "       'host': host, 'cmd': 'reboot', 'argv': ['reboot'] + sys.argv[1:], 'pid': os.getpid()}",
+                "fd = os.open('/opt/fakehw/commands.log', os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)",
+                "os.write(fd, (json.dumps(rec) + chr(10)).encode())",
+                "os.close(fd)",
+                "pid = '@PIDFILE@' % host",
+                "boot = ('sleep 1; p=$(cat ' + pid + '); kill $p; i=0; while kill -0 $p 2>/dev/null && '",
+                "        '[ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; '",
+                "        'exec env SLURM_CONF=@CONF@ /usr/sbin/slurmd -b -f @CONF@')",
+                "subprocess.Popen(['/bin/sh', '-c', boot], start_new_session=True, stdin=subprocess.DEVNULL,",
+                "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)", ""]
+            ).replace("@PIDFILE@", os.path.join(s, "slurmd-%s.pid")).replace("@CONF@", self.slurm_conf))
+        os.chmod(reboot_prog, 0o755)
         lines = [
             "ClusterName=gpurb", "SlurmctldHost=ctl(%s)" % CTL_ADDR, "SlurmUser=root", "SlurmdUser=root",
             "AuthType=auth/munge", "CredType=cred/munge",
@@ -426,7 +463,7 @@ class Testbed:
             "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/none", "MpiDefault=none",
             "SchedulerType=sched/backfill", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
             "SlurmdParameters=config_overrides", "ReturnToService=2", "SlurmdTimeout=30",
-            "MessageTimeout=10", "KillWait=2", "GresTypes=gpu"]
+            "MessageTimeout=10", "KillWait=2", "GresTypes=gpu", "RebootProgram=%s" % reboot_prog]
         for n in self.hosts:
             lines.append("NodeName=%s NodeAddr=%s CPUs=2 RealMemory=1000 Gres=gpu:h100:8 State=UNKNOWN"
                          % (n, self.addrs[n]))
@@ -567,11 +604,12 @@ class Testbed:
         """Back to the scenario's initial hardware state (same times), clear command logs and kill
         fake tools still hanging on the hosts. Hosts, sshd and Slurm stay up."""
         now = getattr(self, "built_at", None) or time.time()
-        _job, states, _faults = scn.build(self.sc, self.hosts, self.addrs, now)
+        _job, states, _faults = self._build_states(now)
         for n in (names or self.hosts):
             out = _run(["ip", "netns", "pids", self.netns(n)], check=False).stdout
             for p in out.split():
-                if "/opt/fakehw/lib/fakehw.py" in _cmdline(int(p)):
+                cl = _cmdline(int(p))
+                if "/opt/fakehw/lib/fakehw.py" in cl and " live " not in cl + " ":
                     try:
                         os.kill(int(p), signal.SIGKILL)
                     except OSError:
@@ -823,6 +861,43 @@ class Testbed:
     def __exit__(self, *exc):
         self.down()
         return False
+
+
+def _merge(dst, src):
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _merge(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def apply_hardware(states, hw):
+    """A scenario's ``hardware:`` overlay on the built host states (fakehw.py's knobs)::
+
+        hardware:
+          all: {reset_refuses_on_persistence: true}           # every host (or a hostlist)
+          gpu-r1-n02:
+            gpus: {1: {processes: [{pid: 4711, name: python, mem: 1200}]}}    # by GPU index
+            hcas: {mlx5_0: {rate: "200 Gb/sec (4X HDR)"}}                    # by HCA name
+            ib_holders: [{pid: 5120, comm: ibacm, device: null}]
+
+    Top-level keys replace, dicts merge; a GPU's ``mem_used`` follows its processes."""
+    for sel, over in (hw or {}).items():
+        names = list(states) if sel == "all" else [n for n in scn.expand_hostlist(sel) if n in states]
+        for n in names:
+            st = states[n]
+            for k, v in (over or {}).items():
+                if k == "gpus":
+                    for idx, g in v.items():
+                        gpu = st["gpus"][int(idx)]
+                        _merge(gpu, g)
+                        if "processes" in g and "mem_used" not in g:
+                            gpu["mem_used"] = sum(int(p.get("mem", 0)) for p in gpu["processes"])
+                elif k == "hcas":
+                    for name, h in v.items():
+                        _merge(next(x for x in st["hcas"] if x["name"] == name), h)
+                else:
+                    st[k] = v
 
 
 def leftovers():

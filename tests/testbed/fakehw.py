@@ -15,7 +15,13 @@ GPU reset knobs in the state: ``gpus[i]["persistence"]`` (default True = Enabled
 -pm 0|1 [-i id]`` sets it), top-level ``"reset_refuses_on_persistence": true`` (``-r`` is then
 refused, exit 255 "In use by another client", while persistence is Enabled, as the real tool
 does), and ``gpus[i]["reset_outcome"]``: ``"lost"`` (exit 15, the GPU falls off the bus),
-``"no_permission"`` (exit 4) or ``"no_effect"`` (exit 0, nothing cleared).
+``"no_permission"`` (exit 4) or ``"no_effect"`` (exit 0, nothing cleared). Other holders refuse
+``-r`` the same way: ``services[u]`` with a ``"pid"`` (``{"active", "pid", "comm"}``, e.g.
+``nvidia-dcgm`` / ``dcgm-exporter``; ``systemctl start|stop|show|is-active`` change and read them,
+``"start_fails"`` / ``"stop_fails"`` inject failures), ``"gpu_holders": [{"pid", "comm", "gpus"?,
+"dri"?}]`` (bare processes), a loaded ``nvidia_drm`` (``"module_refcount": {"nvidia_drm": n}`` in
+/proc/modules). ``"nvswitches": n`` renders ``<root>/dev/nvidia-nvswitch0..`` when ``<root>/dev``
+exists; ``"nvlink_groups": [[0, 1, 2, 3], ...]`` drives ``nvidia-smi topo -m``.
 
 IB stack knobs (all optional; without them openibd behaves as it always did here):
 ``"ib_holders": [{"pid", "comm", "user"?, "device"?}]`` -- processes with /dev/infiniband/<device>
@@ -24,10 +30,17 @@ refuses with exit 1 and keeps openibd's own text for ``systemctl status openibd`
 openibd ``stop()`` does. ``"modules": [names]`` -- loaded kernel modules (``modprobe`` / ``modprobe -r``
 change it; Lustre ``ko2iblnd``, ``rpcrdma``, ``nvme_rdma``, ... make openibd refuse; a loaded
 ``nvidia_peermem`` holds ib_core, so the restart fails half-way and leaves the ports down).
+``"ib_stack": "inbox"`` -- an inbox rdma-core stack: no openibd unit (``systemctl cat openibd`` says "No
+files found", rc 1); the stack restarts by ``modprobe -r mlx5_ib`` / ``modprobe mlx5_core mlx5_ib``, which
+``modprobe`` models (MODULE_DEPS, kmod's "is in use" refusals; /proc/modules shows refcount and "used by";
+``"module_deps": {name: [deps]}`` adds a module).
 ``"ib_link_up_delay": s`` -- after a restart the ports train for ``s`` seconds (Polling, then
 Init/LinkUp) before they are Active. When ``<root>/proc`` exists it is rendered like ``/proc``
 (``modules``, ``<pid>/comm``, ``<pid>/fd/N -> /dev/infiniband/<device>``).
-``refresh --loop SECONDS`` re-renders sysfs every 0.2 s for that long (the kernel's live counters).
+``refresh --loop SECONDS`` re-renders sysfs every 0.2 s for that long (the kernel's live counters);
+``live [INTERVAL]`` runs for ever and re-renders only what changes by itself (faulty or training
+ports, kern.log lines whose time has come): the testbed runs one per host, so a module that reads
+sysfs directly (ib_restart's wait and soak) sees counters rise and ports flap as on a real node.
 """
 import fcntl
 import json
@@ -180,28 +193,72 @@ def _wfile(path, text):
     os.replace(tmp, path)
 
 
+def render_hca(hca, st, root, now):
+    """<root>/sys/class/infiniband/<hca>/...: identity, port 1 state, rate and counters."""
+    d = os.path.join(root, "sys", "class", "infiniband", hca["name"])
+    p = os.path.join(d, "ports", "1")
+    os.makedirs(os.path.join(p, "counters"), exist_ok=True)
+    s, ph = port_state(hca, st, now)
+    _wfile(os.path.join(d, "node_guid"), _guid_colon(hca["guid"]) + "\n")
+    _wfile(os.path.join(d, "fw_ver"), hca["fw"] + "\n")
+    _wfile(os.path.join(d, "hca_type"), "MT4129\n")
+    _wfile(os.path.join(d, "board_id"), "MT_0000000838\n")
+    _wfile(os.path.join(p, "state"), s + "\n")
+    _wfile(os.path.join(p, "phys_state"), ph + "\n")
+    _wfile(os.path.join(p, "rate"), hca.get("rate", "400 Gb/sec (4X NDR)") + "\n")
+    _wfile(os.path.join(p, "link_layer"), hca.get("link_layer", "InfiniBand") + "\n")
+    _wfile(os.path.join(p, "lid"), "0x%x\n" % hca["lid"])
+    _wfile(os.path.join(p, "sm_lid"), "0x1\n")
+    for k, v in counters(hca, st, now).items():
+        _wfile(os.path.join(p, "counters", k), "%d\n" % v)
+
+
 def render_sysfs(st, root=None, now=None):
     root = _root(root)
     now = now or time.time()
     render_kern_log(st, root, now)
     render_proc(st, root)
     for hca in st.get("hcas", []):
-        d = os.path.join(root, "sys", "class", "infiniband", hca["name"])
-        p = os.path.join(d, "ports", "1")
-        os.makedirs(os.path.join(p, "counters"), exist_ok=True)
-        s, ph = port_state(hca, st, now)
-        _wfile(os.path.join(d, "node_guid"), _guid_colon(hca["guid"]) + "\n")
-        _wfile(os.path.join(d, "fw_ver"), hca["fw"] + "\n")
-        _wfile(os.path.join(d, "hca_type"), "MT4129\n")
-        _wfile(os.path.join(d, "board_id"), "MT_0000000838\n")
-        _wfile(os.path.join(p, "state"), s + "\n")
-        _wfile(os.path.join(p, "phys_state"), ph + "\n")
-        _wfile(os.path.join(p, "rate"), hca.get("rate", "400 Gb/sec (4X NDR)") + "\n")
-        _wfile(os.path.join(p, "link_layer"), hca.get("link_layer", "InfiniBand") + "\n")
-        _wfile(os.path.join(p, "lid"), "0x%x\n" % hca["lid"])
-        _wfile(os.path.join(p, "sm_lid"), "0x1\n")
-        for k, v in counters(hca, st, now).items():
-            _wfile(os.path.join(p, "counters", k), "%d\n" % v)
+        render_hca(hca, st, root, now)
+
+
+def live_hcas(st, now, slack=1.0):
+    """HCAs whose sysfs changes by itself: a fault that lasts (counters rise, a port flaps) or
+    ports still training after an openibd (re)start. Healthy, settled ports are static."""
+    svc = st.get("services", {}).get("openibd", {})
+    delay = float(st.get("ib_link_up_delay") or 0)
+    training = delay and svc.get("since") is not None and now - svc["since"] < delay + slack
+    return [h for h in st.get("hcas", []) if training or (h.get("fault") and h.get("fault_start") is not None)]
+
+
+def live(argv, root=None):
+    """``fakehw.py live [INTERVAL]``: what the kernel does between two tool calls -- every INTERVAL
+    seconds (default 0.5) re-render the sysfs of the HCAs that change by themselves (see
+    ``live_hcas``) and kern.log when a line's time has come. Runs for ever (the testbed starts one
+    per host and stops it with the host); not logged in commands.log, writes only under the lock."""
+    root = _root(root)
+    interval = float(argv[0]) if argv else 0.5
+    path = os.path.join(root, "state.json")
+    sig, st, last = None, None, time.time()
+    while True:
+        now = time.time()
+        try:
+            s = os.stat(path)
+            if (s.st_mtime_ns, s.st_size, s.st_ino) != sig:
+                sig, st = (s.st_mtime_ns, s.st_size, s.st_ino), load(root)
+        except (OSError, ValueError):
+            st = None                    # gone or half-written: next tick
+        if st is not None:
+            due = any(last < e.get("t", 0) <= now for e in st.get("kernel", []))
+            if due or live_hcas(st, now):
+                with locked(root):
+                    cur = load(root)
+                    for h in live_hcas(cur, now):
+                        render_hca(h, cur, root, now)
+                    if due:
+                        render_kern_log(cur, root, now)
+        last = now
+        time.sleep(interval)
 
 
 DEFAULT_MODULES = ["mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "ib_umad", "rdma_cm", "rdma_ucm",
@@ -212,17 +269,49 @@ def loaded_modules(st):
     return list(st["modules"]) if "modules" in st else list(DEFAULT_MODULES)
 
 
+# module -> the modules it uses (modules.dep, as far as the fakes need it); "module_deps" in the
+# state adds or overrides entries (e.g. a third-party module that uses mlx5_core)
+MODULE_DEPS = {"mlx5_ib": ["mlx5_core", "ib_uverbs", "ib_core"], "mlx5_core": ["mlxfw"],
+               "mlx5_fwctl": ["mlx5_core"], "mlx5_vdpa": ["mlx5_core"], "mlx5_dpll": ["mlx5_core"],
+               "ib_uverbs": ["ib_core"], "ib_umad": ["ib_core"], "rdma_cm": ["ib_core"],
+               "rdma_ucm": ["rdma_cm", "ib_uverbs", "ib_core"], "ib_ipoib": ["ib_core"],
+               "nvidia_uvm": ["nvidia"], "nvidia_peermem": ["ib_core", "nvidia"],
+               "ko2iblnd": ["rdma_cm", "ib_core"], "rpcrdma": ["rdma_cm", "ib_core"],
+               "nvme_rdma": ["rdma_cm", "ib_core"], "ib_isert": ["rdma_cm", "ib_core"]}
+# a process with /dev/infiniband open pins these (modelled as a driver without disassociate_ucontext)
+HOLDER_PINNED = ("mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm")
+
+
+def module_deps(st, name):
+    return list((st.get("module_deps") or {}).get(name, MODULE_DEPS.get(name, [])))
+
+
+def module_users(st, name, mods=None):
+    return [m for m in (loaded_modules(st) if mods is None else mods) if name in module_deps(st, m)]
+
+
+def proc_modules_text(st):
+    """/proc/modules: 'name size refcount used_by, Live addr' (used_by '-' when none); the refcount is
+    the modules using it plus ``"module_refcount": {name: n}`` (e.g. {"nvidia_drm": 2}: a display holds it)."""
+    refs, out = st.get("module_refcount", {}), []
+    for m in loaded_modules(st):
+        users = module_users(st, m)
+        out.append("%s 16384 %d %s Live 0x0000000000000000\n"
+                   % (m, len(users) + int(refs.get(m, 0)), "".join(u + "," for u in users) or "-"))
+    return "".join(out)
+
+
 def render_proc(st, root=None):
     """<root>/proc (only when that folder exists): modules, and per holder comm + fd links."""
     root = _root(root)
     d = os.path.join(root, "proc")
     if not os.path.isdir(d):
         return
-    _wfile(os.path.join(d, "modules"), "".join("%s 16384 0 - Live 0x0000000000000000\n" % m
-                                               for m in loaded_modules(st)))
+    _wfile(os.path.join(d, "modules"), proc_modules_text(st))
     want = {str(h["pid"]): h for h in st.get("ib_holders", [])}
+    gpu_want = {str(h["pid"]): h for h in gpu_device_holders(st)}
     for name in os.listdir(d):
-        if name.isdigit() and name not in want:
+        if name.isdigit() and name not in want and name not in gpu_want:
             shutil.rmtree(os.path.join(d, name), ignore_errors=True)
     for pid, h in want.items():
         fd = os.path.join(d, pid, "fd")
@@ -232,6 +321,36 @@ def render_proc(st, root=None):
         link = os.path.join(fd, "3")
         if dev and not os.path.islink(link):
             os.symlink("/dev/infiniband/" + dev, link)
+    for pid, h in gpu_want.items():                # GPU holders: fd/10.. -> /dev/nvidiaN, /dev/dri/...
+        fd = os.path.join(d, pid, "fd")
+        os.makedirs(fd, exist_ok=True)
+        _wfile(os.path.join(d, pid, "comm"), h["comm"] + "\n")
+        for n, dev in enumerate(h["devices"]):
+            link = os.path.join(fd, str(10 + n))
+            if not os.path.islink(link):
+                os.symlink("/dev/" + dev, link)
+    nvsw = os.path.join(root, "dev")
+    if os.path.isdir(nvsw):
+        for n in range(int(st.get("nvswitches") or 0)):
+            _wfile(os.path.join(nvsw, "nvidia-nvswitch%d" % n), "")
+
+
+def gpu_device_holders(st):
+    """Processes holding GPU device nodes: the main process of each active state-backed unit
+    (``services[u]`` with ``"pid"``/``"comm"``, e.g. nv-hostengine: every GPU) and ``"gpu_holders":
+    [{"pid", "comm", "gpus": [indexes] | null (all), "dri": bool}]`` (bare processes, X on /dev/dri).
+    -> [{"pid", "comm", "devices": ["nvidiactl", "nvidia0", ...], "gpus": [indexes]}]."""
+    every = [g["index"] for g in st.get("gpus", []) if g.get("present", True)]
+    out = []
+    for name, svc in sorted(st.get("services", {}).items()):
+        if svc.get("pid") and svc.get("active", True) and svc.get("holds_gpus", True):
+            out.append({"pid": svc["pid"], "comm": svc.get("comm", name), "gpus": every})
+    for h in st.get("gpu_holders", []):
+        gpus = every if h.get("gpus") is None else list(h["gpus"])
+        out.append({"pid": h["pid"], "comm": h["comm"], "gpus": gpus, "dri": h.get("dri", False)})
+    for h in out:
+        h["devices"] = ["nvidiactl"] + ["nvidia%d" % i for i in h["gpus"]] + (["dri/card0"] if h.get("dri") else [])
+    return out
 
 
 def render_kern_log(st, root=None, now=None):
@@ -665,6 +784,8 @@ def nvidia_smi(argv, root=None):
         while True:            # wedged GPU: the real tool blocks in the driver
             time.sleep(3600)
     args = list(argv)
+    if args[:1] == ["topo"]:
+        return smi_topo(st, args[1:])
     opt = {"q": False, "x": False, "d": None, "i": None, "query_gpu": None, "query_apps": None,
            "format": None, "reset": False, "L": False, "filename": None, "pm": None}
     i = 0
@@ -795,6 +916,26 @@ def nvidia_smi(argv, root=None):
     return rc
 
 
+def smi_topo(st, args):
+    """``nvidia-smi topo -m``: the GPU matrix; GPUs of one ``"nvlink_groups": [[0, 1], ...]`` entry
+    are NV2 to each other (NVLink, e.g. a V100 hybrid cube mesh), the rest SYS."""
+    if args[:1] not in (["-m"], ["--matrix"]):
+        sys.stderr.write("Invalid combination of input arguments. Please run 'nvidia-smi topo -h' for help.\n")
+        return 2
+    gpus = [g["index"] for g in st["gpus"]]
+    group = {}
+    for grp in st.get("nvlink_groups", []):
+        for i in grp:
+            group[i] = set(grp)
+    print("\t" + "\t".join("GPU%d" % i for i in gpus) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID")
+    for i in gpus:
+        cells = [" X " if j == i else "NV2" if j in group.get(i, ()) else "SYS" for j in gpus]
+        print("GPU%d\t" % i + "\t".join(cells) + "\t0-63\t0\t\tN/A")
+    print("\nLegend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect\n"
+          "  NV#  = Connection traversing a bonded set of # NVLinks")
+    return 0
+
+
 def gpu_reset(st, root, sel_arg, sel):
     if sel_arg is None:
         # real tool: resets all GPUs only when none is busy; we keep the common -i form
@@ -813,7 +954,12 @@ def gpu_reset(st, root, sel_arg, sel):
         # NVIDIA/gpu-operator #118 for nvidia-persistenced). Gated by the state flag
         # "reset_refuses_on_persistence" so scenarios that reset with persistence on keep working.
         held_by_pm = st.get("reset_refuses_on_persistence", False)
-        busy = [g for g in gpus if g.get("processes") or (held_by_pm and persistence_on(g))]
+        # Any other client holds the device the same way: a DCGM host engine / exporter (an active
+        # unit of services with a "pid"), a bare holder process (gpu_holders), a loaded nvidia_drm.
+        held = set(i for h in gpu_device_holders(st) for i in h["gpus"])
+        drm = "nvidia_drm" in loaded_modules(st)
+        busy = [g for g in gpus if g.get("processes") or (held_by_pm and persistence_on(g)) or g["index"] in held
+                or drm]
         if busy:
             print("The following GPUs could not be reset:")
             for g in busy:
@@ -1282,7 +1428,9 @@ def _svc_running(d, u):
         return 0
 
 
-def openibd_restart(st, now=None, stop_only=False, start_only=False):
+def openibd_restart(st, now=None, stop_only=False, start_only=False, by="openibd restart"):
+    """The IB stack going down and/or up (openibd, or ``by`` "mlx5 driver reload" for modprobe: counted
+    in ``services.openibd.reloads`` instead of ``restarts``)."""
     now = now or time.time()
     svc = st.setdefault("services", {}).setdefault("openibd", {"active": True})
     if not start_only:
@@ -1299,7 +1447,7 @@ def openibd_restart(st, now=None, stop_only=False, start_only=False):
         if f in ("flapping", "down"):
             freeze_counters(h, st, now)
             h["fault"] = None
-            h["fixed_by"] = "openibd restart"
+            h["fixed_by"] = by
         add_kernel(st, "mlx5_core %s: Port module event: module %d, Cable plugged"
                    % (h["pci"], int(h["name"].split("_")[1])), "info", t + 0.2)
         add_kernel(st, "mlx5_core %s %s: Link up" % (h["pci"], h["netdev"]), "info", t + 0.5)
@@ -1309,7 +1457,8 @@ def openibd_restart(st, now=None, stop_only=False, start_only=False):
             add_kernel(st, "mlx5_core %s %s: Link down" % (h["pci"], h["netdev"]), "info", t + 2.1)
     svc["active"] = True
     svc["since"] = now
-    svc["restarts"] = svc.get("restarts", 0) + 1
+    key = "restarts" if by == "openibd restart" else "reloads"
+    svc[key] = svc.get(key, 0) + 1
 
 
 _OPENIBD_MODULE_MSG = [  # openibd stop(): the storage modules it will not unload for you
@@ -1375,29 +1524,141 @@ def openibd_refuses(st, svc):
     return 1
 
 
+IB_DRIVER_MODULES = ("mlx5_core", "mlx5_ib")
+
+
+def _in_use(st, n, mods):
+    """kmod's refusal: another loaded module uses ``n``, a reference no module accounts for
+    (``module_refcount``), or a process holds /dev/infiniband and ``n`` is one of HOLDER_PINNED."""
+    held = any(h.get("device", "uverbs0") for h in st.get("ib_holders", []))
+    return bool(module_users(st, n, mods) or int((st.get("module_refcount") or {}).get(n, 0))
+                or (held and n in HOLDER_PINNED))
+
+
+def _modprobe_remove(st, n, mods, named=True):
+    """modprobe -r: ``n`` out, then its dependencies that nothing uses any more (man modprobe:
+    "If the modules it depends on are also unused, modprobe will try to remove them too")."""
+    if n not in mods:
+        if named:
+            print("modprobe: FATAL: Module %s is not in kernel." % n, file=sys.stderr)
+        return not named
+    if _in_use(st, n, mods):
+        if named:
+            print("modprobe: FATAL: Module %s is in use." % n, file=sys.stderr)
+        return not named
+    mods.remove(n)
+    for dep in module_deps(st, n):
+        _modprobe_remove(st, dep, mods, named=False)
+    return True
+
+
+def _modprobe_insert(st, n, mods):
+    for dep in module_deps(st, n):
+        if dep not in mods:
+            _modprobe_insert(st, dep, mods)
+    if n not in mods:
+        mods.append(n)
+
+
 def modprobe(argv, root=None):
-    """modprobe NAME / modprobe -r NAME... on the state's module list (kmod's messages)."""
+    """modprobe [-a] NAME... / modprobe -r NAME... on the state's module list, with kmod's messages and its
+    dependency handling (MODULE_DEPS). Taking mlx5_ib or mlx5_core out brings the IB ports down; loading
+    them back (both loaded again) brings them up like an openibd restart: a flapping or down port is
+    mended, a bad cable is not (``fixed_by`` "mlx5 driver reload", ``services.openibd.reloads``)."""
     root = _root(root)
-    remove = any(a in ("-r", "--remove", "-rv") for a in argv)
+    remove = "--remove" in argv or any(a.startswith("-") and not a.startswith("--") and "r" in a for a in argv)
     names = [a.replace("-", "_") for a in argv if not a.startswith("-")]
     if not names:
         print("modprobe: FATAL: Module name not given.", file=sys.stderr)
         return 1
+    rc = 0
     with locked(root):
         st = load(root)
         mods = loaded_modules(st)
+        up = all(m in mods for m in IB_DRIVER_MODULES)
         for n in names:
-            if remove and n in mods:
-                mods.remove(n)
-            elif remove:
-                print("modprobe: FATAL: Module %s is not in kernel." % n, file=sys.stderr)
-                return 1
-            elif n not in mods:
-                mods.append(n)
+            if remove and not _modprobe_remove(st, n, mods):
+                rc = 1
+                break
+            if not remove:
+                _modprobe_insert(st, n, mods)
         st["modules"] = mods
+        now_up = all(m in mods for m in IB_DRIVER_MODULES)
+        if up and not now_up and st.get("hcas"):
+            openibd_restart(st, stop_only=True)
+        elif now_up and not up and st.get("hcas"):
+            openibd_restart(st, start_only=True, by="mlx5 driver reload")
         save(st, root)
         render_sysfs(st, root)
-    return 0
+    return rc
+
+
+def unit_file(verb, u, root):
+    """``systemctl cat`` (any unit), and openibd on an inbox rdma-core stack (``"ib_stack": "inbox"``:
+    there is no openibd unit) -> rc, or None when systemctl() handles it."""
+    inbox = load(root).get("ib_stack") == "inbox"
+    if u == "openibd" and inbox:
+        if verb == "show":
+            print("Id=openibd.service\nNames=openibd.service\nLoadState=not-found\nActiveState=inactive\n"
+                  "SubState=dead\nMainPID=0\nUnitFileState=")
+            return 0
+        print(("No files found for %s.service." if verb == "cat" else "Unit %s.service could not be found.") % u,
+              file=sys.stderr)
+        return 1 if verb == "cat" else 4 if verb == "status" else 5
+    if verb != "cat":
+        return None
+    st = load(root)
+    d = os.path.join(root, "services")
+    if u == "openibd":
+        print("# /lib/systemd/system/openibd.service\n[Unit]\nDescription=openibd - configure Mellanox devices\n\n"
+              "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/etc/init.d/openibd start bootid=%b\n"
+              "ExecStop=/etc/init.d/openibd stop\nExecReload=/etc/init.d/openibd restart")
+        return 0
+    if os.path.exists(os.path.join(d, u + ".start")) or u in st.get("services", {}):
+        print("# /etc/systemd/system/%s.service\n[Service]\nExecStart=/usr/sbin/%s" % (u, u))
+        return 0
+    print("No files found for %s.service." % u, file=sys.stderr)
+    return 1
+
+
+def state_unit(verb, u, root):
+    """Units whose state lives in state.json ``services[u]`` (not openibd): ``{"active": bool, "pid"?,
+    "comm"?, "start_fails"?, "stop_fails"?}`` -- nvidia-dcgm / dcgm-exporter (their main process holds
+    every GPU while active, see gpu_device_holders), nvidia-fabricmanager. -> rc, or None (not one)."""
+    with locked(root):
+        st = load(root)
+        svc = st.get("services", {}).get(u)
+        if u == "openibd" or svc is None:
+            return None
+        a = svc.get("active", True)
+        rc = 0
+        if verb in ("start", "restart") and svc.get("start_fails"):
+            svc["active"] = False
+            print("Job for %s.service failed because the control process exited with error code." % u,
+                  file=sys.stderr)
+            rc = 1
+        elif verb == "stop" and svc.get("stop_fails"):
+            print("Job for %s.service canceled." % u, file=sys.stderr)
+            rc = 1
+        elif verb in ("start", "restart", "stop"):
+            svc["active"] = verb != "stop"
+            svc["starts"] = svc.get("starts", 0) + (verb != "stop")
+        elif verb == "is-active":
+            print("active" if a else "inactive")
+            rc = 0 if a else 3
+        elif verb == "status":
+            print("* %s.service - %s" % (u, "active (running)" if a else "inactive (dead)"))
+            rc = 0 if a else 3
+        elif verb == "show":
+            print("Id=%s.service\nNames=%s.service\nLoadState=loaded\nActiveState=%s\nSubState=%s\nMainPID=%d\n"
+                  "UnitFileState=enabled" % (u, u, "active" if a else "inactive", "running" if a else "dead",
+                                             svc.get("pid", 0) if a else 0))
+        else:
+            print("fake systemctl: unsupported verb %s" % verb, file=sys.stderr)
+            rc = 1
+        save(st, root)
+        render_sysfs(st, root)
+    return rc
 
 
 def systemctl(argv, root=None):
@@ -1410,6 +1671,10 @@ def systemctl(argv, root=None):
     verb = args[0]
     units = [a.strip("'\"") for a in args[1:]]
     u = units[0][:-8] if units and units[0].endswith(".service") else (units[0] if units else "")
+    if u and (verb == "cat" or u == "openibd"):
+        rc = unit_file(verb, u, root)       # systemctl cat; no openibd on an inbox stack
+        if rc is not None:
+            return rc
     if verb in ("daemon-reload", "daemon-reexec", "reset-failed", "enable", "disable", "mask", "unmask"):
         return 0
     if verb == "is-enabled":
@@ -1455,6 +1720,9 @@ def systemctl(argv, root=None):
                 rc = 1
             save(st, root)
             render_sysfs(st, root)
+        return rc
+    rc = state_unit(verb, u, root)
+    if rc is not None:
         return rc
     # process-backed units (slurmd): <unit>.start (shell cmd that daemonizes) + <unit>.pidfile
     known = os.path.exists(os.path.join(d, u + ".start"))
@@ -1533,6 +1801,8 @@ def main(argv=None):
         return 2
     tool, args = argv[0], argv[1:]
     root = _root()
+    if tool == "live":
+        return live(args, root)
     if tool == "refresh":
         log_command("fakehw-refresh", args, root)
         if args[:1] == ["--loop"]:      # a live sysfs: re-render every 0.2 s for that many seconds

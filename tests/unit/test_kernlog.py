@@ -96,7 +96,8 @@ def test_capture_002_peermem_noise_not_blamed():
 def test_capture_003_gpu_index_uuid_and_ctime():
     facts, findings = parse_kernel_log(load("003-gpud-xid119-gsp-rpc-timeout")[0])
     (f,) = findings
-    assert f["gpu"] == {"pci": "0000:9b:00.0", "index": 4, "uuid": "GPU-509665ad-b600-ac93-3616-d754b23d636d"}
+    assert f["gpu"] == {"pci": "0000:9b:00.0", "index": 4, "uuid": "GPU-509665ad-b600-ac93-3616-d754b23d636d",
+                        "serial": "1650124014249"}  # 'NVRM: GPU Board Serial Number', line 2
     assert f["rung"] == "gpu_reset" and f["severity"] == "critical" and f["source"] == "kern.log:3"
     x = facts["xids"][0]
     assert x["count"] == 5 and x["first"] == "2025-02-23T16:24:18+00:00" and x["last"] == "2025-02-23T16:30:13+00:00"

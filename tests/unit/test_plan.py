@@ -118,16 +118,26 @@ def test_xid48_pending_remap_drain_then_reset(rack):
     assert n06["decision"] == "act" and [r["rung"] for r in n06["rungs"]] == ["drain", "gpu_reset"]
     reset = rung(plan, N06, "gpu_reset")
     assert reset["scope"] == "gpu" and reset["disruptive"] is True and reset["status"] == "planned"
-    assert reset["target"]["gpus"] == [{"pci": "0000:97:00.0", "index": 4,
-                                        "uuid": "GPU-e06562a9-f548-bbfd-c81e-b9c68f2f1587"}]
+    assert reset["target"]["gpus"] == [{"pci": "0000:97:00.0", "index": 4, "serial": None,
+                                        "uuid": "GPU-e06562a9-f548-bbfd-c81e-b9c68f2f1587",
+                                        # what gpu_reset's fault_kinds gets: kinds and xid:N
+                                        "kinds": ["xid", "xid:48", "ecc_uncorrectable_volatile",
+                                                  "row_remap_pending", "xid:63"]}]
     assert argvs(plan, N06) == [rung(plan, N06, "drain")["commands"][0], ["nvidia-smi", "-r", "-i", "0000:97:00.0"]]
     assert n06["after"]["on_healthy"] == ["scontrol", "update", "NodeName=gpu-r3-n06", "State=RESUME"]
 
 
-def test_flapping_port_is_drained_up_to_its_rung_only(rack):
+def test_flapping_port_is_drained_then_gets_one_ib_restart_before_the_cable(rack):
     plan = make_plan(rack, WIDE)
     n05 = host(plan, N05)
-    assert [r["rung"] for r in n05["rungs"]] == ["drain"]  # the taxonomy's rung for link errors is drain
+    # the taxonomy's rung for link errors is drain; a flapping link gets one restart of the IB
+    # stack on the drained node (its soak tells a stuck HCA from a cable)
+    assert [r["rung"] for r in n05["rungs"]] == ["drain", "ib_restart"]
+    restart = rung(plan, N05, "ib_restart")
+    assert restart["target"] == {"hcas": ["mlx5_4"]} and restart["status"] == "planned"
+    assert any("one try" in n and "cable" in n for n in restart["notes"])
+    off = make_plan(rack, dict(WIDE, ib_restart_on_flap=False))
+    assert [r["rung"] for r in host(off, N05)["rungs"]] == ["drain"]
     assert rung(plan, N05, "drain")["scope"] == "host" and rung(plan, N05, "drain")["disruptive"] is False
     assert n05["evidence"] == "mlx5_4/1: port flapping: the link went down 37 times since the counters were " \
                               "last cleared"
@@ -150,7 +160,8 @@ def test_healthy_hosts_and_hosts_outside_remediate_get_nothing(rack):
 def test_commands_follow_the_cheapest_first_order(rack):
     plan = make_plan(rack, dict(WIDE, allow_reboot=True))
     order = [(c["host"], c["rung"]) for c in plan["commands"]]
-    assert order == [(N03, "drain"), (N03, "reboot"), (N06, "drain"), (N06, "gpu_reset"), (N05, "drain")]
+    assert order == [(N03, "drain"), (N03, "reboot"), (N06, "drain"), (N06, "gpu_reset"), (N05, "drain"),
+                     (N05, "ib_restart")]
 
 
 def test_cli_analysis_without_a_cluster_section_plans_the_same_hosts():
@@ -218,6 +229,13 @@ def test_our_own_drain_is_not_redone(rack):
     assert argvs(plan, N06) == [["nvidia-smi", "-r", "-i", "0000:97:00.0"]]
     # it holds the one slot: nobody else is drained
     assert host(plan, N03)["decision"] == "blocked" and plan["summary"]["drains"] == 0
+    # slurm_node's ownership record decides when it is known: our prefix copied by hand is not ours
+    copied = {"slurm": dict(ours["slurm"], owned=False)}
+    plan = make_plan(rack, {"max_drain": 1, "max_drain_percent": 100}, {N06: copied})
+    assert rung(plan, N06, "drain")["status"] == "blocked"
+    assert host(plan, N06)["reason"].startswith("node already drained by someone else: gpu-runbook: gr-1")
+    plan = make_plan(rack, {"max_drain": 1, "max_drain_percent": 100}, {N06: {"slurm": dict(ours["slurm"], owned=True)}})
+    assert rung(plan, N06, "drain")["status"] == "done"
 
 
 def test_drained_without_a_known_reason_is_doubt(rack):
@@ -262,18 +280,23 @@ def test_one_rail_sick_on_many_hosts_is_a_network_incident():
     hosts["n4"] = [rail_errors("mlx5_1"), finding(
         "xid", "Xid 79 on GPU 0000:3b:00.0", xid=79, rung="reboot", gpu=gpu_ref("0000:3b:00.0"))]
     hosts["n5"] = []
-    plan = make_plan(cluster(hosts), WIDE)
+    plan = make_plan(cluster(hosts), dict(WIDE, rail_errors="drain"))
     assert [(i["kind"], i["name"], i["hosts"]) for i in plan["incidents"]] == [
         ("rail", "mlx5_1", ["n1", "n2", "n3", "n4"])]
     for name in ("n1", "n2", "n3"):
         assert host(plan, name)["decision"] == "blocked"
         assert "correlated failure (rail mlx5_1)" in host(plan, name)["reason"]
+    # by default a rail that errors with its link up is left out by the job, never a drain
+    default = make_plan(cluster(hosts), WIDE)
+    for name in ("n1", "n2", "n3"):
+        assert [r["rung"] for r in host(default, name)["rungs"]] == ["nccl_env"]
+    assert default["incidents"] == plan["incidents"] and default["summary"]["drains"] == 1  # n4's GPU
     assert host(plan, "n4")["decision"] == "act"  # its GPU fault still needs the drain
     assert rung(plan, "n4", "gpu_reset")["status"] == "skipped"  # Xid 79 alone: no reset either
     assert "Xid 79" in rung(plan, "n4", "gpu_reset")["blockers"][0]
     assert plan["job"]["env"][0] == "NCCL_IB_HCA=^=mlx5_1"
-    # two hosts on one rail are below the threshold: drained as usual
-    two = make_plan(cluster({"n1": [rail_errors()], "n2": [rail_errors()], "n3": []}), WIDE)
+    # two hosts on one rail are below the threshold: drained as usual (when rails are drained)
+    two = make_plan(cluster({"n1": [rail_errors()], "n2": [rail_errors()], "n3": []}), dict(WIDE, rail_errors="drain"))
     assert two["incidents"] == [] and two["summary"]["drains"] == 2
 
 
@@ -367,3 +390,26 @@ def test_bad_facts_never_raise_and_never_enable_a_step(rack):
 def test_incident_id_from_policy_goes_into_the_reason(rack):
     plan = make_plan(rack, {"incident_id": "INC-42"})
     assert rung(plan, N03, "drain")["commands"][0][-1].startswith("Reason=gpu-runbook: INC-42: Xid 79")
+
+
+def test_symbol_errors_alone_get_no_restart_they_are_the_cable():
+    sym = finding("ib_symbol_errors", "mlx5_2/1: symbol errors rising", ib={"device": "mlx5_2", "port": 1},
+                  severity="critical")
+    plan = make_plan(cluster({"a": [sym]}), dict(WIDE, rail_errors="drain"))
+    assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["drain"]
+    # by default: one rail erroring is excluded for the job, the node keeps serving
+    plan = make_plan(cluster({"a": [sym]}), WIDE)
+    assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["nccl_env"]
+    assert plan["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_2"] and plan["summary"]["drains"] == 0
+
+
+def test_unknown_slurm_state_blocks_the_drain_and_every_rung_after_it(rack):
+    facts = {N06: {"slurm": {"error": "slurmctld unreachable: Connection refused"}}}
+    plan = make_plan(rack, WIDE, facts)
+    n06 = host(plan, N06)
+    assert n06["decision"] == "blocked"
+    assert rung(plan, N06, "drain")["blockers"] == [
+        "Slurm state unknown: slurmctld unreachable: Connection refused: no drain without knowing the node's state"]
+    assert rung(plan, N06, "gpu_reset")["status"] == "blocked"
+    assert N06 not in {c["host"] for c in plan["commands"]}
+    assert host(plan, N03)["decision"] == "act"  # the others are planned as before

@@ -10,8 +10,9 @@ not given); BSD syslog has no year, so ``year`` (default: the year of ``since``,
 year) supplies it. Lines split on '\\n'.
 
 The package: ``timestamps`` (formats and times), ``patterns`` (the messages), ``prefilter``
-(which lines can matter), ``scanner`` (the state machine), ``derive`` (its findings),
-``filescan`` (files on disk).
+(which lines can matter), ``scanner`` (the state machine), ``identity`` (which board -- UUID
+and serial -- sits at which PCI address: facts ``gpus``), ``derive`` (its findings), ``filescan``
+(files on disk).
 """
 
 from ..findings import never_raise

@@ -9,20 +9,21 @@ from .patterns import DATA_TASK_RE, DRIVER_TASK_RE
 AER_STORM = 25  # corrected errors in one log that make a marginal link, not noise
 
 
-def xid_findings(xids, uuids, sref):
-    """``xids``: the scanner's Xid records in line order."""
+def xid_findings(xids, ids, sref):
+    """``xids``: the scanner's Xid records in line order; ``ids``: the GPU identities
+    (identity.GpuIdentities) that name each GPU's UUID and board serial."""
     app_first = {}  # pci -> first line of an application-class Xid
     for r in xids:
         e = lookup(r["xid"])
         if e and e["category"] == "application":
             app_first.setdefault(r["pci"], r["line"])
-    return [_xid_finding(r, uuids, app_first, sref) for r in xids]
+    return [_xid_finding(r, ids, app_first, sref) for r in xids]
 
 
-def _xid_finding(r, uuids, app_first, sref):
+def _xid_finding(r, ids, app_first, sref):
     code, pci = r["xid"], r["pci"]
     where = dict(evidence=r["evidence"], source=sref(r["line"]), xid=code,
-                 gpu=gpu_ref(pci, index=r["index"], uuid=uuids.get(pci)))
+                 gpu=ids.ref(gpu_ref(pci, index=r["index"])))
     when = "" if r["first"] is None else (" first %s, last %s" % (r["first"], r["last"]))
     proc = (", process %s" % r["process"]) if r["process"] else ""
     e = lookup(code)
@@ -48,11 +49,11 @@ def bad_xid_finding(bad, sref):
                    evidence=ev, source=sref(line))
 
 
-def gpu_event_findings(events, uuids, sref):
+def gpu_event_findings(events, ids, sref):
     """``events``: {(kind, pci): record} of GPUs off the bus / failing to initialise."""
     out = []
     for (kind, pci), r in sorted(events.items(), key=lambda kv: kv[1]["line"]):
-        gpu = gpu_ref(pci, uuid=uuids.get(pci)) if pci else None
+        gpu = ids.ref(gpu_ref(pci)) if pci else None
         where = pci or "unknown PCI address"
         if kind == "gpu_fallen_off_bus":
             msg = "GPU %s has fallen off the bus (%d line(s))" % (where, r["count"])
@@ -111,11 +112,13 @@ def _hca_findings(name, pci, r, sref):
     return out
 
 
-def aer_findings(aer, gpu_pcis, sref):
+def aer_findings(aer, gpu_pcis, sref, ids=None):
     """``aer``: {(class, pci): record}; a device the log knows as a GPU makes it a GPU finding."""
     out = []
     for (cls, pci), r in sorted(aer.items(), key=lambda kv: kv[1]["line"]):
         gpu = gpu_ref(pci) if pci and pci in gpu_pcis else None
+        if gpu and ids is not None:
+            ids.ref(gpu)
         where = pci or "unknown device"
         kw = dict(evidence=r["evidence"], source=sref(r["line"]), gpu=gpu,
                   category="gpu_hardware" if gpu else "unknown")

@@ -13,6 +13,13 @@ XID_REST_RE = re.compile(
 GPU_IDX_RE = re.compile(r"\bGPU(\d{1,3})\b")
 GPU_UUID_RE = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<pci>" + _PCI + r"): (?P<uuid>GPU-[0-9a-fA-F-]{8,})")
 NVRM_PCI_RE = re.compile(r"NVRM: (?:GPU |Xid \()?(?:at )?(?:PCI:)?(?P<pci>" + _PCI + r")")
+# The board serial the driver prints right after 'GPU at PCI:..: GPU-uuid' (no address of its
+# own), and the one it prints with the address when a GPU falls off the bus (osinit.c).
+GPU_SERIAL_RE = re.compile(r"NVRM: GPU Board Serial Number: *(?P<serial>.*)$")
+GPU_SERIAL_AT_RE = re.compile(r"NVRM: GPU (?:at )?(?:PCI:)?(?P<pci>" + _PCI + r"): GPU serial number is "
+                              r"(?P<serial>.*)$")
+_SERIAL_TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_NO_SERIAL = frozenset(("n/a", "na", "none", "null", "unknown", "not supported", "not available", "unavailable"))
 
 MLX_RE = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
                     r"(?: (?P<dev>[^\s:]+))?: (?P<msg>.*)")
@@ -31,6 +38,15 @@ HUNG_RE = re.compile(r"task (?P<comm>.+?):(?P<pid>\d+) blocked for more than (?P
 # (NFS/Lustre I/O) starves the training loop: a DataLoader stall, not a GPU fault.
 DATA_TASK_RE = re.compile(r"^(?:pt_data_worker|pt_data_pin|dataloader|data_worker)", re.I)
 DRIVER_TASK_RE = re.compile(r"^(?:nv|nvidia|UVM|mlx5|ib_|rdma|kworker)", re.I)
+
+
+def board_serial(raw):
+    """The serial of a 'Board Serial Number' / 'serial number is' line, or None for what is no
+    serial: '[N/A]', '[not supported]', '0' (a GPU that came back degraded), garbage."""
+    s = (raw or "").strip().rstrip(".").strip().strip("[]()<>").strip()
+    if not s or s.lower() in _NO_SERIAL or not s.strip("0") or not _SERIAL_TOKEN_RE.match(s):
+        return None
+    return s
 
 
 def nvrm_gpu_event(line):

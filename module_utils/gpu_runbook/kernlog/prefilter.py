@@ -15,7 +15,9 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 
 # Substrings every interesting line contains. Each needle is one pass over the data
 # (~2-3 GB/s), so keep the list short: an OOM kill always logs
-# '[Oo]ut of memory: Kill(ed) process' next to its 'oom-kill:' summary.
+# '[Oo]ut of memory: Kill(ed) process' next to its 'oom-kill:' summary. "NVRM: " also keeps the
+# GPU identity lines ('GPU at PCI:..: GPU-uuid', 'GPU Board Serial Number: ..', 'GPU <pci>: GPU
+# serial number is ..'): a GPU off the bus has no other record of its serial.
 NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than")
 
 

@@ -10,8 +10,9 @@ from datetime import datetime
 from ..findings import finding, normalize_pci
 from ..timeutil import UTC, iso, parse_tz
 from . import derive
-from .patterns import (AER_CLASS, AER_RE, AER_SEV_RE, GPU_IDX_RE, GPU_UUID_RE, HUNG_RE, MLX_RE, NVRM_PCI_RE,
-                       OOM_RE, PCI_FULL_RE, PORT_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
+from .identity import GpuIdentities
+from .patterns import (AER_CLASS, AER_RE, AER_SEV_RE, GPU_IDX_RE, HUNG_RE, MLX_RE, NVRM_PCI_RE, OOM_RE,
+                       PCI_FULL_RE, PORT_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
 
@@ -49,7 +50,7 @@ class KernelLogScanner:
         self._hostname = None
         self._xids = {}             # (code, pci) -> record
         self._bad_xid = None        # [count, line, evidence]
-        self._uuids = {}            # pci -> GPU uuid
+        self._ids = GpuIdentities(MAX_KEYS)  # pci -> GPU uuid and board serial
         self._gpu_pcis = set()
         self._gpu_events = {}       # (kind, pci) -> record (off the bus, init failed)
         self._ib = {}               # mlx5 pci -> counters
@@ -71,6 +72,7 @@ class KernelLogScanner:
         numbering its lines from 1 ("dmesg.txt:12"). Ends the previous file's last line."""
         self.close()
         self._aer_header = self._oom_last = None  # line proximity does not cross files
+        self._ids.reset()
         if self.lines == self._segments[-1][0]:
             self._segments[-1] = (self.lines, source)  # nothing was read under the last name
         else:
@@ -219,12 +221,10 @@ class KernelLogScanner:
         if "Xid" in line:
             self._xid(ctx)
             return
-        m = GPU_UUID_RE.search(line)
-        if m:
-            pci = normalize_pci(m.group("pci"))
-            self._gpu(pci)
-            if len(self._uuids) < MAX_KEYS:
-                self._uuids.setdefault(pci, m.group("uuid"))
+        pci = self._ids.feed(ctx)  # 'GPU at PCI:..: GPU-uuid', 'GPU Board Serial Number: ..'
+        if pci is not None:
+            if pci:
+                self._gpu(pci)
             return
         kind = nvrm_gpu_event(line)
         if kind is None or not self._in_window(ctx):
@@ -398,13 +398,13 @@ class KernelLogScanner:
         self.close()
         sref = self.sref
         xids = sorted(self._xids.values(), key=lambda r: r["line"])
-        findings = derive.xid_findings(xids, self._uuids, sref)
+        findings = derive.xid_findings(xids, self._ids, sref)
         if self._bad_xid:
             findings.append(derive.bad_xid_finding(self._bad_xid, sref))
-        findings.extend(derive.gpu_event_findings(self._gpu_events, self._uuids, sref))
+        findings.extend(derive.gpu_event_findings(self._gpu_events, self._ids, sref))
         ib_findings, ib_devices = derive.ib_findings(self._ib, self._ib_names, sref)
         findings.extend(ib_findings)
-        findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref))
+        findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref, self._ids))
         findings.extend(derive.oom_findings(self._oom, sref))
         findings.extend(derive.hung_findings(self._hung, sref))
         findings.extend(self._log_findings())
@@ -436,7 +436,7 @@ class KernelLogScanner:
             "xids": [dict({k: r[k] for k in ("xid", "pci", "pid", "process", "message", "count", "first", "last",
                                              "line", "index", "processes")}, source=self.sref(r["line"]))
                      for r in xids],
-            "gpus": {pci: {"uuid": self._uuids.get(pci)} for pci in sorted(self._gpu_pcis)},
+            "gpus": self._ids.facts(self._gpu_pcis),  # {pci: {uuid, serial}}: gpu_catalog reads it
             "events": [dict(e, source=self.sref(e["line"])) for e in self._events],
             "events_dropped": self.dropped_events,
             "window": {"since": iso(self.since.astimezone(self.zone)) if self.since else None,

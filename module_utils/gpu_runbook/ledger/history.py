@@ -36,6 +36,8 @@ DEFAULT_POLICY = {
 # what a spent budget climbs to; "reboot" only where the policy allows it
 ESCALATE = {"gpu_reset": ("reboot", "rma"), "reboot": ("rma",), "ib_restart": ("drain",)}
 COUNTED_RESULTS = ("ok", "failed")
+# ladder steps a remedy record may name besides the rungs (ledger/recall.py reads them)
+REMEDY_STEPS = ("verify",)
 ID_KEYS = ("serial", "uuid", "pci")
 _BAD = ("", "n/a", "[n/a]", "none", "unknown", "[unknown error]", "not found")
 
@@ -159,11 +161,13 @@ def fault_entry(raw, now):
 
 
 def remedy_entry(raw, now):
-    """A remedy record: target + rung (taxonomy) + result (ok/refused/failed/skipped) + when."""
+    """A remedy record: target + rung (a taxonomy rung, or ``verify``: the ladder saw the host
+    healthy after its fix) + result (ok/refused/failed/skipped) + when."""
     out = _entry(raw, now, "remedy")
     rung, result = _clean(raw.get("rung")), _clean(raw.get("result"))
-    if rung not in RUNG_TABLE:
-        raise LedgerError("history remedy: rung %r is not a rung (%s)" % (rung, ", ".join(RUNG_TABLE)))
+    if rung not in RUNG_TABLE and rung not in REMEDY_STEPS:
+        raise LedgerError("history remedy: rung %r is neither a rung (%s) nor %s"
+                          % (rung, ", ".join(RUNG_TABLE), ", ".join(REMEDY_STEPS)))
     if result not in ("ok", "refused", "failed", "skipped"):
         raise LedgerError("history remedy: result %r must be ok, refused, failed or skipped" % (result,))
     out.update(rung=rung, result=result, check_mode=bool(raw.get("check_mode", False)))

@@ -14,8 +14,8 @@ gives a plan with an ``errors`` entry and nothing to do, never a traceback.
 from ..taxonomy import RUNG_RANK, RUNG_TABLE
 from .gates import Caps, correlated_incidents, incident_blocker, priority
 from .jobenv import job_section, nccl_env_rung, one_bad_rail, timeout_rung, wants_timeout
-from .ladder import (block, drain_rung, evidence_line, gpu_reset_rung, ib_restart_rung, node_rungs, reboot_rung,
-                     rma_rung, serious, unfixable_by_reset)
+from .ladder import (block, drain_rung, evidence_line, flapping, gpu_reset_rung, ib_restart_rung, node_rungs,
+                     reboot_rung, rma_rung, serious, unfixable_by_reset)
 from .policy import PolicyError, incident_id, node_state, normalize_policy, one_line
 
 SCHEMA = "gpu-runbook/plan/v1"
@@ -99,8 +99,12 @@ def _plan_host(h, host_facts, ctx):
     out = {"host": name, "verdict": h.get("verdict"), "severity": h.get("severity"), "rung": h.get("rung"),
            "evidence": evidence_line(h), "slurm": words or None, "decision": "skip", "reason": "",
            "rungs": [], "blockers": [], "final": None, "after": None}
-    in_rem = name in ctx["remediate"]
-    job_rungs = _job_rungs(findings, in_rem, ctx["policy"])
+    rail = one_bad_rail(findings)
+    if rail and ctx["policy"]["rail_errors"] == "drain" and name in ctx["remediate"]:
+        rail = None
+    # one rail erroring (link up): the job leaves it out; the node is not drained for it
+    in_rem = name in ctx["remediate"] and not rail
+    job_rungs = _job_rungs(findings, rail, ctx["policy"])
     node = _node_ladder(h, findings, host_facts, ctx) if in_rem else []
     if node:
         _gate_drain(out, node, unavailable, ours, words, h, ctx)
@@ -110,8 +114,7 @@ def _plan_host(h, host_facts, ctx):
     return out
 
 
-def _job_rungs(findings, in_rem, policy):
-    rail = None if in_rem else one_bad_rail(findings)
+def _job_rungs(findings, rail, policy):
     out = []
     if rail or any(f["rung"] == "nccl_env" for f in findings):
         out.append(nccl_env_rung(findings, [rail] if rail else []))
@@ -127,6 +130,8 @@ def _node_ladder(h, findings, host_facts, ctx):
     unfix = unfixable_by_reset(findings)
     if unfix and RUNG_RANK.get(h.get("rung"), 0) >= RUNG_RANK["gpu_reset"]:
         rungs = sorted(set(rungs) | {"gpu_reset"} | {v[1] for v in unfix.values()}, key=RUNG_RANK.get)
+    if rungs and p["ib_restart_on_flap"] and flapping(h, findings) and "ib_restart" not in rungs:
+        rungs = sorted(set(rungs) | {"ib_restart"}, key=RUNG_RANK.get)
     build = {"drain": lambda: drain_rung(name, ctx["incident"], evidence, findings),
              "gpu_reset": lambda: gpu_reset_rung(findings, unfix, host_facts),
              "ib_restart": lambda: ib_restart_rung(findings, p),
@@ -150,13 +155,15 @@ def _gate_drain(out, node, unavailable, ours, words, h, ctx):
     """Ownership, correlated failures and caps decide whether the drain may happen; every
     later node rung needs it."""
     drain = node[0]
-    if unavailable and ours:
+    if unavailable is None:
+        block(drain, "%s: no drain without knowing the node's state" % words)
+    elif unavailable and ours:
         drain["status"], drain["commands"] = "done", []
         drain["notes"].append("already drained by gpu-runbook: %s" % words)
         return
     if unavailable:
         block(drain, "node already drained by someone else: %s" % words)
-    else:
+    elif unavailable is not None:
         why = incident_blocker(h, ctx["incidents"]) or ctx["caps"].check(h["host"])
         if why:
             block(drain, why)

@@ -1,11 +1,8 @@
 """Job-scoped rungs: they change the job's next run (its environment beats ``~/.nccl.conf``,
 which beats ``/etc/nccl.conf``), never a node, so they need no drain."""
 
-import re
+from .ladder import FLAP_KINDS, PCI_LIKE, entry, serious
 
-from .ladder import entry, serious
-
-_PCI_LIKE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:")
 _USE_IB = ("nccl_socket_fallback", "nccl_watchdog_timeout_config")
 _RETRIES = ("ib_transport_retries_exceeded",)
 COLLECTIVE_NOTE = ("the collective timeout itself is init_process_group(timeout=) in the job's code (default "
@@ -13,16 +10,18 @@ COLLECTIVE_NOTE = ("the collective timeout itself is init_process_group(timeout=
 
 
 def one_bad_rail(findings):
-    """The one HCA (rail) all of a host's serious findings are on, else None: excluding it
-    for the job keeps an otherwise healthy node in service."""
+    """The one HCA (rail) all of a host's serious findings are on, as error counters of a link
+    that stays up, else None: excluding it for the job keeps an otherwise healthy node in
+    service. A link that went down or flapped is not this (the node ladder tries it)."""
     links = [f for f in findings if f.get("rung") != "none"]  # advice-only findings do not count
-    if not links or any(f.get("category") != "ib_network" or f.get("rung") != "drain" for f in links):
+    if not links or any(f.get("category") != "ib_network" or f.get("rung") != "drain"
+                        or f.get("kind") in FLAP_KINDS for f in links):
         return None
     devices = {(f.get("ib") or {}).get("device") for f in links}
     if len(devices) != 1:
         return None
     dev = devices.pop()
-    return dev if dev and not _PCI_LIKE.match(dev) else None
+    return dev if dev and not PCI_LIKE.match(dev) else None
 
 
 def ib_timeout_seconds(n):

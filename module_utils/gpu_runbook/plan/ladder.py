@@ -3,12 +3,15 @@ each with its target, the exact argv it would run and what blocks it on the host
 (a busy GPU, a fault a reset cannot fix, a rung the policy does not allow). Gates that
 look across hosts (ownership, caps, correlated failures) are applied by the caller."""
 
+import re
+
 from ..findings import normalize_pci
 from ..taxonomy import RUNG_RANK, RUNG_TABLE
 from ..verdict import primary_finding
 from .policy import OUR_PREFIX, one_line
 
 SERIOUS = ("warning", "critical")
+PCI_LIKE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:")
 NODE_SCOPES = ("gpu", "host")
 JOB_RUNGS = ("nccl_env", "timeout")
 
@@ -17,6 +20,10 @@ JOB_RUNGS = ("nccl_env", "timeout")
 _OFF_BUS_KINDS = ("gpu_fallen_off_bus", "gpu_lost", "nvml_field_gpu_lost")
 _OFF_BUS_XIDS = (79,)
 _REMAP_FAIL_KINDS = ("row_remap_failure", "unrepairable_memory")
+# A link that went down or flapped may come from a stuck HCA or driver state: one restart of
+# the IB stack on the drained node is worth a try before the cable; ib_restart's soak then
+# tells them apart (counters still rising -> the cable). Symbol errors alone are the cable.
+FLAP_KINDS = ("ib_link_downed", "ib_link_flap", "ib_link_dropped", "ib_link_error_recovery", "ib_port_down")
 
 
 def serious(host):
@@ -89,17 +96,27 @@ def drain_rung(name, incident, evidence, findings):
     return e
 
 
+def fault_names(f):
+    """What gpu_reset's fault_kinds takes: the kind, plus ``xid:N``."""
+    out = [f["kind"]] if f.get("kind") else []
+    if isinstance(f.get("xid"), int):
+        out.append("xid:%d" % f["xid"])
+    return out
+
+
 def _gpu_targets(findings, unfixable):
     """GPUs a reset would act on: those the reset-asking findings name, plus the ones a
-    reset cannot fix (named so the plan says why they are skipped)."""
+    reset cannot fix (named so the plan says why they are skipped); each with the fault
+    kinds that name it."""
     gpus = {}
     for f in findings:
         pci = _pci(f)
         if pci and (f["rung"] == "gpu_reset" or pci in unfixable):
-            g = gpus.setdefault(pci, {"pci": pci, "index": None, "uuid": None})
-            for k in ("index", "uuid"):
+            g = gpus.setdefault(pci, {"pci": pci, "index": None, "uuid": None, "serial": None, "kinds": []})
+            for k in ("index", "uuid", "serial"):
                 if g[k] is None and (f.get("gpu") or {}).get(k) is not None:
                     g[k] = f["gpu"][k]
+            g["kinds"].extend(k for k in fault_names(f) if k not in g["kinds"])
     return [gpus[k] for k in sorted(gpus)]
 
 
@@ -143,12 +160,22 @@ def gpu_reset_rung(findings, unfixable, host_facts):
     return e
 
 
+def flapping(host, findings):
+    """Link flaps on an IB-verdict host: worth one restart of the IB stack before the cable."""
+    return host.get("verdict") == "ib_network" and any(f.get("kind") in FLAP_KINDS for f in findings)
+
+
 def ib_restart_rung(findings, policy):
-    e = entry("ib_restart", _why(findings, "ib_restart"))
-    hcas = sorted({(f.get("ib") or {}).get("device") for f in findings
-                   if f["rung"] == "ib_restart" and (f.get("ib") or {}).get("device")})
+    asking = [f for f in findings if f["rung"] == "ib_restart" or f.get("kind") in FLAP_KINDS]
+    e = entry("ib_restart", _why(findings, "ib_restart") or (primary_finding(asking) or {}).get("message", ""))
+    # kernel lines name the HCA by its PCI address: ib_restart waits for the named devices only
+    hcas = sorted({(f.get("ib") or {}).get("device") for f in asking
+                   if (f.get("ib") or {}).get("device") and not PCI_LIKE.match(f["ib"]["device"])})
     e["target"] = {"hcas": hcas}
     e["commands"] = [["systemctl", "restart", policy["ib_unit"]]]
+    if any(f.get("kind") in FLAP_KINDS for f in asking) and not any(f["rung"] == "ib_restart" for f in asking):
+        e["notes"].append("one try: a link that flaps from a stuck HCA or driver state comes back clean; "
+                          "error counters still rising over the soak mean the cable (the node stays drained)")
     e["notes"].append("only on a drained node with nothing using the IB stack (Lustre o2ib, NFS/NVMe over RDMA, "
                       "opensm, holders of /dev/infiniband are pre-checked); nvidia_peermem is unloaded and reloaded "
                       "around it; every port must come back Active/LinkUp")

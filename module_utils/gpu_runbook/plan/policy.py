@@ -23,6 +23,8 @@ DEFAULTS = {
     "correlated_fraction": 0.5,     # share of a domain sick at once -> facility/network incident
     "correlated_rail_hosts": 3,     # hosts with errors on one rail -> network incident
     "ib_unit": "openibd",           # the IB stack's unit (MLNX/DOCA OFED)
+    "ib_restart_on_flap": True,     # one IB stack restart for a flapping link before the cable
+    "rail_errors": "exclude",       # one rail erroring, link up: "exclude" it for the job, or "drain"
     "nccl_ib_timeout": 22,          # NCCL_IB_TIMEOUT for the timeout rung (4.096 us x 2^n)
     "nccl_ib_retry_cnt": 7,         # NCCL_IB_RETRY_CNT (0-7)
 }
@@ -81,8 +83,9 @@ def normalize_policy(policy):
         raise PolicyError("unknown policy key(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
     p = dict(DEFAULTS)
     p.update({k: v for k, v in policy.items() if v is not None})
-    if not isinstance(p["allow_reboot"], bool):
-        raise PolicyError("policy allow_reboot must be true or false, not %r" % (p["allow_reboot"],))
+    for name in ("allow_reboot", "ib_restart_on_flap"):
+        if not isinstance(p[name], bool):
+            raise PolicyError("policy %s must be true or false, not %r" % (name, p[name]))
     allowed = set(_check_rungs(p["allowed_rungs"]) if p["allowed_rungs"] is not None else RUNGS)
     allowed.discard("reboot")
     if p["allow_reboot"] and (p["allowed_rungs"] is None or "reboot" in p["allowed_rungs"]):
@@ -95,6 +98,8 @@ def normalize_policy(policy):
     _int("correlated_rail_hosts", p["correlated_rail_hosts"], 2)
     _int("nccl_ib_timeout", p["nccl_ib_timeout"], 1, 31)
     _int("nccl_ib_retry_cnt", p["nccl_ib_retry_cnt"], 0, 7)
+    if p["rail_errors"] not in ("exclude", "drain"):
+        raise PolicyError("policy rail_errors must be 'exclude' or 'drain', not %r" % (p["rail_errors"],))
     p["domains"] = _check_domains(p["domains"] or {})
     p["already_drained"] = _names("already_drained", p["already_drained"] or [])
     if not isinstance(p["ib_unit"], str) or not _UNIT_RE.match(p["ib_unit"]):
@@ -119,16 +124,20 @@ def incident_id(analysis, policy):
 
 
 def node_state(slurm):
-    """A Slurm lookup ({"state", "reason", "reason_user"}) -> (unavailable: bool, ours: bool,
-    words). unavailable: drained, draining or down; ours: its reason carries our prefix."""
+    """A Slurm lookup ({"state", "reason", "reason_user"} or {"error"}) -> (unavailable, ours,
+    words). unavailable: drained, draining or down (None: the lookup failed, so nobody knows);
+    ours: slurm_node's record says so (``owned``), else its reason carries our prefix."""
     if not isinstance(slurm, dict):
         return False, False, ""
+    if slurm.get("error"):
+        return None, False, "Slurm state unknown: %s" % one_line(slurm["error"], 200)
     state = slurm.get("state")
     parts = state if isinstance(state, (list, tuple)) else re.split(r"[+ ,]", str(state or ""))
     parts = {str(s).strip().upper().rstrip("*~#!%$@^-") for s in parts if str(s).strip()}
     unavailable = any(s.startswith("DRAIN") or s in ("DOWN", "FAIL", "FAILING") for s in parts)
     reason = one_line(slurm.get("reason") or "", 200)
-    ours = unavailable and reason.startswith(OUR_PREFIX)
+    # slurm_node's ownership record is the proof; without one, our prefix is the best hint
+    ours = unavailable and (slurm["owned"] is True if "owned" in slurm else reason.startswith(OUR_PREFIX))
     who = slurm.get("reason_user")
     words = "%s (%s%s)" % (reason or "no reason given", "+".join(sorted(parts)) or "?",
                            ", by %s" % who if who else "")
