@@ -363,3 +363,28 @@ def test_live_host_whose_slurm_state_is_unknown_is_not_drained(live, tmp_path):
     audit = [json.loads(x) for x in (tmp_path / "state" / "audit.jsonl").read_text().splitlines()]
     assert [(a["rung"], a["result"]) for a in audit if a.get("host") == "node-live"] == [("plan", "refused")]
     assert not (tmp_path / "state" / "lock.json").exists()
+
+
+def _listed(*tags):
+    proc = run_playbook(["playbooks/remediate.yml", "-i", os.path.join(DEMO, "hosts.ini"), "-l", "gpu-rack3",
+                         "--list-tasks"] + list(tags))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize("tags,runs,skipped", [
+    (["--tags", "drain,verify"], ["Drain the node", "Verify, then resume"],
+     ["Reset the GPUs", "Restart the IB stack", "Exclude sick rails and fix", "Set the IB retry timeouts"]),
+    (["--skip-tags", "gpu_reset,ib_restart"], ["Drain the node", "Verify, then resume", "Exclude sick rails and fix"],
+     ["Reset the GPUs", "Restart the IB stack"]),
+])
+def test_tags_choose_rungs_but_never_the_diagnosis_the_plan_or_the_rescue(tags, runs, skipped):
+    out = _listed(*tags)
+    for always in ("gpu_health : Gather GPU, kernel-log and InfiniBand health", "Plan the remediation from the fresh",
+                   "Take the lock and group the hosts", "Note when this host's ladder started",
+                   "Report and release the lock"):
+        assert always in out, always
+    for name in runs:
+        assert name in out, name
+    for name in skipped:
+        assert name not in out, name
