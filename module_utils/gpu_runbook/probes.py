@@ -201,6 +201,11 @@ def _tool_probe(gather, argv, is_report=_any_output):
                     % (" ".join(argv), _MAX_OUTPUT >> 20, _MAX_OUTPUT >> 20), argv[0])
     if rc == 0:
         return out
+    if rc is not None and rc < 0 and gather.left() <= 0:
+        # killed by a signal once the deadline had passed: our own deadline kill, seen by this
+        # thread as the tool's exit before the timeout was raised to it
+        return _error("timeout", "%s: no answer after %ss" % (os.path.basename(exe), gather.seconds), argv,
+                      seconds=gather.seconds)
     said = (err.strip() + "\n" + out.strip()).strip()[:_MAX_SAID]
     low = said.lower()
     if "permission denied" in low or "operation not permitted" in low or "insufficient permissions" in low:
