@@ -11,7 +11,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SYSTEM_PACKAGES := openssh-server slurmctld slurmd slurm-client munge iproute2 util-linux procps
 SYSTEM_BINARIES := /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/sbin/munged /usr/bin/unshare
 
-.PHONY: demo test unit lint cluster-test system-deps venv clean bench
+.PHONY: demo test unit lint cluster-test system-deps venv clean bench score
 
 venv: $(STAMP)
 
@@ -48,3 +48,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
+
+# How the engine does on real captures with truth (per field); SCORE_DIRS may add e.g. ../shared/reference-captures.
+SCORE_DIRS ?= tests/fixtures/real
+score: $(STAMP)
+	$(BIN)/python tests/benchmarks/score_captures.py $(SCORE_DIRS)

@@ -130,6 +130,17 @@ ansible_facts:
             application, dataloader, memory_leak or unknown.
           type: str
         severity: {description: "ok, info, warning or critical.", type: str}
+        confidence:
+          description:
+            - How sure the verdict is - high, medium or low. High is a critical finding read from a primary
+              hardware source (a catalogued Xid, nvidia-smi ECC / row-remap counters, an IB port state or
+              counter) or two independent sources that agree, or healthy with every source read and parsed;
+              medium is one warning-level finding or a host only the job log names; low is an unknown cause, a
+              single odd reading or an inference from absence. The remediation ladder acts on a node only
+              on high.
+          type: str
+        confidence_reason: {description: "One sentence naming the evidence that set the confidence.", type: str}
+        confidence_basis: {description: "The rule and fields behind the reason (for reports in other languages).", type: dict}
         rung:
           description: Next ladder rung (none, drain, nccl_env, timeout, gpu_reset, ib_restart,
             reboot, rma, fix_application).

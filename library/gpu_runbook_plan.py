@@ -82,16 +82,21 @@ plan:
     incident_id: {description: The incident id that goes into every Slurm reason., type: str}
     hosts:
       description: >-
-        One entry per host, the hosts to act on first: host, verdict, evidence, decision
-        (act, blocked, skip, report_only), reason, rungs (each with rung, status, commands as
-        argv lists, blockers, notes), blockers, final.
+        One entry per host, the hosts to act on first: host, verdict, confidence and
+        confidence_reason (how sure the verdict is), evidence, decision (act, review, blocked,
+        skip, report_only), reason, rungs (each with rung, status, commands as argv lists,
+        blockers, notes), blockers, final. The ladder acts on a node only on a high-confidence
+        verdict: any other host whose verdict asks for a node rung is C(review) - its rungs are
+        listed, blocked, with the reason ("confidence medium - ..."), and nothing is drained,
+        reset or restarted; a job-scoped rung (nccl_env, timeout) needs medium, and on low
+        nothing acts.
       type: list
       elements: dict
     incidents: {description: Correlated failures (a failure domain or a rail) that stop drains., type: list, elements: dict}
     job: {description: "The job's share: env for its next run, notes, application fixes to report.", type: dict}
     commands: {description: "Every planned command in order: host, rung, argv.", type: list, elements: dict}
     summary:
-      description: "Counts for an AWX approval node: act, blocked, skip, report_only, hosts, incidents,
+      description: "Counts for an AWX approval node: act, review, blocked, skip, report_only, hosts, incidents,
         commands, drains, disruptive, already_drained."
       type: dict
     errors: {description: Input the plan had to leave out., type: list, elements: str}

@@ -51,7 +51,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 analysis:
-  description: The analysis (schema gpu-runbook/analysis/v1) with its cluster section.
+  description: >-
+    The analysis (schema gpu-runbook/analysis/v1) with its cluster section. Every host and the
+    job carry confidence (high, medium or low) and confidence_reason: how sure their verdict is.
   returned: always
   type: dict
 lines:

@@ -9,6 +9,7 @@ into findings. Pure: the caller (module, CLI, tests) supplies text.
 ``no_evidence`` finding and is unknown, never healthy.
 """
 
+from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import BUG_REPORT, COMPUTE_APPS, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NOTES, NVSMI_SOURCES
@@ -122,7 +123,7 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
         host = (facts.get("kernel_log") or {}).get("hostname")
     findings = sort_findings(findings)
     v = host_verdict(findings)
-    return {
+    out = {
         "host": host or "unknown",
         "verdict": v["verdict"],
         "severity": v["severity"],
@@ -131,6 +132,8 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
         "facts": facts,
         "probes": probes,
     }
+    out.update(host_confidence(v["verdict"], findings, probes))  # how sure (confidence.py)
+    return out
 
 
 def _no_evidence(sources, probes):
@@ -143,8 +146,8 @@ def unreachable_host(host, message):
     """A host we could not reach is itself a prime suspect (dead or wedged node)."""
     f = finding("host_unreachable", "host did not answer: %s" % (message or "unreachable"),
                 evidence=(message or "")[:300], source="ansible")
-    return {"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
-            "findings": [f], "facts": {}, "probes": {}}
+    return dict({"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
+                 "findings": [f], "facts": {}, "probes": {}}, **host_confidence("unknown", [f]))
 
 
 def exit_status(hosts):

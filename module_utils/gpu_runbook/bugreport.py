@@ -34,6 +34,19 @@ _IBSTATUS_RE = re.compile(r"^(?:\S*/)?ibstatus\s*$")
 _IBV_RE = re.compile(r"^(?:\S*/)?ibv_devinfo(?:\s+-v+)?\s*$")
 _SCAN_NOTE_RE = re.compile(r"^(?:No NVIDIA kernel messages found|No suitable log found|\S+ is not readable)")
 _SUBHDR_RE = re.compile(r"^\s{0,4}(?P<name>journalctl -b -?\d+|/\S+):\s*$")
+# the prologue: 'uname: Linux node07 5.15.0-1063-nvidia #64-Ubuntu SMP ...' (uname -a)
+_UNAME_RE = re.compile(r"^uname: +\S+ +([A-Za-z0-9][A-Za-z0-9_.\-]{0,252}) ", re.M)
+
+
+def bug_report_hostname(text):
+    """The host an nvidia-bug-report.log was taken on (its 'uname: ' prologue line), or None;
+    a redacted name ('****-****') is none."""
+    if isinstance(text, bytes):
+        text = text[:65536].decode("utf-8", "replace")
+    if not isinstance(text, str):
+        return None
+    m = _UNAME_RE.search(text[:65536])
+    return m.group(1) if m else None
 
 
 def _blocks(lines):

@@ -20,7 +20,7 @@ import stat
 import zlib
 
 from .findings import finding, never_raise
-from .sources import JOB_LOG, KERNEL_LOG, NOTES, canonical_name, detect_source
+from .sources import BUG_REPORT, JOB_LOG, KERNEL_LOG, NOTES, canonical_name, detect_source
 from .textio import TextChunks, decode, is_gzip
 
 _MAX_READ = 64 * 1024 * 1024  # characters of one non-kernel source held in memory
@@ -179,3 +179,84 @@ def _scan(name, paths, since, year, tz):
     except OSError as exc:  # a file gone or unreadable since the directory was listed
         return {}, [finding("capture_unreadable", "%s could not be read: %s" % (name, exc),
                             evidence=" ".join(paths), source=name)]
+
+
+
+def split_hosts(sources, since=None, year=None, tz=None):
+    """One capture directory's sources -> [(host or None, sources, parsed)]: one entry per
+    host its text names (pdsh/clush prefixes, syslog hostnames, shell prompts, clush/ansible
+    blocks, a bug report's uname line), so a file of several hosts gives one result each. A
+    capture whose text names one host is that host's, whatever the directory is called;
+    what names no host goes to the one host named, else to the entry None (the directory's
+    own). ``parsed``: {kern.log: (facts, findings)} when the kernel logs had to be split
+    (streamed, one bounded scanner per host); otherwise their file list stays in ``sources``
+    for stream_large_sources."""
+    from .bugreport import bug_report_hostname
+    from .kernlog.hosts import split_text
+    per_host, base = {}, {}
+    for src, value in sources.items():
+        if src == NOTES:
+            continue
+        if src == BUG_REPORT and isinstance(value, str):
+            host = bug_report_hostname(value)
+            if host:
+                per_host.setdefault(host, {})[src] = value
+                continue
+        if not isinstance(value, str) or src == BUG_REPORT:
+            base[src] = value
+            continue
+        try:
+            _demux, parts = split_text(value)
+        except Exception:  # noqa: BLE001 -- the text stays whole, parsed as before
+            parts = {}
+        if not any(h is not None for h in parts):
+            base[src] = value
+            continue
+        for h, text in parts.items():
+            if h is None:
+                if text.strip():
+                    base[src] = text
+            else:
+                per_host.setdefault(h, {})[src] = text
+    kparsed, kname = _split_kernel(base.get(KERNEL_LOG), since, year, tz)
+    if kparsed:
+        base.pop(KERNEL_LOG, None)
+    hosts = list(per_host) + [h for h in kparsed if h is not None and h not in per_host]
+    if kname and kname not in hosts:
+        hosts.append(kname)
+    if len(hosts) == 1:
+        merged = dict(base)
+        merged.update(per_host.get(hosts[0], {}))
+        out = [(hosts[0], merged, {KERNEL_LOG: kparsed[hosts[0]]} if hosts[0] in kparsed else {})]
+        if None in kparsed:  # cannot be merged into the named host's scan: its own entry
+            out.append((None, {}, {KERNEL_LOG: kparsed[None]}))
+    else:
+        out = [(h, dict(per_host.get(h, {})), {KERNEL_LOG: kparsed[h]} if h in kparsed else {}) for h in hosts]
+        if kname in hosts and KERNEL_LOG in base:
+            out[hosts.index(kname)][1][KERNEL_LOG] = base.pop(KERNEL_LOG)
+        if base or None in kparsed or not out:
+            out.append((None, base, {KERNEL_LOG: kparsed[None]} if None in kparsed else {}))
+    notes = list(sources.get(NOTES) or [])
+    if notes:
+        target = next((e for e in out if e[0] is None), out[0])
+        target[1][NOTES] = notes
+    return out
+
+
+def _split_kernel(value, since, year, tz):
+    """Kernel-log files -> ({host: (facts, findings)}, None) when they name several hosts or
+    carry pdsh prefixes, prompts or block headers (lines of no host under None); else ({},
+    the one host they name or None) and the fast single scan reads them as they are."""
+    if not (isinstance(value, dict) and "paths" in value and "error" not in value):
+        return {}, None
+    from .kernlog.hostscan import scan_by_host, survey_hosts
+    paths = list(value["paths"])
+    try:
+        names, demux_needed = survey_hosts(paths)
+        if not demux_needed:
+            return {}, next(iter(names)) if names else None
+        per_host, _demux = scan_by_host([(p, os.path.basename(p)) for p in paths], None,
+                                        since=since, year=year, tz=tz)
+    except Exception:  # noqa: BLE001 -- a bug here must not lose the log: the plain scan reads it
+        return {}, None
+    return per_host, None

@@ -14,7 +14,7 @@ import sys
 
 from . import __version__
 from .analyze import SCHEMA, analyze_host, exit_status
-from .capture import load_capture_dir, stream_large_sources
+from .capture import load_capture_dir, split_hosts, stream_large_sources
 from .diagnose import diagnose
 from .timeutil import local_tz, parse_time, parse_tz
 
@@ -114,13 +114,18 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
             job_files.update({os.path.join(name, k): v for k, v in jobs.items()})
             if not sources:
                 continue
-            sources, parsed = stream_large_sources(sources, since=since, tz=tz)
-            h = analyze_host(sources, since=since, expected_gpus=expected_gpus,
-                             expected_ib_rate=expected_ib_rate, parsed=parsed, tz=tz)
-            host = (h.get("facts", {}).get("kernel_log") or {}).get("hostname") or name
-            while host in results:  # two capture dirs of one host stay two entries
-                host += "'"
-            results[host] = {"ansible_facts": {"gpu_health": h}}
+            for host, host_sources, parsed in split_hosts(sources, since=since, tz=tz):
+                host_sources, more = stream_large_sources(host_sources, since=since, tz=tz)
+                parsed.update(more)
+                if not host_sources and not parsed:
+                    continue
+                h = analyze_host(host_sources, since=since, expected_gpus=expected_gpus,
+                                 expected_ib_rate=expected_ib_rate, parsed=parsed, tz=tz)
+                host = host or (h.get("facts", {}).get("kernel_log") or {}).get("hostname") or name
+                while host in results:  # two capture dirs of one host stay two entries
+                    host += "'"
+                h["host"] = host
+                results[host] = {"ansible_facts": {"gpu_health": h}}
     analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts)
     return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"]}
 

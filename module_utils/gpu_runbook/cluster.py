@@ -13,6 +13,7 @@ edit a host's own findings. Each host's verdict is then decided once, from all o
 """
 
 from .analyze import SCHEMA, unreachable_host
+from .confidence import host_confidence, job_confidence
 from .findings import SEVERITY_RANK, finding
 from .taxonomy import RUNG_TABLE
 from .timeutil import to_utc
@@ -137,6 +138,7 @@ def decide(hosts):
         h["findings"] = sort_findings(h["findings"])
         v = host_verdict(h["findings"])
         h["verdict"], h["severity"], h["rung"] = v["verdict"], v["severity"], v["rung"]
+        h.update(host_confidence(h["verdict"], h["findings"], h.get("probes")))
 
 
 def suspect_order(h):
@@ -154,6 +156,8 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
         job.update(join_job(hosts, job))  # adds job_culprit findings to the culprits' hosts
         cluster_findings.extend(_unchecked_job_nodes(hosts, job))
     decide(hosts)
+    if job:
+        job.update(job_confidence(job, hosts))
     timeline = build_timeline(hosts, job)
     hosts.sort(key=suspect_order, reverse=True)
     suspects = [h["host"] for h in hosts if SEVERITY_RANK[h["severity"]] >= SEVERITY_RANK["warning"]]
@@ -161,7 +165,8 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
     remediate = [h["host"] for h in hosts
                  if h["severity"] == "critical" and RUNG_TABLE[h["rung"]]["scope"] in ("gpu", "host")]
     if not keep_facts:
-        hosts = [{k: h[k] for k in ("host", "verdict", "severity", "rung", "findings")} for h in hosts]
+        hosts = [{k: h[k] for k in ("host", "verdict", "confidence", "confidence_reason", "confidence_basis",
+                                    "severity", "rung", "findings")} for h in hosts]
     return {
         "schema": SCHEMA,
         "generated": generated,
@@ -261,8 +266,12 @@ def _job_verdict(job, culprits, explanations):
     its culprit ranks and the job's own findings. Without a cause the failure phase is
     weighed as the field does: a falling iteration rate leans to a leak, erratic stalls to
     the DataLoader, an early failure to code, a late hang with a silent rank to the node."""
-    serious = [f for f in list(explanations) + list(job.get("findings") or [])
-               if f["severity"] in ("warning", "critical") and f["category"] in _CAUSES]
+    found = list(explanations) + list(job.get("findings") or [])
+    # a critical application finding (mismatched collectives, an illegal memory access on the
+    # culprit's GPU) is a cause; a plain traceback (a warning) is not
+    serious = [f for f in found
+               if (f["severity"] in ("warning", "critical") and f["category"] in _CAUSES)
+               or (f["severity"] == "critical" and f["category"] == "application")]
     if serious:
         return max(serious, key=rank_key)["category"]
     trend = (job.get("iteration_rate") or {}).get("trend")
@@ -274,7 +283,17 @@ def _job_verdict(job, culprits, explanations):
         return "application"
     if culprits:
         return "nccl_deadlock"
-    return "unknown" if job.get("timed_out_ranks") else None
+    if job.get("timed_out_ranks") or any(f["severity"] in ("warning", "critical") for f in found):
+        return "unknown"
+    return "healthy" if _job_logs_read(job) else None
+
+
+def _job_logs_read(job):
+    """The job's logs said something about the run (its ranks, its network, NCCL's version):
+    with nothing wrong in them, the job is healthy -- a claim its evidence supports."""
+    nccl = job.get("nccl") or {}
+    return bool(job.get("world_size") or job.get("rank_map") or nccl.get("version")
+                or nccl.get("transport") not in (None, "unknown"))
 
 
 def _unchecked_job_nodes(hosts, job):

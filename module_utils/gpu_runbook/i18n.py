@@ -18,6 +18,7 @@ TEXT = {
         "healthy_hosts": "healthy ({n}): {hosts}",
         "no_findings": "no findings",
         "job": "job",
+        "how_sure": "how sure",
     },
     "ko": {
         "summary": "호스트 {n}대: 심각 {crit}, 경고 {warn}, 정상 {ok}",
@@ -27,8 +28,22 @@ TEXT = {
         "healthy_hosts": "정상 ({n}대): {hosts}",
         "no_findings": "발견 사항 없음",
         "job": "작업",
+        "how_sure": "확신도",
     },
 }
+
+
+CONFIDENCE_LABEL = {"en": {"high": "high", "medium": "medium", "low": "low"},
+                    "ko": {"high": "높음", "medium": "중간", "low": "낮음"}}
+
+
+def how_sure(result, lang="en"):
+    """'high: <reason>' of a host or job result in ``lang`` ('' when it has no confidence)."""
+    if not isinstance(result, dict) or not result.get("confidence"):
+        return ""
+    from .confidence import reason_text
+    why = reason_text(result, lang)
+    return "%s%s" % (label(CONFIDENCE_LABEL, lang, result["confidence"]), ": " + why if why else "")
 
 
 def label(table, lang, key):

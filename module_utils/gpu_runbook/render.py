@@ -1,6 +1,6 @@
 """Plain-text rendering of analyses (CLI and the playbook's console summary)."""
 
-from .i18n import RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, label, text
+from .i18n import CONFIDENCE_LABEL, RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, how_sure, label, text
 
 
 def one_line(h, lang="en", width=220):
@@ -9,9 +9,10 @@ def one_line(h, lang="en", width=220):
     ev = ""
     if top and h["verdict"] != "healthy":
         ev = finding_message(top, lang)[0]
-    line = "%-16s %-20s %-9s %s: %-24s %s" % (
+    sure = "%s %s" % (text(lang, "how_sure"), label(CONFIDENCE_LABEL, lang, h["confidence"])) if h.get("confidence") else ""
+    line = "%-16s %-20s %-9s %s: %-24s %s %s" % (
         h["host"], label(VERDICT_LABEL, lang, h["verdict"]), label(SEVERITY_LABEL, lang, h["severity"]),
-        text(lang, "next"), label(RUNG_LABEL, lang, h["rung"]), ev)
+        text(lang, "next"), label(RUNG_LABEL, lang, h["rung"]), ("(%s)" % sure) if sure else "", ev)
     line = line.rstrip()
     return line if len(line) <= width else line[:width - 3] + "..."
 
@@ -31,6 +32,8 @@ def render_text(analysis, lang="en", verbose=True):
         out.append(one_line(h, lang, width=10000))
         if not verbose:
             continue
+        if h.get("confidence"):
+            out.append("    %s: %s" % (text(lang, "how_sure"), how_sure(h, lang)))
         for f in h["findings"]:
             if f["severity"] in ("ok",):
                 continue
@@ -57,6 +60,8 @@ def _ranks(ranks):
 def job_line(job, lang="en"):
     """The job verdict in one line: where it stopped, who it waited for, why."""
     parts = ["%s: %s" % (text(lang, "job"), label(VERDICT_LABEL, lang, job.get("verdict") or "unknown"))]
+    if job.get("confidence"):
+        parts.append("%s %s" % (text(lang, "how_sure"), how_sure(job, lang)))
     fa = job.get("failed_at") or {}
     if fa.get("epoch") is not None:
         parts.append("epoch %s %.0f%%" % (fa["epoch"], 100 * (fa.get("progress") or 0)))

@@ -4,7 +4,7 @@ the templates are strings here so they travel with the engine wherever it is ins
 import json
 import os
 
-from .i18n import RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, label
+from .i18n import RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, how_sure, label
 
 MD_TEMPLATE = """\
 # {{ t.title }}
@@ -18,6 +18,7 @@ MD_TEMPLATE = """\
 |---|---|
 | {{ t.job_id }} | {{ job.job_id or "-" }} |
 | {{ t.verdict }} | **{{ vlabel(job.verdict) if job.verdict else "-" }}** |
+| {{ t.how_sure }} | {{ md(sure(job)) or "-" }} |
 | {{ t.failed_at }} | {% if job.failed_at %}epoch {{ job.failed_at.epoch }}, {{ "%.0f" % (100 * (job.failed_at.progress or 0)) }}%{% else %}-{% endif %} |
 | {{ t.collective }} | {% if job.collective %}{{ job.collective.op }} SeqNum={{ job.collective.seq }}{% else %}-{% endif %} |
 | {{ t.timed_out }} | {{ job.timed_out_ranks | length }} |
@@ -26,9 +27,9 @@ MD_TEMPLATE = """\
 
 ## {{ t.suspect_hosts }}
 {% if suspects %}
-| host | {{ t.verdict }} | {{ t.severity }} | {{ t.next }} | {{ t.evidence }} |
-|---|---|---|---|---|
-{% for h in suspects %}| {{ h.host }} | {{ vlabel(h.verdict) }} | {{ slabel(h.severity) }} | {{ rlabel(h.rung) }} | {{ md(h.findings[0].evidence if h.findings else "") }} |
+| host | {{ t.verdict }} | {{ t.how_sure }} | {{ t.severity }} | {{ t.next }} | {{ t.evidence }} |
+|---|---|---|---|---|---|
+{% for h in suspects %}| {{ h.host }} | {{ vlabel(h.verdict) }} | {{ md(sure(h)) or "-" }} | {{ slabel(h.severity) }} | {{ rlabel(h.rung) }} | {{ md(h.findings[0].evidence if h.findings else "") }} |
 {% endfor %}
 {% else %}
 {{ t.none }}
@@ -39,6 +40,8 @@ MD_TEMPLATE = """\
 
 {% for h in suspects %}
 ### {{ h.host }}: {{ vlabel(h.verdict) }} → {{ rlabel(h.rung) }}
+{% if h.confidence %}{{ t.how_sure }}: {{ sure(h) }}
+{% endif %}
 {% for f in h.findings if f.severity in ("warning", "critical") %}
 - **[{{ slabel(f.severity) }}] {{ f.kind }}**{% if f.xid is not none %} Xid {{ f.xid }}{% endif %}{% if f.gpu %} GPU {{ f.gpu.pci or f.gpu.index }}{% endif %}{% if f.ib %} {{ f.ib.device }}/{{ f.ib.port }}{% endif %}: {{ msg(f)[0] }}
   - {{ t.evidence }}: `{{ f.evidence | replace("`", "'") }}` ({{ f.source }})
@@ -72,18 +75,20 @@ code{font-size:12px;word-break:break-all}.tl{border-left:3px solid #888;margin-l
 {% if job %}<h2>{{ t.job }}</h2><table>
 <tr><th>{{ t.job_id }}</th><td>{{ job.job_id or "-" }}</td></tr>
 <tr><th>{{ t.verdict }}</th><td><b>{{ vlabel(job.verdict) if job.verdict else "-" }}</b></td></tr>
+<tr><th>{{ t.how_sure }}</th><td>{{ sure(job) or "-" }}</td></tr>
 <tr><th>{{ t.failed_at }}</th><td>{% if job.failed_at %}epoch {{ job.failed_at.epoch }}, {{ "%.0f" % (100 * (job.failed_at.progress or 0)) }}%{% else %}-{% endif %}</td></tr>
 <tr><th>{{ t.collective }}</th><td>{% if job.collective %}{{ job.collective.op }} SeqNum={{ job.collective.seq }}{% else %}-{% endif %}</td></tr>
 <tr><th>{{ t.timed_out }}</th><td>{{ job.timed_out_ranks | length }}</td></tr>
 <tr><th>{{ t.culprit }}</th><td>{% for c in job.culprits or [] %}rank {{ c.rank }} → {{ c.host or "?" }} {{ c.gpu_pci or "" }}{% if c.explained_by %} ({{ c.explained_by }}){% endif %}<br>{% else %}-{% endfor %}</td></tr>
 </table>{% endif %}
 <h2>{{ t.suspect_hosts }}</h2>
-{% if suspects %}<table><tr><th>host</th><th>{{ t.verdict }}</th><th>{{ t.severity }}</th><th>{{ t.next }}</th><th>{{ t.evidence }}</th></tr>
-{% for h in suspects %}<tr class="{{ h.severity }}"><td>{{ h.host }}</td><td>{{ vlabel(h.verdict) }}</td><td>{{ slabel(h.severity) }}</td>
+{% if suspects %}<table><tr><th>host</th><th>{{ t.verdict }}</th><th>{{ t.how_sure }}</th><th>{{ t.severity }}</th><th>{{ t.next }}</th><th>{{ t.evidence }}</th></tr>
+{% for h in suspects %}<tr class="{{ h.severity }}"><td>{{ h.host }}</td><td>{{ vlabel(h.verdict) }}</td><td>{{ sure(h) or "-" }}</td><td>{{ slabel(h.severity) }}</td>
 <td>{{ rlabel(h.rung) }}</td><td><code>{{ h.findings[0].evidence if h.findings else "" }}</code></td></tr>
 {% endfor %}</table>{% else %}<p>{{ t.none }}</p>{% endif %}
 {% if cluster.healthy %}<p>{{ t.healthy }} ({{ cluster.healthy | length }}): {{ cluster.healthy | join(", ") }}</p>{% endif %}
-{% for h in suspects %}<h3>{{ h.host }}: {{ vlabel(h.verdict) }} → {{ rlabel(h.rung) }}</h3><table>
+{% for h in suspects %}<h3>{{ h.host }}: {{ vlabel(h.verdict) }} → {{ rlabel(h.rung) }}</h3>
+{% if h.confidence %}<p>{{ t.how_sure }}: {{ sure(h) }}</p>{% endif %}<table>
 <tr><th>{{ t.severity }}</th><th>kind</th><th>{{ t.message }}</th><th>{{ t.evidence }}</th><th>{{ t.action }}</th></tr>
 {% for f in h.findings if f.severity in ("warning", "critical") %}<tr class="{{ f.severity }}"><td>{{ slabel(f.severity) }}</td>
 <td>{{ f.kind }}{% if f.xid is not none %} (Xid {{ f.xid }}){% endif %}</td><td>{{ msg(f)[0] }}</td>
@@ -101,13 +106,13 @@ WORDS = {
            "timed_out": "ranks timed out", "culprit": "culprit", "suspect_hosts": "Suspect hosts",
            "severity": "severity", "next": "next rung", "evidence": "evidence", "none": "No suspect host.",
            "healthy": "healthy", "action": "action", "timeline": "Timeline", "time": "time", "event": "event",
-           "message": "meaning"},
+           "message": "meaning", "how_sure": "how sure"},
     "ko": {"title": "gpu-runbook 장애 보고서", "generated": "생성 시각", "hosts": "호스트", "suspects": "의심 호스트",
            "job": "작업", "job_id": "작업 ID", "verdict": "판정", "failed_at": "실패 시점", "collective": "collective",
            "timed_out": "타임아웃 랭크 수", "culprit": "원인 랭크", "suspect_hosts": "의심 호스트",
            "severity": "심각도", "next": "다음 단계", "evidence": "근거", "none": "의심 호스트 없음.",
            "healthy": "정상", "action": "조치", "timeline": "타임라인", "time": "시각", "event": "이벤트",
-           "message": "의미"},
+           "message": "의미", "how_sure": "확신도"},
 }
 
 
@@ -122,7 +127,8 @@ def _env(lang, autoescape):
     env.globals.update(
         t=WORDS.get(lang, WORDS["en"]), lang=lang,
         vlabel=lambda v: label(VERDICT_LABEL, lang, v), rlabel=lambda r: label(RUNG_LABEL, lang, r),
-        slabel=lambda s: label(SEVERITY_LABEL, lang, s), msg=lambda f: finding_message(f, lang), md=_md_cell)
+        slabel=lambda s: label(SEVERITY_LABEL, lang, s), msg=lambda f: finding_message(f, lang), md=_md_cell,
+        sure=lambda r: how_sure(r, lang))
     return env
 
 

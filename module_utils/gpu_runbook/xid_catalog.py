@@ -156,8 +156,9 @@ _ROWS = {
           "gpu_hardware", "RESET_GPU", "INVESTIGATE_LINK_SI", "gpu_reset", "critical",
           ("drain_node", "reset_gpu", "xid_check_nvlink_if_recurs"), None, ""),
     137: ("NVLINK_PRIV_ERR", "NVLink privilege error",
-          "unknown", "IGNORE", "XID_137_FLOW", "none", "warning",
-          ("no_action", "xid_follow_nvidia_flow"), None, ""),
+          "gpu_hardware", "IGNORE", "XID_137_FLOW", "none", "warning",
+          ("no_action", "xid_follow_nvidia_flow"), None,
+          "Category is the NVLink fabric's (component nvlink_fabric): it comes with Xid 145 on B200/B300 links."),
     140: ("UNRECOVERABLE_ECC_ERROR_ESCAPE", "ECC unrecovered error",
           "gpu_hardware", "RESET_GPU", "CONTACT_SUPPORT", "gpu_reset", "critical",
           _RESET_SUPPORT, None, ""),
@@ -261,20 +262,63 @@ def rung_for_xid154(message):
         m = m.rsplit(" to ", 1)[1]
     if "reboot" in m:
         return "reboot"
-    if "reset" in m:
+    if "reset" in m or "flr" in m:  # 'GPU Reset Required', 'Drain and Reset', 'PF FLR'
         return "gpu_reset"
-    if "drain" in m:
+    if "drain" in m:  # 'Drain P2P'
         return "drain"
     if "none" in m:
         return "none"
+    # the code alone (the name cut off): NVML's nvmlDeviceGpuRecoveryAction_t
+    return _RECOVERY_CODES.get(m.strip().split(" ", 1)[0].rstrip(".,"))
+
+
+_RECOVERY_CODES = {"0x0": "none", "0x1": "gpu_reset", "0x2": "reboot", "0x3": "drain", "0x4": "gpu_reset"}
+
+
+# The Xids of the NVLink fabric (links, NVSwitch path): a finding carries "component":
+# "nvlink_fabric" so the fix goes to the fabric (links, NVSwitch tray, Fabric Manager), not
+# the GPU board alone. 155 (NVLINK_SW_DEFINED_ERROR) is the driver's.
+NVLINK_XIDS = frozenset((74, 136, 137, 144, 145, 146, 147, 148, 149, 150))
+_NVLINK5 = frozenset(range(144, 151))
+_NVLINK5_NONFATAL = ("no_action", "contact_support_if_recurs")
+
+
+def component_of(code):
+    """'nvlink_fabric' for an NVLink Xid, else None."""
+    return "nvlink_fabric" if code in NVLINK_XIDS else None
+
+
+def nvlink5_fatal(message):
+    """Xid 144-150 name their fatality ('RLW_RXPIPE Nonfatal XC0 i0 Link 11'): True, False or None."""
+    m = (message or "").lower().replace("-", "")
+    if " nonfatal" in " " + m:
+        return False
+    if " fatal" in " " + m:
+        return True
     return None
+
+
+def severity_of(entry, message=""):
+    """The severity of one Xid finding: the entry's, or what an NVLink5 Xid says of itself."""
+    if entry.get("xid") in _NVLINK5:
+        fatal = nvlink5_fatal(message)
+        if fatal is not None:
+            return "critical" if fatal else "warning"
+    return entry["severity"]
 
 
 def remedy(entry, message=""):
     """(rung, steps, note) of one Xid finding: the entry's, except for Xid 154, whose message
-    names the recovery action (then that rung's standard steps, RUNG_STEPS)."""
+    names the recovery action (then that rung's standard steps, RUNG_STEPS), and Xid 144-150,
+    whose message says Fatal (reset the GPU) or Nonfatal (nothing now)."""
     if entry.get("xid") == 154:
         rung = rung_for_xid154(message)
         if rung is not None:
             return rung, RUNG_STEPS[rung], None
+    if entry.get("xid") in _NVLINK5:
+        fatal = nvlink5_fatal(message)
+        if fatal is False:
+            return "none", _NVLINK5_NONFATAL, entry.get("note")
+        if fatal:
+            return "gpu_reset", ("drain_node", "reset_gpu", "contact_support_if_recurs"), entry.get("note")
     return entry["rung"], entry["steps"], entry.get("note")

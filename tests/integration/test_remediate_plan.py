@@ -18,8 +18,8 @@ PLAN_TASK = "Plan the remediation from the fresh diagnosis"
 HEALTHY_SMI = os.path.join(DEMO, "captures", "gpu-r3-n01", "nvidia-smi-q.txt")
 PLAN_KEYS = {"schema", "incident_id", "generated", "policy", "hosts", "incidents", "job", "commands", "summary",
              "errors"}
-HOST_KEYS = {"host", "verdict", "severity", "rung", "evidence", "slurm", "decision", "reason", "rungs", "blockers",
-             "final", "after"}
+HOST_KEYS = {"host", "verdict", "severity", "rung", "confidence", "confidence_reason", "evidence", "slurm", "decision",
+             "reason", "rungs", "blockers", "final", "after"}
 RUNG_KEYS = {"rung", "label", "scope", "disruptive", "status", "why", "target", "commands", "env", "notes",
              "blockers"}
 
@@ -93,7 +93,7 @@ def check_schema(plan):
     assert plan["errors"] == []
     for h in plan["hosts"]:
         assert set(h) == HOST_KEYS
-        assert h["decision"] in ("act", "blocked", "skip", "report_only")
+        assert h["decision"] in ("act", "review", "blocked", "skip", "report_only")
         for r in h["rungs"]:
             assert set(r) == RUNG_KEYS
             assert all(isinstance(argv, list) and all(isinstance(a, str) for a in argv) for argv in r["commands"])

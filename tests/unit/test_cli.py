@@ -27,7 +27,8 @@ def test_json_schema_and_exit_status_critical(capsys):
     assert doc["job"] is None
     (host,) = doc["hosts"]
     assert host["host"] == "gpu-r3-n03"  # the hostname seen in the journal lines
-    assert set(host) == {"host", "verdict", "severity", "rung", "findings"}
+    assert set(host) - {"confidence", "confidence_basis", "confidence_reason"} == {
+        "host", "verdict", "severity", "rung", "findings"}
     assert host["verdict"] == "gpu_hardware" and host["severity"] == "critical"
     f = next(f for f in host["findings"] if f.get("xid") == 79)
     assert set(f) >= {"category", "severity", "kind", "xid", "gpu", "ib", "rank", "source", "evidence", "message", "action"}
@@ -139,3 +140,15 @@ def test_gzipped_bug_report_is_split_and_analysed(capsys, tmp_path):
     host = json.loads(out)["hosts"][0]
     assert set(host["facts"]) >= {"gpu", "kernel_log"}  # both sections found inside the report
     assert host["facts"]["gpu"]["count"] >= 1
+
+
+def test_single_file_of_several_hosts_gives_one_result_each(capsys, tmp_path):
+    # pdsh output of two nodes in one file given on the command line: one result per host,
+    # each with its own Xid; the directory's name is not a host (every line names one)
+    log = tmp_path / "kern.log"
+    log.write_text("n1: [ 11.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+                   "n2: [ 12.0] NVRM: Xid (PCI:0000:5e:00): 48, pid=1, name=python, An uncorrectable double bit "
+                   "error (DBE) has been detected on GPU in the framebuffer.\n")
+    rc, out, _ = run_cli(capsys, "analyze", str(log), "--format", "json")
+    hosts = {h["host"]: {f.get("xid") for f in h["findings"]} - {None} for h in json.loads(out)["hosts"]}
+    assert hosts == {"n1": {79}, "n2": {48}} and rc == 2

@@ -461,6 +461,9 @@ def test_oom_killer_once_per_kill():
     f = by["python"]
     assert f["category"] == "memory_leak" and f["severity"] == "warning" and f["rung"] == "fix_application"
     assert f["source"] == "kern.log:3"
+    # the global kill is the node's memory; the memcg kill is the job's own limit (Slurm --mem)
+    assert f["kind"] == "oom_kill" and by["pt_data_worker"]["kind"] == "oom_kill_cgroup"
+    assert facts["oom_kills_cgroup"] == 1
 
 
 def test_hung_tasks():

@@ -42,6 +42,19 @@ ZOO = "\n".join([
     "[ 6.0] Out of memory: Killed process 1234 (python) total-vm:123kB, anon-rss:99kB",
     "[ 7.0] INFO: task pt_data_worker:41234 blocked for more than 120 seconds.",
     "[ 7.1] INFO: task nv_queue:77 blocked for more than 120 seconds.",
+    "[ 7.2] Memory cgroup out of memory: Killed process 5678 (python) total-vm:1kB",
+    "[ 8.0] NVRM: API mismatch: the client has the version 535.54.03, but",
+    "[ 8.0] NVRM: this kernel module has the version 530.30.02.  Please",
+    "[ 8.1] NVRM: The NVIDIA probe routine was not called for 1 device(s).",
+    "[ 8.2] NVRM: The NVIDIA probe routine failed for 1 device(s).",
+    "[ 8.3] NVRM: Open nvidia.ko is only ready for use on Data Center GPUs.",
+    "[ 8.4] NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:25a0)",
+    "               NVRM: installed in this system is not supported by the",
+    "               NVRM: NVIDIA 520.56.06 driver release.",
+    "[ 8.5] NVRM: GPU6 _kgspLogRpcTimeout: ********************************* GSP Timeout ****",
+    "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 30 sourcetrack timeout error",
+    "[ 9.1] EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0",
+    "[ 9.2] EDAC MC1: 3 CE memory read error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#0",
 ]) + "\n"
 
 
@@ -74,7 +87,12 @@ def test_every_message_family_makes_declared_kinds():
     _, junk = parse_kernel_log("hello world\nthis is not a kernel log\n")
     for f in junk:
         check(f)
-    made = {f["kind"] for f in findings + junk}
+    # a probe failure alone (with a cause beside it -- nouveau, the open module -- the cause speaks)
+    _, probe = parse_kernel_log("[ 8.2] NVRM: The NVIDIA probe routine failed for 1 device(s).\n")
+    for f in probe:
+        check(f)
+    assert "gpu_probe_failed" not in {f["kind"] for f in findings}
+    made = {f["kind"] for f in findings + junk + probe}
     # every kind the domain declares is one the parser can make, and nothing else
     assert made == set(kinds_kernel.KINDS), set(kinds_kernel.KINDS) ^ made
 

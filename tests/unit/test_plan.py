@@ -278,7 +278,8 @@ def test_correlated_failure_in_a_domain_stops_its_drains(rack):
 def test_one_rail_sick_on_many_hosts_is_a_network_incident():
     hosts = {"n%d" % i: [rail_errors("mlx5_1")] for i in range(1, 4)}
     hosts["n4"] = [rail_errors("mlx5_1"), finding(
-        "xid", "Xid 79 on GPU 0000:3b:00.0", xid=79, rung="reboot", gpu=gpu_ref("0000:3b:00.0"))]
+        "xid", "Xid 79 on GPU 0000:3b:00.0", xid=79, rung="reboot", gpu=gpu_ref("0000:3b:00.0"),
+        source="kern.log:7", evidence="NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.")]
     hosts["n5"] = []
     plan = make_plan(cluster(hosts), dict(WIDE, rail_errors="drain"))
     assert [(i["kind"], i["name"], i["hosts"]) for i in plan["incidents"]] == [
@@ -302,13 +303,17 @@ def test_one_rail_sick_on_many_hosts_is_a_network_incident():
 
 # ---------------------------------------------------------------- job-scoped rungs
 def test_one_bad_rail_on_a_healthy_node_is_excluded_for_the_job_without_a_drain():
-    plan = make_plan(cluster({"a": [rail_errors("mlx5_1", "warning")], "b": []}))
+    plan = make_plan(cluster({"a": [rail_errors("mlx5_1")], "b": []}))
     a = host(plan, "a")
     assert a["decision"] == "act" and [r["rung"] for r in a["rungs"]] == ["nccl_env"]
     env = rung(plan, "a", "nccl_env")
     assert env["scope"] == "job" and env["env"] == ["NCCL_IB_HCA=^=mlx5_1"] and env["commands"] == []
     assert plan["commands"] == [] and plan["summary"]["drains"] == 0
     assert plan["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_1"]
+    # one warning-level counter is medium confidence: enough for the job-scoped exclusion (no node touched)
+    medium = make_plan(cluster({"a": [rail_errors("mlx5_1", "warning")], "b": []}))
+    a = host(medium, "a")
+    assert a["decision"] == "act" and a["confidence"] == "medium" and medium["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_1"]
     # two bad rails are not "one bad rail": reported only
     two = make_plan(cluster({"a": [rail_errors("mlx5_1", "warning"), rail_errors("mlx5_2", "warning")]}))
     assert host(two, "a")["decision"] == "report_only" and two["job"]["env"] == []
@@ -316,7 +321,8 @@ def test_one_bad_rail_on_a_healthy_node_is_excluded_for_the_job_without_a_drain(
 
 def test_retry_exceeded_raises_the_ib_timeout_and_says_where_the_collective_timeout_is():
     f = finding("ib_transport_retries_exceeded", "RDMA requests exhausted their transport retries",
-                source="job.log:3", evidence="NET/IB : Got completion ... retry counter exceeded")
+                source="perfquery.txt:3", evidence="NET/IB : Got completion ... retry counter exceeded",
+                severity="critical")
     plan = make_plan(cluster({"a": [f]}))
     t = rung(plan, "a", "timeout")
     assert t["scope"] == "job" and t["disruptive"] is False and t["commands"] == []
@@ -325,6 +331,9 @@ def test_retry_exceeded_raises_the_ib_timeout_and_says_where_the_collective_time
     assert any("init_process_group(timeout=)" in n and "no NCCL_TIMEOUT" in n for n in t["notes"])
     assert not any(v.startswith("NCCL_TIMEOUT") for v in plan["job"]["env"])
     assert host(plan, "a")["decision"] == "act" and plan["commands"] == []
+    # the same counter at warning level, one source: medium, still enough for a job-scoped rung
+    medium = make_plan(cluster({"a": [dict(f, severity="warning")]}))
+    assert host(medium, "a")["decision"] == "act" and "NCCL_IB_TIMEOUT=22" in medium["job"]["env"]
 
 
 def test_job_findings_give_the_job_its_environment():
@@ -394,7 +403,7 @@ def test_incident_id_from_policy_goes_into_the_reason(rack):
 
 def test_symbol_errors_alone_get_no_restart_they_are_the_cable():
     sym = finding("ib_symbol_errors", "mlx5_2/1: symbol errors rising", ib={"device": "mlx5_2", "port": 1},
-                  severity="critical")
+                  severity="critical", source="perfquery.txt:9", evidence="SymbolErrorCounter:.......4321")
     plan = make_plan(cluster({"a": [sym]}), dict(WIDE, rail_errors="drain"))
     assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["drain"]
     # by default: one rail erroring is excluded for the job, the node keeps serving

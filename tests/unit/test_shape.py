@@ -20,7 +20,7 @@ LAYERS = {
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3,
     "verdict": 4,
     # one host: dispatch, probe errors, capture loading
-    "probe_findings": 5, "capture": 5, "analyze": 6,
+    "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,
     "cluster": 7,
     # words and reports, then the one orchestration and the command line
     "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "cli": 11,

@@ -2,11 +2,13 @@
 first) and, from the network errors, the suspect hosts.
 
 Culprit evidence, strongest first: Flight Recorder (missing / never-entered ranks), the
-desync report, the ranks that did not time out on the collective everybody else waits in,
+desync report, a rank whose GPU reports a hardware fault (ECC, NVLink, off the bus), the ranks that did not time out on the collective everybody else waits in,
 the lowest ``last completed NCCL work``, then the rank that logged a CUDA / IB / OOM /
 DataLoader error first. An IB peer named by several reporters is the suspect host."""
 
 from collections import Counter
+
+from .nccl_words import async_port_hosts, host_side_hosts, setup_failed
 
 _FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("cuda_oom", "host_oom"),
                       ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_timeout",
@@ -43,10 +45,24 @@ def culprits(st, world, coll, timed_out, behind):
         found = finder(st, world)
         if found:
             return found
-    found = _silent_ranks(st, world, coll, timed_out, behind)
+    found = _gpu_fault(st) or _silent_ranks(st, world, coll, timed_out, behind)
     if found:
         return found
     return _last_completed(st) or _first_error(st) or ([], None)
+
+
+HW_CUDA_WORDS = ("ECC", "NVLink", "fallen off the bus")
+
+
+def _gpu_fault(st):
+    """A rank whose own CUDA calls (or watchdog) report a GPU hardware fault (uncorrectable
+    ECC, NVLink, fallen off the bus): that rank's GPU is the culprit, whoever timed out."""
+    ranks = []
+    for ev in st.events:
+        if ev["kind"] == "cuda_error" and ev.get("rank") is not None and ev["rank"] not in ranks \
+                and any(w in ev.get("what", "") for w in HW_CUDA_WORDS):
+            ranks.append(ev["rank"])
+    return (sorted(ranks), "cuda_hardware_error") if ranks else None
 
 
 def _flight_recorder(st, world):
@@ -136,15 +152,23 @@ def ib_peer_reporters(st):
 
 
 def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
-    """Refine (ranks, how, hosts) with the network errors: an IB peer several hosts complain
-    about is the suspect, not the first reporter; a refused/closed peer is itself the
-    suspect; otherwise both ends of a broken link are."""
+    """Refine (ranks, how, hosts) with the network errors: a host whose own HCA reported a
+    failing port (NCCL's 'Got async event : port error') is the suspect; an IB peer several
+    hosts complain about is the suspect, not the first reporter; a refused/closed peer is
+    itself the suspect; otherwise both ends of a broken link are. When NCCL's own words say
+    the setup is broken (no interface, duplicate GPU, /dev/shm ...), lost connections are its
+    consequence and name nobody."""
+    if setup_failed(st):
+        return ranks, how, list(culprit_hosts) + [h for h in host_side_hosts(st) if h not in culprit_hosts]
+    port_hosts = [h for h in async_port_hosts(st) if h not in culprit_hosts]
+    if port_hosts and how in (None, "first_error"):
+        culprit_hosts = list(culprit_hosts) + port_hosts
     net_events = [e for e in st.events if e["kind"] in NET_EVENT_KINDS]
     shared_peers = [p for p, rep in reporters.items() if len(rep) > 1]
-    if shared_peers and how in (None, "first_error"):
+    if shared_peers and how in (None, "first_error") and not port_hosts:
         culprit_hosts, ranks = [], []
         for p in shared_peers:
-            h = st.ip_host.get(p, p)
+            h = peer_host(st, p)
             if h not in culprit_hosts:
                 culprit_hosts.append(h)
             ranks.extend(r for r, ent in rank_map.items() if ent.get("host") == h)
@@ -152,7 +176,7 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
     if net_events and not culprit_hosts:
         for e in net_events:
             peer = e.get("peer")
-            peer_name = st.ip_host.get(peer, peer) if peer else None
+            peer_name = peer_host(st, peer) if peer else None
             if e["kind"] == "nccl_peer_connection" or (peer and len(reporters.get(peer, ())) > 1):
                 cands = [peer_name]
             else:
@@ -168,3 +192,24 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
             if rs:
                 ranks, how = sorted(rs), how or "first_error"
     return ranks, how, culprit_hosts
+
+
+def peer_host(st, peer):
+    """The host behind a peer address as the log itself names it: the address a host's NCCL
+    Bootstrap / NET/IB OOB / NET/Socket line (or a reverse-DNS line) gave, an IPv6 scope
+    (``%ib0``) dropped, a fully qualified name shortened when its short name is a host of the
+    job; else the address as printed."""
+    if not peer:
+        return peer
+    p = peer.split("%")[0].strip("[]")
+    if p in st.ip_host:
+        return st.ip_host[p]
+    if peer in st.ip_host:
+        return st.ip_host[peer]
+    if "." in p and not p.replace(".", "").isdigit():
+        short = p.split(".")[0]
+        known = set(st.ip_host.values()) | set(st.rank_host.values()) | set(st.rank_host_weak.values()) | \
+            set(c["host"] for c in st.comm if c.get("host")) | set(e["host"] for e in st.events if e.get("host"))
+        if short in known:
+            return short
+    return peer

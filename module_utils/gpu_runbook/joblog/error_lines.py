@@ -4,8 +4,8 @@ PyTorch raises them, world-size hints, and the exception line that ends a Python
 
 A handler takes (line, file state, job state) and returns True when the line is fully read."""
 
-from .patterns import (CUDA_ERR, CUDA_OOM, DL_BUS, DL_EXITED, DL_KILLED, DL_TIMEOUT, ELASTIC_HOST, ELASTIC_RANK,
-                       EXC_LINE, HOST_OOM, NCCL_ERROR_IN, NCCL_ERROR_NAME, SRUN_ERR, STORE_BARRIER, TRACEBACK, WORLD)
+from .patterns import (COLL_MISMATCH, COLL_MISMATCH_OTHER, CUDA_DRIVER_OLD, CUDA_ERR, CUDA_OOM, DL_BUS, DL_EXITED, DL_KILLED, DL_TIMEOUT, ELASTIC_HOST, ELASTIC_RANK,
+                       EXC_LINE, HOST_OOM, MSG_GLOBAL_RANK, NCCL_ERROR_IN, NCCL_ERROR_NAME, SRUN_ERR, STORE_BARRIER, TRACEBACK, WORLD)
 from .text import add, task_list
 
 _DATALOADER = ((DL_KILLED, "dataloader_worker_killed"), (DL_EXITED, "dataloader_worker_exited"),
@@ -37,12 +37,41 @@ def memory_and_cuda(line, fs, st):
     if "CUDA" in text or "cuda" in text or "GPU" in text or "NVLink" in text:
         m = CUDA_ERR.search(text)
         if m:
-            # NCCL-prefixed lines (which carry host and pid) never reach this handler
-            add(st.events, dict(base, kind="cuda_error", what=m.group(1), host=None, pid=None))
+            # NCCL-prefixed lines (which carry host and pid) never reach this handler; the rank a
+            # watchdog names ('[PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog thread
+            # terminated with exception: CUDA error: ...') when the line has no prefix of its own
+            ev = dict(base, kind="cuda_error", what=m.group(1), host=None, pid=None)
+            if not line.prefixed and "Rank" in text:
+                mr = MSG_GLOBAL_RANK.search(text)
+                if mr:
+                    ev["rank"] = int(mr.group(1))
+                    st.ranks_seen.add(ev["rank"])
+            add(st.events, ev)
+    if "driver" in text or "HW" in text:
+        m = CUDA_DRIVER_OLD.search(text)
+        if m and not any(e["kind"] == "cuda_driver_old" for e in st.events[-8:]):
+            add(st.events, dict(base, kind="cuda_driver_old", what=m.group(1)))
     ml = text.lower()
     if ("oom" in ml or "out of memory" in ml) and not text.startswith("srun: error:"):
         if HOST_OOM.search(text):
             add(st.events, dict(base, kind="host_oom"))
+    return False
+
+
+def collective_mismatch(line, fs, st):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL: 'Detected mismatch between collectives on ranks. Rank 1
+    is running collective: CollectiveFingerPrint(SequenceNumber=.., OpType=..), but Rank 7 is
+    running collective: ...': the ranks issue different collectives (an application bug)."""
+    text = line.text
+    if "Detected mismatch between collectives" in text:
+        m = COLL_MISMATCH.search(text)
+        if m:
+            mo = COLL_MISMATCH_OTHER.search(text, m.end())
+            ranks = [int(m.group(1))] + ([int(mo.group(1))] if mo else [])
+            seqs = [int(x) for x in (m.group(2), mo.group(2) if mo else None) if x is not None]
+            if not any(e["kind"] == "collective_mismatch" and e["ranks"] == ranks for e in st.events[-8:]):
+                add(st.events, {"kind": "collective_mismatch", "rank": line.rank if line.prefixed else None,
+                                "ranks": ranks, "seqs": seqs, "src": line.src, "evidence": line.raw})
     return False
 
 

@@ -2,6 +2,7 @@
 error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job.py."""
 
 from ..findings import finding, gpu_ref, ib_ref
+from .culprits import HW_CUDA_WORDS
 from .text import evidence
 
 # ibv_wc_status values that mean the link or the peer is gone (the rest may be one bad request)
@@ -64,7 +65,7 @@ def _peer_connection(ev, c, st, phase, trend):
 
 def _cuda_error(ev, c, st, phase, trend):
     what = ev["what"]
-    if "ECC" in what or "NVLink" in what or "fallen off the bus" in what:
+    if any(w in what for w in HW_CUDA_WORDS):
         return finding("cuda_hardware_error", "%s hit CUDA error '%s': a GPU hardware fault." % (c.where, what),
                        gpu=c.gpu, **c.common)
     if what == "unspecified launch failure" and phase == "late":
@@ -119,7 +120,28 @@ def _python_exception(ev, c, st, phase, trend):
         **c.common)
 
 
+def _driver_old(ev, c, st, phase, trend):
+    return finding(
+        "cuda_driver_too_old",
+        "%s: '%s': the NVIDIA driver does not support the CUDA runtime the job was built with (a driver/"
+        "software mismatch, not a GPU fault)." % (c.where, ev["what"]), **c.common)
+
+
+def _collective_mismatch(ev, c, st, phase, trend):
+    ranks = ev.get("ranks") or []
+    seqs = ev.get("seqs") or []
+    return finding(
+        "collective_mismatch",
+        "Ranks %s are running different collectives%s: the application issues mismatched collectives "
+        "(TORCH_DISTRIBUTED_DEBUG fingerprint check)." % (
+            " and ".join(str(r) for r in ranks) or "?",
+            " (sequence numbers %s)" % " vs ".join(str(x) for x in seqs) if len(set(seqs)) > 1 else ""),
+        **c.common)
+
+
 _BUILDERS = {
+    "cuda_driver_old": _driver_old,
+    "collective_mismatch": _collective_mismatch,
     "ib_completion_error": _ib_completion,
     "nccl_peer_connection": _peer_connection,
     "cuda_error": _cuda_error,

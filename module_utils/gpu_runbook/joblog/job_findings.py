@@ -7,6 +7,7 @@ from collections import Counter
 
 from ..findings import finding, gpu_ref
 from .event_findings import finding_for_event
+from .nccl_words import word_findings
 from .patterns import CONSEQUENCE_EXC, MAX_FINDINGS_PER_KIND
 from .text import evidence
 
@@ -30,6 +31,7 @@ def job_findings(st, job, last_prog):
     findings = _drop_restated_exceptions(findings, st)
     findings.extend(_stuck_watchdog(st))
     findings.extend(_transport_config(st, job["nccl"]["transport"]))
+    findings.extend(word_findings(st, findings))     # NCCL's own words (nccl_words.py)
     if trend == "falling":
         findings.append(_falling_rate(st, job["iteration_rate"]["by_epoch"]))
     early = _early_failure(st, job, last_prog, findings)

@@ -6,7 +6,8 @@ anything else reads the line; a pure progress line or an NCCL_DEBUG line is full
 its own handler). A handler returns True when no later handler needs the line."""
 
 from . import error_lines, nccl_lines, progress, torch_lines
-from .patterns import GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_RANK, TORCHRUN_ROLE
+from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
+                       TORCHRUN_ROLE)
 from .state import FileState, Line
 from .text import line_time, physical_lines, rank_from_name
 
@@ -22,6 +23,7 @@ HANDLERS = (
     torch_lines.flight_recorder_json,
     error_lines.dataloader,
     error_lines.memory_and_cuda,
+    error_lines.collective_mismatch,
     error_lines.srun_and_elastic,
     error_lines.nccl_error,
     error_lines.world_hints,
@@ -48,23 +50,15 @@ def parse_file(name, text, st):
 def read_line(raw, src, fs, st):
     """The Line of a physical line, or None when its own timestamp is older than ``since``.
 
-    The rank comes from the line's prefix (srun --label ``3: ``, torchrun ``[rank3]:``,
-    Lightning ``GLOBAL_RANK: 3``), else from the file name."""
-    text, rank = raw, None
-    m = SRUN_LABEL.match(text)
-    if m:
-        rank = int(m.group(1))
-        text = text[m.end():]
-    m = TORCHRUN_RANK.match(text)
-    if m:
-        rank = int(m.group(1))
-        text = text[m.end():]
-    else:
-        m = TORCHRUN_ROLE.match(text)
-        if m:
-            text = text[m.end():]
+    The rank comes from the line's prefix (srun --label ``3: ``, torchrun ``[rank3]:`` alone
+    or after a role prefix ``[default0]:[rank12]:``, a ``[${rank}]:`` template, or ``[rankN]:``
+    after what a collector put first), else Lightning ``GLOBAL_RANK: 3``, else the file name.
+    A role prefix alone is a local rank, kept apart."""
+    text, rank, head = _prefixes(raw)
     if st.since_dt is not None:
         t = line_time(text, st.since_dt.year, st.since_dt)
+        if t is None and head:
+            t = line_time(head, st.since_dt.year, st.since_dt)
         if t is not None and t < st.since_dt:
             return None
     m = GLOG.match(text) or GLOG_OLD.match(text)
@@ -81,3 +75,31 @@ def read_line(raw, src, fs, st):
     if rank is not None:
         st.ranks_seen.add(rank)
     return Line(src, raw, text, rank, prefixed)
+
+
+def _prefixes(raw):
+    """(text without its launcher prefixes, global rank or None, what stood before a late
+    '[rankN]:' (it may hold the line's time))."""
+    text, rank = raw, None
+    m = SRUN_LABEL.match(text)
+    if m:
+        rank = int(m.group(1))
+        text = text[m.end():]
+    for _ in range(3):  # '[default0]:[rank12]:', '3: [rank3]:' ...
+        m = TORCHRUN_RANK.match(text)
+        if m:
+            return text[m.end():], int(m.group(1)), ""
+        m = TORCHRUN_GLOBAL.match(text)
+        if m and rank is None:
+            rank = int(m.group(1))
+            text = text[m.end():]
+            continue
+        m = TORCHRUN_ROLE.match(text)
+        if not m:
+            break
+        text = text[m.end():]
+    if rank is None and "[rank" in text[:200]:
+        m = TORCHRUN_RANK_LATE.search(text[:200])
+        if m:
+            return text[m.end():], int(m.group(1)), text[:m.start()]
+    return text, rank, ""

@@ -6,9 +6,10 @@ connections, CUDA failures NCCL reports.
 A handler takes (line, file state, job state) and returns True when the line is fully read
 (no later handler needs to see it)."""
 
-from .patterns import (BOOTSTRAP, BUSID, COMM, CONN_ERR, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE,
+from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE,
                        IB_HCA, IB_NODEV, IB_OPCODE, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX, NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
+from .nccl_words import peer_gone, read_bare, read_warn
 from .text import add, busid_to_pci, evidence
 
 
@@ -60,11 +61,14 @@ def nccl_line(line, fs, st):
 
 
 def bare_ib_completion(line, fs, st):
-    """An IB completion without the NCCL prefix (PyTorch's 'Last error:' block)."""
+    """An IB completion without the NCCL prefix (PyTorch's 'Last error:' block), and NCCL's
+    other words there (no socket interface, duplicate GPU, /dev/shm ...: nccl_words)."""
     if "Got completion from peer" in line.text:
         ev = ib_completion(line.text, line, None, None, None, st)
         if ev is not None and ev.get("vendor_err") is None:
             fs.pending_ib = ev
+        return False
+    read_bare(line, st)
     return False
 
 
@@ -76,6 +80,8 @@ def nccl_body(body, line, host, pid, dev, st):
             return None
     if "Got completion from peer" in body:
         return ib_completion(body, line, host, pid, dev, st)
+    if read_warn(body, line, host, pid, st):
+        return None
     _error(body, line, host, pid, st)
     return None
 
@@ -118,11 +124,13 @@ def _net_ib(body, line, host, pid, dev, st):
 
 
 def _bootstrap(body, line, host, pid, dev, st):
-    if "Bootstrap" not in body:
+    if "Bootstrap" not in body or "found" in body:      # 'no socket interface found': nccl_words
         return False
     m = BOOTSTRAP.search(body)
     if m and host:
         st.ip_host.setdefault(m.group(2), host)
+    if m and m.group(1).startswith("ib"):
+        st.ipoib_seen = True
     return True
 
 
@@ -131,9 +139,11 @@ def _net_socket(body, line, host, pid, dev, st):
         return False
     m = NET_SOCKET_USING.search(body)
     if m:
-        for _ifn, ip in SOCK_DEV.findall(m.group(1)):
+        for ifn, ip in SOCK_DEV.findall(m.group(1)):
             if host:
                 st.ip_host.setdefault(ip, host)
+            if ifn.startswith("ib"):
+                st.ipoib_seen = True
         if st.socket_evidence is None:
             st.socket_evidence = (line.src, line.raw)
     return True
@@ -166,10 +176,10 @@ def _network_choice(body, line, host, pid, dev, st):
 def _error(body, line, host, pid, st):
     """A refused/closed peer connection, or a CUDA failure NCCL reports."""
     base = {"rank": line.rank, "host": host, "pid": pid, "src": line.src, "evidence": line.raw}
-    m = CONN_ERR.search(body)
-    if m:
+    what = peer_gone(body)
+    if what:
         mp = PEER_ADDR.search(body)
-        add(st.events, dict(base, kind="nccl_peer_connection", what=m.group(1),
+        add(st.events, dict(base, kind="nccl_peer_connection", what=what,
                             peer=mp.group(1).strip("[]") if mp else None))
         return
     if "out of memory" in body and "Cuda failure" in body:

@@ -41,7 +41,13 @@ CAP = 50000                  # most records of one sort kept per job (first ones
 
 SRUN_LABEL = re.compile(r"^ {0,4}(\d{1,6}): ")
 TORCHRUN_RANK = re.compile(r"^\[rank(\d{1,6})\]:\s?")
-TORCHRUN_ROLE = re.compile(r"^\[[A-Za-z_]+\d{1,6}\]:\s?")
+# torchrun --tee / --log-dir: '[${role_name}${local_rank}]:' (a LOCAL rank: [default0]:, [trainer3]:)
+TORCHRUN_ROLE = re.compile(r"^\[([A-Za-z_][\w\-]*?)(\d{1,6})\]:\s?")
+# TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[${rank}]:' (a global rank)
+TORCHRUN_GLOBAL = re.compile(r"^\[(\d{1,6})\]:\s?")
+# PyTorch's own '[rankN]:' after something a collector put first (a line number, '<host> [stderr] ',
+# a viewer's time): only within the first 200 characters, and only as a bracketed word
+TORCHRUN_RANK_LATE = re.compile(r"(?:^|[\s\]|:])\[rank(\d{1,6})\]:\s?")
 GLOG = re.compile(r"^\[?([EWIF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.\d+)?\s+\d+\s+[^\]\s]+:\d+\]\s?")
 GLOG_OLD = re.compile(r"^\[([EWIF]) [\w.]+:\d+\]\s?")
 ISO_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})")
@@ -88,6 +94,9 @@ NUMEL_IN = re.compile(r"NumelIn=(-?\d+)")
 TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
 RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
 MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
+# a rank of the default process group (its rank is the global rank): '[Rank 3]', '[PG 0 Rank 3]',
+# '[PG 0 (default_pg) Rank 3]', '[PG ID 0 PG GUID 0(default_pg) Rank 3]', '[PG ID 0 PG GUID 0 Rank 3]'
+MSG_GLOBAL_RANK = re.compile(r"\[(?:PG (?:ID )?0 (?:PG GUID 0 ?)?(?:\(default_pg\) ?)?)?Rank (\d+)\]")
 PG_ID = re.compile(r"\[PG (?:ID )?(\w+)")
 LAST_WORK = re.compile(
     r"(?:detected by watchdog at work|Timeout at NCCL work|watchdog at work sequence id):? (\d+)"
@@ -125,6 +134,15 @@ DL_KILLED = re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal: ?([
 DL_EXITED = re.compile(r"DataLoader worker \(pid\(?s?\)?[^)]*\)+ exited unexpectedly")
 DL_TIMEOUT = re.compile(r"DataLoader timed out after (\d+) seconds")
 DL_BUS = re.compile(r"Unexpected bus error encountered in worker")
+CUDA_DRIVER_OLD = re.compile(r"(CUDA driver version is insufficient for CUDA runtime version|"
+                             r"forward compatibility was attempted on non supported HW|"
+                             r"system has unsupported display driver / cuda driver combination|"
+                             r"The NVIDIA driver on your system is too old)")
+# TORCH_DISTRIBUTED_DEBUG=DETAIL (ProcessGroupWrapper): the ranks run different collectives
+COLL_MISMATCH = re.compile(r"Detected mismatch between collectives on ranks\. Rank (\d+) is running "
+                           r"(?:inconsistent )?collective: CollectiveFingerPrint\((?:SequenceNumber=(\d+))?")
+COLL_MISMATCH_OTHER = re.compile(r"but Rank (\d+) is running collective: CollectiveFingerPrint\("
+                                 r"(?:SequenceNumber=(\d+))?")
 CUDA_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate ([\d.]+ [KMGT]i?B))?")
 CUDA_ERR = re.compile(r"(uncorrectable ECC error encountered|an illegal memory access was encountered|"
                        r"unspecified launch failure|uncorrectable NVLink error|misaligned address|"

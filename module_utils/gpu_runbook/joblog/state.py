@@ -41,6 +41,9 @@ class JobState(object):
         self.events = []           # error events (dicts)
         self.progress = []         # tqdm observations
         self.hf_epoch = None
+        self.nccl_words = []       # NCCL's own words: setup errors, IB async events (nccl_words.py)
+        self.socket_ifname = None  # NCCL_SOCKET_IFNAME as NCCL reported it
+        self.ipoib_seen = False    # NCCL's Bootstrap / NET/Socket used an IPoIB interface (ib0, ibp12s0 ...)
 
 
 class FileState(object):

@@ -3,44 +3,66 @@ fault, per AER class and device, per OOM-killed command and per hung task. Pure 
 the scanner's tables; ``sref(line)`` names the file and line a record came from."""
 
 from ..findings import finding, gpu_ref, ib_ref
-from ..xid_catalog import UNKNOWN_XID, lookup, remedy
-from .patterns import DATA_TASK_RE, DRIVER_TASK_RE
+from ..xid_catalog import UNKNOWN_XID, component_of, lookup, remedy, severity_of
+from .patterns import DATA_TASK_RE, DRIVER_TASK_RE, XID_CAUSE_RE
 
 AER_STORM = 25  # corrected errors in one log that make a marginal link, not noise
 
 
-def xid_findings(xids, ids, sref):
+def xid_findings(xids, ids, sref, gsp_trouble=False):
     """``xids``: the scanner's Xid records in line order; ``ids``: the GPU identities
-    (identity.GpuIdentities) that name each GPU's UUID and board serial."""
-    app_first = {}  # pci -> first line of an application-class Xid
+    (identity.GpuIdentities) that name each GPU's UUID and board serial; ``gsp_trouble``: the
+    log has GSP firmware timeout/halt lines (then Xid 62 is the firmware's, not the GPU's)."""
+    app_first, seen = {}, {}  # pci -> first line of an application-class Xid; pci -> [(line, category)]
     for r in xids:
         e = lookup(r["xid"])
         if e and e["category"] == "application":
             app_first.setdefault(r["pci"], r["line"])
-    return [_xid_finding(r, ids, app_first, sref) for r in xids]
+    out = []
+    for r in xids:
+        f = _xid_finding(r, ids, app_first, sref, gsp_trouble, seen.get(r["pci"], ()))
+        seen.setdefault(r["pci"], []).append((r["line"], f["category"]))
+        out.append(f)
+    return out
 
 
-def _xid_finding(r, ids, app_first, sref):
+def _xid_finding(r, ids, app_first, sref, gsp_trouble=False, before=()):
     code, pci = r["xid"], r["pci"]
     where = dict(evidence=r["evidence"], source=sref(r["line"]), xid=code,
-                 gpu=ids.ref(gpu_ref(pci, index=r["index"])))
+                 gpu=ids.ref(gpu_ref(pci, index=r["index"])) if pci else None)
+    odd = ("; odd: " + "; ".join(r["odd"])) if r.get("odd") else ""
     when = "" if r["first"] is None else (" first %s, last %s" % (r["first"], r["last"]))
     proc = (", process %s" % r["process"]) if r["process"] else ""
     e = lookup(code)
     if e is None:
         u = UNKNOWN_XID
-        return finding("xid", "unknown Xid %d, not in catalog, on GPU %s x%d%s%s: %s" % (
-            code, pci, r["count"], when, proc, r["message"][:200]),
+        return finding("xid", "unknown Xid %d, not in catalog, on GPU %s x%d%s%s: %s%s" % (
+            code, pci, r["count"], when, proc, r["message"][:200], odd),
             severity=u["severity"], category=u["category"], rung=u["rung"], steps=u["steps"], **where)
     category, echo = e["category"], ""
+    rung, steps, note = remedy(e, r["message"])
+    severity, component = severity_of(e, r["message"]), component_of(code)
+    cause = XID_CAUSE_RE.search(r["message"]) if code == 45 else None
+    ce = lookup(cause.group("code")) if cause else None
     if code == 109 and category != "application" and pci in app_first and app_first[pci] < r["line"]:
         # A context-switch timeout right after the job's own fault is its echo, not a second cause.
         category, echo = "application", " (follows an application Xid on the same GPU)"
-    rung, steps, note = remedy(e, r["message"])
-    msg = "Xid %d (%s) on GPU %s x%d%s%s%s: %s" % (
-        code, e["name"], pci, r["count"], when, proc, echo, r["message"][:200])
-    return finding("xid", msg, severity=e["severity"], category=category, rung=rung, steps=steps, note=note,
-                   **where)
+    elif code == 62 and (gsp_trouble or "gsp" in r["message"].lower()):
+        # The PMU halt the GSP firmware reports (GSP timeout/halt lines around it): the firmware's.
+        category, echo = "driver", " (with GSP firmware errors: driver/firmware, not the board)"
+    elif ce is not None and ce["xid"] not in (43, 45) and ce["category"] != "application":
+        # 'Ch 00000001 caused by previous Xid 149': the teardown of a fault the log may not show.
+        category, echo = ce["category"], " (teardown caused by Xid %d)" % ce["xid"]
+        rung, steps, note = remedy(ce, r["message"])
+        severity, component = "warning", component_of(ce["xid"])
+    elif code == 154 and any(c == "driver" for _, c in before):
+        category, echo = "driver", " (after a driver/firmware Xid on the same GPU)"
+    msg = "Xid %d (%s) on GPU %s x%d%s%s%s: %s%s" % (
+        code, e["name"], pci or "(address elided)", r["count"], when, proc, echo, r["message"][:200], odd)
+    f = finding("xid", msg, severity=severity, category=category, rung=rung, steps=steps, note=note, **where)
+    if component:
+        f["component"] = component
+    return f
 
 
 def bad_xid_finding(bad, sref):
@@ -138,10 +160,15 @@ def aer_findings(aer, gpu_pcis, sref, ids=None):
 
 
 def oom_findings(oom, sref):
-    return [finding("oom_kill", "kernel OOM killer killed %s %d time(s) (pid %s)" % (
-        comm, r["count"], ", ".join(str(p) for p in r["pids"][:5])),
-        evidence=r["evidence"], source=sref(r["line"]))
-        for comm, r in sorted(oom.items(), key=lambda kv: kv[1]["line"])]
+    """A kill by the node's OOM killer (host memory ran out) vs one by a memory cgroup (the job
+    hit its own limit: the node is fine)."""
+    return [finding("oom_kill_cgroup" if r["scope"] == "cgroup" else "oom_kill",
+                    "%s killed %s %d time(s) (pid %s)%s" % (
+                        "memory cgroup OOM" if r["scope"] == "cgroup" else "kernel OOM killer",
+                        r["comm"], r["count"], ", ".join(str(p) for p in r["pids"][:5]),
+                        ": the job's own memory limit, not the node's" if r["scope"] == "cgroup" else ""),
+                    evidence=r["evidence"], source=sref(r["line"]))
+            for r in sorted(oom.values(), key=lambda r: r["line"])]
 
 
 def hung_findings(hung, sref):

@@ -7,7 +7,14 @@ import re
 _PCI = r"[0-9a-fA-F]{2,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 PCI_FULL_RE = re.compile(r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b")
 
-XID_RE = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<pci>" + _PCI + r")\): (?P<code>\d{1,6})(?![\d.])(?P<rest>.*)")
+# The parenthesis holds the GPU's address in every driver since the 3xx era ('PCI:0000:3b:00',
+# '0000:3b:00', '0000:3b:00.0'), but shared logs elide it ('PCI:...', 'PCI:<redacted>'): the code
+# after it counts whatever the parenthesis holds; the address is read from it only when it is one.
+XID_RE = re.compile(r"NVRM: Xid ?\((?P<inside>[^()\n]{0,80})\):? *(?P<code>\d{1,6})(?![\d.])(?P<rest>.*)")
+XID_PCI_RE = re.compile(r"(?:PCI:)?(?P<pci>" + _PCI + r")\s*$")
+XID_CAUSE_RE = re.compile(r"caused by previous Xid (?P<code>\d{1,6})\b")
+# NVLink5 Xids 144-150 say themselves whether the error was fatal: 'RLW_RXPIPE Nonfatal XC0 i0 Link 11'
+NVLINK_FATALITY_RE = re.compile(r"\b(?P<f>Non-?fatal|Fatal)\b", re.I)
 XID_REST_RE = re.compile(
     r"^(?:, *pid=(?P<pid>'[^']*'|[^,\s]*))?(?:, *name=(?P<name>[^,]*))?(?:, *(?P<msg>.*))?$")
 GPU_IDX_RE = re.compile(r"\bGPU(\d{1,3})\b")
@@ -27,13 +34,29 @@ PORT_RE = re.compile(r"\bport:? ?(\d{1,2})\b", re.I)
 _LINK_DOWN_RE = re.compile(r"\blink (?:is )?down\b", re.I)
 _LINK_UP_RE = re.compile(r"\blink (?:is )?(?:up|active)\b", re.I)
 
-AER_RE = re.compile(r"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\)) error"
-                    r"(?: message)? received(?: from)?:? *(?P<src>" + _PCI + r")?")
-AER_SEV_RE = re.compile(r"severity=(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\))")
-AER_CLASS = {"Corrected": "corrected", "Uncorrected (Non-Fatal)": "nonfatal"}  # anything else: fatal
+# Kernels before 6.x say 'Corrected' / 'Uncorrected (Fatal) error received: 0000:..' (or ': id=0010'),
+# 6.x 'Correctable error message received from 0000:..' and 'severity=Correctable'.
+AER_RE = re.compile(r"AER: (?:Multiple )?(?P<sev>Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-Fatal|Fatal)\))"
+                    r" error(?: message)? received(?: from)?:? *(?P<src>" + _PCI + r")?")
+AER_SEV_RE = re.compile(r"severity=(?P<sev>Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-Fatal|Fatal)\))")
+AER_CLASS = {"Corrected": "corrected", "Correctable": "corrected", "Uncorrected (Non-Fatal)": "nonfatal",
+             "Uncorrectable (Non-Fatal)": "nonfatal"}  # anything else: fatal
+# The device a PCIe/AER line is printed for, by the driver bound to it: 'nvidia 0000:03:00.0: AER: ..'
+# is a GPU, 'mlx5_core 0000:81:00.0: ..' an HCA (dev_printk's '<driver> <pci>: ' prefix).
+AER_DEV_RE = re.compile(r"\b(?P<drv>nvidia|mlx5_core) (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
+                        r"(?: [^\s:]{1,32})?: ")
 
-OOM_RE = re.compile(r"of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
-HUNG_RE = re.compile(r"task (?P<comm>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds")
+# 'Out of memory: Killed process 1234 (python) total-vm:..', old 'Kill process 1234 (java) score 1309 or
+# sacrifice child', RHEL 'Killed process 123, UID 48, (httpd)'; 'Memory cgroup out of memory: ..' the same.
+OOM_RE = re.compile(r"of memory: Kill(?:ed)? process (?P<pid>\d{1,10})(?:, UID \d{1,10},)? \((?P<comm>[^)]{0,64})\)")
+# The kill's summary (4.19+): 'oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=..,task=python,pid=1234,uid=0'
+OOM_CONSTRAINT_RE = re.compile(r"oom-kill:constraint=(?P<c>[A-Z_]{1,40})")
+OOM_TASK_RE = re.compile(r",task=(?P<task>[^,]{1,64}),pid=(?P<pid>\d{1,10})\b")
+# comm is at most 15 characters and may hold ':' ('nvc:[driver]'); bounded so a hostile line stays linear
+HUNG_RE = re.compile(r"task (?P<comm>[^\n]{1,64}?):(?P<pid>\d{1,10}) blocked for more than (?P<secs>\d{1,9}) seconds")
+# A machine check the hardware could not correct: 'Uncorrected error', GHES 'event severity: fatal',
+# 'Machine check: Processor context corrupt', '[Hardware Error]: ... fatal'.
+MCE_FATAL_RE = re.compile(r"(?i)\buncorrect|severity: (?:fatal|recoverable)|context corrupt|\bfatal\b")
 # PyTorch names its DataLoader worker processes/threads so; a worker stuck in the kernel
 # (NFS/Lustre I/O) starves the training loop: a DataLoader stall, not a GPU fault.
 DATA_TASK_RE = re.compile(r"^(?:pt_data_worker|pt_data_pin|dataloader|data_worker)", re.I)
@@ -72,10 +95,13 @@ def mlx5_event(msg):
         return "link_down"
     if _LINK_UP_RE.search(msg):
         return "link_up"
-    if ("health compromised" in low or "assert" in low or "fw fatal" in low or "fatal error" in low
-            or "unrecoverable" in low or "internal error" in low):
+    if ("health compromised" in low or "assert" in low or "fw fatal" in low or "fw_fatal" in low
+            or "fatal error" in low or "unrecoverable" in low or "internal error" in low
+            or "health poll failed" in low or "recovery flow aborted" in low or "health recovery failed" in low):
         return "health"
-    if ("cmd_work_handler" in low or "wait_func" in low or "cmd exec" in low) and (
+    if "will cause a leak of a command resource" in low:
+        return "cmd_timeout"
+    if ("cmd_work_handler" in low or "wait_func" in low or "cmd exec" in low or "cmd_exec" in low) and (
             "timeout" in low or "no done completion" in low):
         return "cmd_timeout"
     if "async event" in low:
@@ -83,3 +109,55 @@ def mlx5_event(msg):
     if "insufficient power" in low:
         return "pcie_power"
     return None
+
+
+# -- NVIDIA driver messages that name no Xid (driverlog.py) ------------------------------
+# Several are printed over 2-6 lines, each with its own 'NVRM: ' (or, through rsyslog, one line
+# with '#012' for each newline); driverlog.py joins the lines of one message before these run.
+API_MISMATCH_RE = re.compile(r"has the version (?P<client>\d+(?:\.\d+)*),? ?but this kernel module has the version "
+                             r"(?P<module>\d+(?:\.\d+)*)")
+# The kernel's driver core, not NVRM: 'nvidia 0000:01:00.0: probe with driver nvidia failed with error -1'
+# (5.x+), 'nvidia: probe of 0000:01:00.0 failed with error -1' (older).
+KPROBE_FAIL_RE = re.compile(r"(?:\bnvidia (?P<pci>" + _PCI + r"): probe with driver nvidia|\bnvidia: probe of "
+                            r"(?P<pci2>" + _PCI + r")) failed with error (?P<err>-?\d{1,6})")
+PROBE_COUNT_RE = re.compile(r"probe routine (?:was not called|failed) for (?P<n>\d{1,4}) device")
+UNSUPPORTED_RE = re.compile(r"The NVIDIA GPU (?P<pci>" + _PCI + r") \(PCI ID: (?P<id>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\)")
+DRIVER_RELEASE_RE = re.compile(r"\b(?P<ver>\d{3}\.\d{1,3}(?:\.\d{1,3})?)\b")
+# NVSwitch errors: 'nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress ...'
+SXID_RE = re.compile(r"SXid \((?P<inside>[^()\n]{0,80})\):? *(?P<code>\d{1,6})(?![\d.])(?P<rest>.*)")
+NVSWITCH_RE = re.compile(r"\b(nvidia-nvswitch\d{1,3})\b")
+# EDAC: 'EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (...)', '... 1 UE ...'
+EDAC_COUNT_RE = re.compile(r"\b(?P<n>\d{1,9}) (?P<t>CE|UE)\b")
+EDAC_MC_RE = re.compile(r"\bMC(?P<mc>\d{1,3})\b")
+
+_GSP_TROUBLE = ("timeout", "timed out", "halted", "watchdog", "crashed", "gsp error")
+
+
+def nvrm_driver_event(line):
+    """The driver (not hardware) event an NVRM line opens, or None. 'gpu_unsupported' is
+    decided by the lines that follow it (the open module refusing a GPU without GSP, or a
+    driver release that does not support the GPU)."""
+    low = line.lower()
+    if "api mismatch" in low:
+        return "driver_version_mismatch"
+    if "probe routine was not called" in low:
+        return "driver_conflict"
+    if ("probe routine failed" in low or "no nvidia graphics adapter probed" in low
+            or "none of the nvidia devices were initialized" in low):
+        return "gpu_probe_failed"
+    if ("open nvidia.ko is only ready" in low or "not supported by open" in low
+            or "requires use of the nvidia proprietary" in low):
+        return "driver_open_unsupported"
+    if "(pci id:" in low and "the nvidia gpu" in low:
+        return "gpu_unsupported"
+    if "gsp" in low and "rminitadapter" not in low and any(t in low for t in _GSP_TROUBLE):
+        return "gsp_error"
+    return None
+
+
+def sxid_fatal(rest):
+    """True when an SXid line says Fatal, False for Non-fatal, None when it says neither."""
+    m = NVLINK_FATALITY_RE.search(rest or "")
+    if not m:
+        return None
+    return not m.group("f").lower().startswith("non")

@@ -18,7 +18,8 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # '[Oo]ut of memory: Kill(ed) process' next to its 'oom-kill:' summary. "NVRM: " also keeps the
 # GPU identity lines ('GPU at PCI:..: GPU-uuid', 'GPU Board Serial Number: ..', 'GPU <pci>: GPU
 # serial number is ..'): a GPU off the bus has no other record of its serial.
-NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than")
+# "SXid" keeps NVSwitch errors (nvidia-nvswitchN: SXid ..), "EDAC" the host memory controller's.
+NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC")
 
 
 def prefilter(block, start=0, end=None):

@@ -10,9 +10,10 @@ from datetime import datetime
 from ..findings import finding, normalize_pci
 from ..timeutil import UTC, iso, parse_tz
 from . import derive
+from .driverlog import DriverLog
 from .identity import GpuIdentities
 from .patterns import (AER_CLASS, AER_RE, AER_SEV_RE, GPU_IDX_RE, HUNG_RE, MLX_RE, NVRM_PCI_RE, OOM_RE,
-                       PCI_FULL_RE, PORT_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
+                       PCI_FULL_RE, PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
 
@@ -53,6 +54,7 @@ class KernelLogScanner:
         self._ids = GpuIdentities(MAX_KEYS)  # pci -> GPU uuid and board serial
         self._gpu_pcis = set()
         self._gpu_events = {}       # (kind, pci) -> record (off the bus, init failed)
+        self._drv = DriverLog(MAX_KEYS)  # driver messages without an Xid, NVSwitch SXids, EDAC
         self._ib = {}               # mlx5 pci -> counters
         self._ib_names = {}         # mlx5 pci -> mlx5_N
         self._aer = {}              # (class, pci) -> record
@@ -73,6 +75,7 @@ class KernelLogScanner:
         self.close()
         self._aer_header = self._oom_last = None  # line proximity does not cross files
         self._ids.reset()
+        self._drv.reset()
         if self.lines == self._segments[-1][0]:
             self._segments[-1] = (self.lines, source)  # nothing was read under the last name
         else:
@@ -176,6 +179,14 @@ class KernelLogScanner:
             self._oom_line(ctx)
         elif "blocked for more than" in line:
             self._hung_line(ctx)
+        elif "SXid" in line:
+            self._note(ctx, self._drv.sxid(ctx, self._in_window))
+        elif "EDAC" in line:
+            self._note(ctx, self._drv.edac(ctx, self._in_window))
+
+    def _note(self, ctx, kind):
+        if kind:
+            self._event(ctx, kind)
 
     def _gpu(self, pci):
         if len(self._gpu_pcis) < MAX_KEYS:
@@ -227,7 +238,13 @@ class KernelLogScanner:
                 self._gpu(pci)
             return
         kind = nvrm_gpu_event(line)
-        if kind is None or not self._in_window(ctx):
+        if kind is None:
+            before = len(self._drv.events)
+            if self._drv.nvrm(ctx, self._in_window) and len(self._drv.events) > before:
+                self._event(ctx, "driver")
+            return
+        self._drv.reset()
+        if not self._in_window(ctx):
             return
         pm = NVRM_PCI_RE.search(line)
         pci = normalize_pci(pm.group("pci")) if pm else None
@@ -237,10 +254,19 @@ class KernelLogScanner:
         self._event(ctx, kind)
 
     def _xid(self, ctx):
+        self._drv.reset()
         line = ctx[1]
+        parts = line.split("NVRM: Xid")
+        if len(parts) > 2:  # lines joined in transit: each Xid counts
+            for part in parts[1:]:
+                self._xid_one(ctx, "NVRM: Xid" + part.split("NVRM:")[0], joined=True)
+        else:
+            self._xid_one(ctx, line)
+
+    def _xid_one(self, ctx, line, joined=False):
         m = XID_RE.search(line)
         if not m:
-            if "NVRM: Xid" in line and self._in_window(ctx):
+            if "Xid" in line and self._in_window(ctx):
                 if self._bad_xid is None:
                     self._bad_xid = [0, ctx[0], line[:1000]]
                 self._bad_xid[0] += 1
@@ -249,8 +275,13 @@ class KernelLogScanner:
         if not self._in_window(ctx):
             return
         code = int(m.group("code"))
-        pci = normalize_pci(m.group("pci"))
-        self._gpu(pci)
+        pm = XID_PCI_RE.search(m.group("inside"))
+        pci = normalize_pci(pm.group("pci")) if pm else None
+        odd = [] if pm else ["PCI address not in the line (%r)" % m.group("inside")[:40]]
+        if joined:
+            odd.append("several Xids joined on one line")
+        if pci:
+            self._gpu(pci)
         r = XID_REST_RE.match(m.group("rest")) or XID_REST_RE.match("")
         pid = (r.group("pid") or "").strip("'")
         name = (r.group("name") or "").strip()
@@ -258,7 +289,7 @@ class KernelLogScanner:
         if not r.group("pid") and not r.group("name") and not msg:
             msg = m.group("rest").lstrip(", ").strip()
         rec = self._bump(self._xids, (code, pci), ctx, xid=code, pci=pci, pid=None, process=None,
-                         message=msg, index=None, processes=[])
+                         message=msg, index=None, processes=[], odd=odd)
         if rec is None:
             return
         if rec["pid"] is None and pid.isdigit():
@@ -371,7 +402,9 @@ class KernelLogScanner:
         if last and last[0] == pid and ctx[0] - last[1] <= 10:
             return  # the same kill reported twice (global + memcg) a few lines apart
         comm = m.group("comm").strip() or "?"
-        rec = self._bump(self._oom, comm, ctx, comm=comm, pids=[])
+        # 'Memory cgroup out of memory': the job hit its own limit (Slurm's --mem), the node is fine
+        scope = "cgroup" if "cgroup out of memory" in ctx[1].lower() else "node"
+        rec = self._bump(self._oom, (scope, comm), ctx, comm=comm, scope=scope, pids=[])
         if rec is not None and len(rec["pids"]) < 16:
             rec["pids"].append(pid)
         self._event(ctx, "oom_kill")
@@ -398,17 +431,21 @@ class KernelLogScanner:
         self.close()
         sref = self.sref
         xids = sorted(self._xids.values(), key=lambda r: r["line"])
-        findings = derive.xid_findings(xids, self._ids, sref)
+        gsp = any(k == "gsp_error" for k, _ in self._drv.events)
+        findings = derive.xid_findings(xids, self._ids, sref, gsp_trouble=gsp)
         if self._bad_xid:
             findings.append(derive.bad_xid_finding(self._bad_xid, sref))
         findings.extend(derive.gpu_event_findings(self._gpu_events, self._ids, sref))
+        findings.extend(self._drv.findings(sref, self._ids, {r["xid"] for r in xids}))
         ib_findings, ib_devices = derive.ib_findings(self._ib, self._ib_names, sref)
         findings.extend(ib_findings)
         findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref, self._ids))
         findings.extend(derive.oom_findings(self._oom, sref))
         findings.extend(derive.hung_findings(self._hung, sref))
         findings.extend(self._log_findings())
-        return self._facts(xids, ib_devices), findings
+        facts = self._facts(xids, ib_devices)
+        facts.update(self._drv.facts())
+        return facts, findings
 
     def _log_findings(self):
         """What is wrong with the log or the call itself, not with the node."""
@@ -434,7 +471,7 @@ class KernelLogScanner:
             "hostname": self._hostname,
             "tz": str(self.zone),
             "xids": [dict({k: r[k] for k in ("xid", "pci", "pid", "process", "message", "count", "first", "last",
-                                             "line", "index", "processes")}, source=self.sref(r["line"]))
+                                             "line", "index", "processes", "odd")}, source=self.sref(r["line"]))
                      for r in xids],
             "gpus": self._ids.facts(self._gpu_pcis),  # {pci: {uuid, serial}}: gpu_catalog reads it
             "events": [dict(e, source=self.sref(e["line"])) for e in self._events],
@@ -446,8 +483,9 @@ class KernelLogScanner:
                           "total": sum(sum(r["counts"].values()) for r in self._ib.values())},
             "aer": [{"class": cls, "pci": pci, "count": r["count"], "line": r["line"]} for (cls, pci), r in aer],
             "oom_kills": sum(r["count"] for r in self._oom.values()),
+            "oom_kills_cgroup": sum(r["count"] for r in self._oom.values() if r["scope"] == "cgroup"),
             "hung_tasks": sum(r["count"] for r in self._hung.values()),
-            "keys_dropped": self._overflow,
+            "keys_dropped": self._overflow + self._drv.overflow,
         }
 
     def _format(self):

@@ -1,7 +1,8 @@
 """When a kernel-log line was written, and in which format.
 
 Formats: dmesg (seconds since boot), dmesg -T (ctime), dmesg --time-format iso (also behind
---decode's 'kern  :warn  : '), journalctl -k short and short-iso, BSD syslog and RFC 3339
+--decode's 'kern  :warn  : '), journalctl -k short, short-precise and short-iso (months in
+the node's locale: 'sep 03', 'Okt 06', '9月 06'), BSD syslog and RFC 3339
 syslog (kern.log). A time written without a zone (dmesg -T, BSD syslog) is in the zone of the
 node that wrote it: the caller says which (``tz``), else it is read as UTC. BSD syslog has no
 year: the caller supplies it.
@@ -14,6 +15,16 @@ from ..timeutil import UTC, parse_time, parse_tz
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+# syslog / journalctl write the month in the node's locale (LC_TIME): 'sep 03', 'Okt 06',
+# 'déc. 1'. Lower-cased abbreviations of the common ones (en, de, es, fr, it, pt); none clash.
+_LOCALE_MONTHS = dict([(m.lower(), i) for m, i in _MONTHS.items()] + [
+    ("mär", 3), ("mrz", 3), ("mai", 5), ("okt", 10), ("dez", 12),                       # de
+    ("ene", 1), ("abr", 4), ("ago", 8), ("dic", 12),                                    # es
+    ("janv", 1), ("févr", 2), ("fév", 2), ("mars", 3), ("avr", 4), ("juin", 6),         # fr
+    ("juil", 7), ("août", 8), ("aoû", 8), ("sept", 9), ("déc", 12),
+    ("gen", 1), ("mag", 5), ("giu", 6), ("lug", 7), ("set", 9), ("ott", 10),            # it
+    ("fev", 2), ("out", 10),                                                           # pt
+])
 
 TS_RE = re.compile(
     r"^(?:[a-z]+ *:[a-z]+ *: )?"                      # dmesg --decode 'kern  :warn  : '
@@ -21,8 +32,8 @@ TS_RE = re.compile(
     r"(?P<ctime>\d\d:\d\d:\d\d) (?P<cyear>\d{4})\]"     # dmesg -T
     r"|\[ *(?P<mono>\d+\.\d+)\]"                        # dmesg
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d\d:?\d\d)?"
-    r"|(?P<bmon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<bday>\d{1,2}) "
-    r"(?P<btime>\d\d:\d\d:\d\d))"                      # syslog / journalctl short
+    r"|(?P<bmon>[^\W\d_]{3,4}|\d{1,2}[月월])\.? +(?P<bday>\d{1,2}) "
+    r"(?P<btime>\d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d{1,9}))?)"  # syslog / journalctl short(-precise)
     r"(?: +(?P<host>[^\s\[\]]+) kernel(?:\[\d+\])?:)?")
 
 
@@ -50,11 +61,19 @@ def ts_from_match(m, year, zone=UTC):
             return dt, None, fmt, g["host"]
         if g["bmon"]:
             hh, mm, ss = (int(x) for x in g["btime"].split(":"))
-            dt = datetime(year, _MONTHS[g["bmon"]], int(g["bday"]), hh, mm, ss, tzinfo=zone)
+            dt = datetime(year, _month(g["bmon"]), int(g["bday"]), hh, mm, ss,
+                          int((g["bfrac"] or "0")[:6].ljust(6, "0")), tzinfo=zone)
             return dt, None, "syslog", g["host"]
     except (ValueError, OverflowError, KeyError):  # 30 Feb, hour 99: no usable time
         pass
     return None, None, "unknown", None
+
+
+def _month(name):
+    """'Dec', 'déc', 'Okt', 'sep' -> 12, 12, 10, 9; CJK '9月' / Korean '9월' -> 9 (KeyError otherwise)."""
+    if name[-1] in "月월":
+        return int(name[:-1])
+    return _LOCALE_MONTHS[name.lower()]
 
 
 def line_format(line, year):

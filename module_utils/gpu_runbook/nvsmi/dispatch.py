@@ -12,7 +12,7 @@ from .model import PCI_RE, PCI_TXT, as_text, empty_facts, field_name, looks_like
 from .q_text import parse_q
 from .q_xml import parse_xml
 from .query_csv import parse_csv
-from .table import parse_table
+from .table import is_gpu_box_excerpt, parse_table
 
 _Q_SECTION_RE = re.compile(r"^\s+(ECC Errors|Retired Pages|Remapped Rows|Clocks (Throttle|Event) Reasons|"
                            r"GPU Reset Status)\s*$", re.M | re.I)
@@ -95,7 +95,7 @@ def detect_format(text):
             re.search(r"^\s*GPU\s+" + PCI_TXT + r"\s*$", head, re.M) or _Q_SECTION_RE.search(head):
         return "q"
     if (re.search(r"^\s*\+-{5,}", head, re.M) and ("NVIDIA-SMI" in head or "Bus-Id" in head)) or \
-            re.search(r"^\s*GPU\s+\d+:\s.*\(UUID:", head, re.M):
+            re.search(r"^\s*GPU\s+\d+:\s.*\(UUID:", head, re.M) or is_gpu_box_excerpt(head):
         return "table"
     return _detect_csv(t)
 

@@ -21,8 +21,13 @@ DEFAULT_THRESHOLDS = {
     "retired_pages_rma": 60,
 }
 
-# table columns whose ERR! points at the GPU itself (ERR! in Fan/Perf/Disp.A alone does not)
-_ERR_HW_FIELDS = ("Name", "Temp", "Pwr:Usage/Cap", "Volatile Uncorr. ECC", "Memory-Usage", "GPU-Util", "Bus-Id")
+# Table columns and what an ERR! in them means. The GPU's identity or ECC counter unreadable:
+# the GPU itself. A reading (temperature, power, memory, utilisation): one alone, on one GPU
+# of the host, is an odd reading (often transient, Azure/azhpc-diagnostics#77), not a fault;
+# two readings of one GPU, or readings on several GPUs, are. Fan/Perf/Disp.A alone never are.
+_ERR_ID_FIELDS = ("Name", "Bus-Id", "Volatile Uncorr. ECC")
+_ERR_READINGS = ("Temp", "Pwr:Usage/Cap", "Memory-Usage", "GPU-Util")
+_ERR_HW_FIELDS = _ERR_ID_FIELDS + _ERR_READINGS
 
 # NVML recovery action (normalised) -> kind; anything else asks for a reset
 _RECOVERY_KINDS = {"reboot": "gpu_recovery_reboot", "drain_p2p": "gpu_recovery_drain_p2p"}
@@ -89,12 +94,27 @@ def _state_findings(g, th, add, label):
             "%s temperature %d C is at or above %d C" % (label, t, th["temperature_c"]))
 
 
-def _error_findings(g, add, label):
+def _odd_reading(g, err_gpus):
+    """ERR! in the table in at most one reading of this GPU, no identity field, and no other
+    GPU of the host with an ERR! reading: a sensor read failed once, no GPU fault is proven."""
+    errs = g.get("errors") or []
+    if not g.get("_table") or any(f in _ERR_ID_FIELDS or f not in _ERR_HW_FIELDS + _ERR_SENSOR for f in errs):
+        return False
+    readings = [f for f in errs if f in _ERR_READINGS]
+    return not readings or (len(readings) == 1 and err_gpus <= 1)
+
+
+_ERR_SENSOR = ("Fan", "Perf", "Disp.A", "Persistence-M", "Compute M.")
+
+
+def _error_findings(g, add, label, err_gpus=1):
     """Fields nvidia-smi could not read, and inactive NVLinks."""
     errs = g.get("errors") or []
-    if errs and g.get("_table") and not any(f in _ERR_HW_FIELDS for f in errs):
-        # ERR! only in the fan/perf/display columns: a sensor read failed, no GPU fault is proven (capture 008)
-        add("errors", "nvsmi_err_field", "%s: nvidia-smi shows ERR! for %s" % (label, ", ".join(errs)))
+    if errs and _odd_reading(g, err_gpus):
+        # ERR! only in the fan/perf/display columns, or one reading of one GPU (capture 008)
+        one = [f for f in errs if f in _ERR_READINGS]
+        add("errors", "nvsmi_err_field", "%s: nvidia-smi shows ERR! for %s%s" % (
+            label, ", ".join(errs), " (a single odd reading: no other field or GPU is affected)" if one else ""))
     elif errs:
         lost = "errors_gpu_is_lost" in g["_ev"]
         needs_reset = "errors_gpu_requires_reset" in g["_ev"]
@@ -109,8 +129,14 @@ def _error_findings(g, add, label):
             "%s has inactive NVLink link(s) %s" % (label, ", ".join(str(i) for i in inactive)))
 
 
-def gpu_findings(g, source, th):
-    """Every finding about one GPU record."""
+def err_reading_gpus(gpus):
+    """How many GPUs of the table show ERR! in a reading or an identity field."""
+    return sum(1 for g in gpus if g.get("_table") and any(f in _ERR_HW_FIELDS for f in g.get("errors") or []))
+
+
+def gpu_findings(g, source, th, err_gpus=1):
+    """Every finding about one GPU record (``err_gpus``: how many GPUs of the host show an
+    ERR! reading, err_reading_gpus)."""
     out = []
     gref = ref(g)
 
@@ -121,7 +147,7 @@ def gpu_findings(g, source, th):
     label = gpu_label(g)
     _memory_findings(g, th, add, label)
     _state_findings(g, th, add, label)
-    _error_findings(g, add, label)
+    _error_findings(g, add, label, err_gpus)
     return out
 
 
@@ -211,8 +237,9 @@ def wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_finding
         finalize_gpu(g)
     fail, handle_pcis = scan_failures(lines, source, gpus, lost_index)
     findings.extend(fail)
+    err_gpus = err_reading_gpus(gpus)
     for g in gpus:
-        findings.extend(gpu_findings(g, source, th))
+        findings.extend(gpu_findings(g, source, th, err_gpus))
     findings.extend(host_findings(gpus, source))
     facts["gpus"] = [public(g) for g in gpus]
     facts["count"] = len(gpus)

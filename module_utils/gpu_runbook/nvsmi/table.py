@@ -61,6 +61,21 @@ def _second_row(g, cells, ln, s):
                 assign(g, None, "ERR!", ln, s, label)
 
 
+def _is_gpu_row(s):
+    """'|   1  Tesla V100-PCIE...  On   | 00008ED0:00:00.0 Off |   0 |': a GPU box's first row."""
+    if not s.startswith("|") or s.count("|") < 3:
+        return False
+    cells = _cells(s)
+    return bool(_ROW1_RE.match(cells[0]) and len(cells) >= 3 and PCI_RE.search(cells[1]))
+
+
+def is_gpu_box_excerpt(head):
+    """A table quoted without its header: a '+---' border and a GPU box's first row."""
+    if "+--" not in head:
+        return False
+    return any(_is_gpu_row(line.strip()) for line in head.splitlines()[:200] if line.lstrip().startswith("|"))
+
+
 class _Reader(object):
     """Walks the lines once: the table's GPU rows, then any nvlink / -L blocks."""
 
@@ -89,6 +104,11 @@ class _Reader(object):
             self.in_hdr = True
         elif self.in_hdr and re.match(r"^\|[=|+]+\|?$", s):
             self.in_hdr, self.in_gpu = False, True
+        elif not self.in_gpu and _is_gpu_row(s):
+            # an excerpt quoted without the header (one GPU's box pasted in an issue): its first
+            # row names the index and the Bus-Id, which is enough to read the box
+            self.in_gpu = True
+            self._table_row(ln, s)
         elif not (self.in_gpu and self._table_row(ln, s)):
             self._nvlink(ln, line, s)
 

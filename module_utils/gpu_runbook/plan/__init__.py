@@ -11,6 +11,7 @@ words -- plus the correlated incidents found, counts and the commands in order.
 gives a plan with an ``errors`` entry and nothing to do, never a traceback.
 """
 
+from ..confidence import HIGH, LOW, host_confidence
 from ..taxonomy import RUNG_RANK, RUNG_TABLE
 from .gates import Caps, correlated_incidents, incident_blocker, priority
 from .jobenv import job_section, nccl_env_rung, one_bad_rail, timeout_rung, wants_timeout
@@ -19,7 +20,7 @@ from .ladder import (block, drain_rung, evidence_line, flapping, gpu_reset_rung,
 from .policy import PolicyError, incident_id, node_state, normalize_policy, one_line
 
 SCHEMA = "gpu-runbook/plan/v1"
-DECISIONS = ("act", "blocked", "skip", "report_only")
+DECISIONS = ("act", "review", "blocked", "skip", "report_only")
 
 __all__ = ["DECISIONS", "SCHEMA", "make_plan"]
 
@@ -96,7 +97,9 @@ def _plan_host(h, host_facts, ctx):
     unavailable, ours, words = node_state(host_facts.get("slurm"))
     if name in ctx["policy"]["already_drained"] and not unavailable:
         unavailable, words = True, "listed in already_drained, reason unknown"
+    conf = _confidence(h)
     out = {"host": name, "verdict": h.get("verdict"), "severity": h.get("severity"), "rung": h.get("rung"),
+           "confidence": conf["confidence"], "confidence_reason": conf["confidence_reason"],
            "evidence": evidence_line(h), "slurm": words or None, "decision": "skip", "reason": "",
            "rungs": [], "blockers": [], "final": None, "after": None}
     rail = one_bad_rail(findings)
@@ -106,12 +109,45 @@ def _plan_host(h, host_facts, ctx):
     in_rem = name in ctx["remediate"] and not rail
     job_rungs = _job_rungs(findings, rail, ctx["policy"])
     node = _node_ladder(h, findings, host_facts, ctx) if in_rem else []
-    if node:
+    # The ladder acts on a node only on a high-confidence verdict (no drain cap is taken for
+    # one under review); a job-scoped rung (the next run's environment, no node touched,
+    # reverted when healthy) needs medium; on low nothing acts.
+    held = (node if conf["confidence"] != HIGH else []) + (job_rungs if conf["confidence"] == LOW else [])
+    review = bool(held)
+    _hold_for_review(held, conf)
+    if node and not review:
         _gate_drain(out, node, unavailable, ours, words, h, ctx)
     out["rungs"] = sorted(node + job_rungs, key=lambda e: RUNG_RANK[e["rung"]])
     out["blockers"] = [b for e in out["rungs"] for b in e["blockers"]]
-    _decide(out, h, node, job_rungs, unavailable, ours, words)
+    if review:
+        out["decision"] = "review"
+        out["reason"] = review_reason(conf, job_rungs)
+        if unavailable and not ours:
+            out["reason"] += "; drained by someone else (%s): untouched" % words
+    else:
+        _decide(out, h, node, job_rungs, unavailable, ours, words)
     return out
+
+
+def _confidence(h):
+    """The host's confidence as the diagnosis gave it, else derived from its findings."""
+    if h.get("confidence") in ("high", "medium", "low"):
+        return {"confidence": h["confidence"], "confidence_reason": str(h.get("confidence_reason") or "")}
+    return host_confidence(h.get("verdict"), h.get("findings") or [], h.get("probes"))
+
+
+def review_reason(conf, job_rungs=()):
+    going = [e["rung"] for e in job_rungs if e["status"] == "planned"]
+    return ("confidence %s: %s; the ladder acts on a node only on high confidence: a person reviews the "
+            "evidence, nothing is drained, reset or restarted%s" % (
+                conf["confidence"], conf["confidence_reason"] or "?",
+                "; the job-scoped %s still applies to the next run" % ", ".join(going) if going else ""))
+
+
+def _hold_for_review(rungs, conf):
+    for e in rungs:
+        e["status"] = "blocked"
+        e["blockers"].append("confidence %s (%s): held for review" % (conf["confidence"], conf["confidence_reason"]))
 
 
 def _job_rungs(findings, rail, policy):

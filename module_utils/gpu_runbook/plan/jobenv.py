@@ -84,12 +84,22 @@ def job_section(host_entries, job, incidents, policy):
                 rungs.append(dict(e, host=h["host"]))
                 rails.update((e.get("target") or {}).get("rails") or [])
     rails.update(i["name"] for i in incidents if i["kind"] == "rail")
+    own = []
     if any(f["rung"] == "nccl_env" for f in job_findings):
-        rungs.append(dict(nccl_env_rung(job_findings, []), host=None))
+        own.append(dict(nccl_env_rung(job_findings, []), host=None))
     if wants_timeout(job_findings):
-        rungs.append(dict(timeout_rung(job_findings, policy), host=None))
+        own.append(dict(timeout_rung(job_findings, policy), host=None))
+    level = (job or {}).get("confidence") if isinstance(job, dict) else None
+    if level == "low":  # a job-scoped rung needs at least medium confidence in the job's verdict
+        for e in own:
+            e["status"] = "blocked"
+            e["blockers"].append("job confidence %s (%s): held for review"
+                                 % (level, job.get("confidence_reason") or "?"))
+    rungs.extend(own)
     env = []
     for e in rungs:
+        if e["status"] != "planned":
+            continue
         env.extend(v for v in e["env"] if not v.startswith("NCCL_IB_HCA=") and v not in env)
     if rails:
         env.insert(0, exclude_line(rails))

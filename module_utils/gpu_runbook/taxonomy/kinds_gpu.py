@@ -41,9 +41,10 @@ STEPS = {
     "gpu_drain_if_persists": (
         "drain", "Drain the node if it persists.", "지속되면 노드를 drain 하십시오."),
     "gpu_check_fan_sensor": (
-        None, "Check the fan and sensor with `nvidia-smi -q` and the BMC; drain the node if other GPU "
-              "errors follow.",
-        "`nvidia-smi -q`와 BMC로 팬과 센서를 확인하십시오. 다른 GPU 오류가 뒤따르면 노드를 drain 하십시오."),
+        None, "Read it again and check the fan and sensor with `nvidia-smi -q` and the BMC; drain the node if "
+              "the reading stays ERR! or other GPU errors follow.",
+        "다시 읽고 `nvidia-smi -q`와 BMC로 팬과 센서를 확인하십시오. 판독값이 계속 ERR!이거나 다른 GPU 오류가 "
+        "뒤따르면 노드를 drain 하십시오."),
     "gpu_check_xid": (
         None, "Check the kernel log (`dmesg`) for Xid 79, 48 or 74 on this GPU.",
         "커널 로그(`dmesg`)에서 이 GPU의 Xid 79, 48, 74를 확인하십시오."),
@@ -210,8 +211,9 @@ _UNREADABLE_GPU = {
         "nvidia-smi가 GPU 항목에 'GPU is lost'를 표시함"),
     "nvsmi_err_field": kind(
         "unknown", "warning", "none", ("gpu_check_fan_sensor",),
-        "nvidia-smi shows ERR! for a fan or sensor column only: no GPU fault is proven",
-        "nvidia-smi가 팬/센서 항목에만 ERR!를 표시함: GPU 고장은 입증되지 않음"),
+        "nvidia-smi shows ERR! for a fan or sensor column only, or one odd reading on one GPU: no GPU fault "
+        "is proven",
+        "nvidia-smi가 팬/센서 항목에만, 또는 GPU 하나의 판독값 하나에만 ERR!를 표시함: GPU 고장은 입증되지 않음"),
     "gpu_lost": kind(
         "gpu_hardware", "critical", "reboot", _WEDGED,
         "nvidia-smi cannot open the GPU: 'GPU is lost' (fallen off the bus)",

@@ -75,8 +75,43 @@ STEPS = {
                                          "timeout is only its consequence.",
                       "원인으로 지목된 오류를 수정하십시오 (해당 finding에 방법이 있음); 타임아웃은 그 결과일 "
                       "뿐입니다."),
+    "job_update_driver": (None, "Install an NVIDIA driver that supports the job's CUDA version (or run a CUDA "
+                                "build that matches the installed driver); check `nvidia-smi` for the driver's "
+                                "CUDA version.",
+                          "작업의 CUDA 버전을 지원하는 NVIDIA 드라이버를 설치하거나 (또는 설치된 드라이버에 맞는 CUDA "
+                          "빌드를 사용하십시오); `nvidia-smi`에서 드라이버의 CUDA 버전을 확인하십시오."),
     "job_node_checks": (None, "Run the node checks on the culprit's host before the job restarts.",
                         "작업을 재시작하기 전에 원인 랭크의 호스트를 점검하십시오."),
+    # NCCL's own words (joblog/nccl_words.py)
+    "job_fix_socket_ifname": ("nccl_env", "Set `NCCL_SOCKET_IFNAME` to an interface that exists and has an "
+                                          "address on every node (`ip -br addr`), or unset it.",
+                              "모든 노드에 존재하고 주소가 있는 인터페이스로 `NCCL_SOCKET_IFNAME`을 설정하거나 "
+                              "(`ip -br addr`) 설정을 해제하십시오."),
+    "job_fix_device_binding": ("fix_application", "Give each rank its own GPU: `torch.cuda.set_device(local_rank)` "
+                                                  "before the process group, and one rank per GPU in the launcher "
+                                                  "(`CUDA_VISIBLE_DEVICES`, `--gpus-per-task`).",
+                               "각 랭크에 자기 GPU를 주십시오: process group 전에 `torch.cuda.set_device(local_rank)`, "
+                               "런처에서는 GPU당 랭크 하나(`CUDA_VISIBLE_DEVICES`, `--gpus-per-task`)."),
+    "job_fix_nccl_usage": ("fix_application", "Rerun with `NCCL_DEBUG=WARN` to read NCCL's reason and fix the call "
+                                              "(communicator, device or argument).",
+                           "`NCCL_DEBUG=WARN`으로 다시 실행해 NCCL이 밝힌 이유를 읽고 호출(communicator, 장치, 인자)을 "
+                           "수정하십시오."),
+    "job_grow_shm": ("nccl_env", "Give the container a larger `/dev/shm` (`--shm-size`, a memory-backed volume) and "
+                                 "remove stale `/dev/shm/nccl-*` files; `NCCL_SHM_DISABLE=1` works around it.",
+                     "컨테이너에 더 큰 `/dev/shm`(`--shm-size`, 메모리 기반 볼륨)을 주고 남은 `/dev/shm/nccl-*` "
+                     "파일을 지우십시오; `NCCL_SHM_DISABLE=1`로 우회할 수 있습니다."),
+    "job_check_memlock_peermem": (None, "Check the locked-memory limit inside the job (`ulimit -l` must be "
+                                        "unlimited, also under srun/mpirun) and that `nvidia_peermem` is loaded "
+                                        "(`lsmod`).",
+                                  "작업 안에서 locked-memory 한도(`ulimit -l`은 srun/mpirun 아래에서도 unlimited여야 "
+                                  "함)와 `nvidia_peermem` 로드 여부(`lsmod`)를 확인하십시오."),
+    "job_check_fabric_manager": (None, "Check that `nvidia-fabricmanager` is enabled and running and the fabric "
+                                       "state is Completed (`nvidia-smi -q | grep -A2 Fabric`); after a Fabric "
+                                       "Manager restart reset the GPUs or reboot; `NCCL_NVLS_ENABLE=0` works around "
+                                       "NVLS.",
+                                 "`nvidia-fabricmanager`가 활성화되어 실행 중이고 fabric 상태가 Completed인지 "
+                                 "확인하십시오(`nvidia-smi -q | grep -A2 Fabric`); Fabric Manager를 재시작했다면 GPU를 "
+                                 "리셋하거나 재부팅하십시오; `NCCL_NVLS_ENABLE=0`으로 NVLS를 우회할 수 있습니다."),
 }
 
 _IB_LINK = ("job_check_ib_link", "drain_node", "restart_openibd", "check_cable")
@@ -107,6 +142,36 @@ KINDS = {
         "NCCL's NET/IB list mixes InfiniBand HCAs with RoCE devices: traffic over them is slow or unroutable",
         "NCCL의 NET/IB 목록에 InfiniBand HCA와 RoCE 장치가 섞여 있음: 그 장치로 가는 트래픽이 느리거나 "
         "라우팅되지 않음"),
+    # ---- NCCL's own words about the setup (joblog/nccl_words.py)
+    "nccl_socket_interface": kind(
+        "nccl_config", "critical", "nccl_env", ("job_fix_socket_ifname",),
+        "rank {rank}: NCCL found no usable socket interface: NCCL_SOCKET_IFNAME matches no interface with an address",
+        "랭크 {rank}: NCCL이 사용할 소켓 인터페이스를 찾지 못함: NCCL_SOCKET_IFNAME이 주소가 있는 어떤 인터페이스와도 "
+        "맞지 않음"),
+    "nccl_duplicate_gpu": kind(
+        "nccl_config", "critical", "fix_application", ("job_fix_device_binding",),
+        "rank {rank}: two ranks of one communicator are on the same GPU (NCCL 'Duplicate GPU detected')",
+        "랭크 {rank}: 한 communicator의 두 랭크가 같은 GPU에 있음 (NCCL 'Duplicate GPU detected')"),
+    "nccl_invalid_usage": kind(
+        "nccl_config", "critical", "fix_application", ("job_fix_nccl_usage",),
+        "rank {rank}: NCCL rejected a call as invalid usage",
+        "랭크 {rank}: NCCL이 호출을 잘못된 사용(invalid usage)으로 거부함"),
+    "nccl_shm_failed": kind(
+        "nccl_config", "critical", "nccl_env", ("job_grow_shm",),
+        "rank {rank}: NCCL could not create its shared-memory segment: /dev/shm is too small or missing",
+        "랭크 {rank}: NCCL이 공유 메모리 세그먼트를 만들지 못함: /dev/shm이 너무 작거나 없음"),
+    "nccl_ib_registration_failed": kind(
+        "nccl_config", "critical", "drain", ("job_check_memlock_peermem", "drain_node"),
+        "rank {rank}: InfiniBand memory registration failed: locked-memory limit or GPUDirect peer-memory module",
+        "랭크 {rank}: InfiniBand 메모리 등록 실패: locked-memory 한도 또는 GPUDirect peer-memory 모듈 문제"),
+    "nccl_fabric_manager": kind(
+        "driver", "critical", "drain", ("job_check_fabric_manager", "drain_node"),
+        "rank {rank}: NVLink SHARP / CUDA failed because the NVLink fabric (Fabric Manager) is not ready on its host",
+        "랭크 {rank}: 호스트의 NVLink fabric(Fabric Manager)이 준비되지 않아 NVLink SHARP / CUDA가 실패함"),
+    "nccl_ib_async_event": kind(
+        "ib_network", "critical", "ib_restart", _IB_LINK,
+        "NCCL got an InfiniBand async event on the host's own HCA (port error, catastrophic error): its link is failing",
+        "호스트 자신의 HCA에서 NCCL이 InfiniBand 비동기 이벤트(port error, catastrophic error)를 받음: 링크가 고장나는 중"),
     # ---- GPU and CUDA
     "cuda_hardware_error": kind(
         "gpu_hardware", "critical", "gpu_reset", _GPU_FAULT,
@@ -120,6 +185,12 @@ KINDS = {
         "application", "critical", "fix_application", ("job_locate_kernel", "job_fix_kernel"),
         "rank {rank} hit a CUDA error that is usually an application bug",
         "랭크 {rank}에서 대개 애플리케이션 버그인 CUDA 오류 발생"),
+    "cuda_driver_too_old": kind(
+        "driver", "critical", "drain", ("drain_node", "check_driver", "job_update_driver"),
+        "the NVIDIA driver is too old for the job's CUDA runtime (or CUDA forward compatibility is not "
+        "supported on this GPU): update the driver or use a matching CUDA build, not a GPU to replace",
+        "NVIDIA 드라이버가 작업의 CUDA 런타임보다 오래됨 (또는 이 GPU에서 CUDA forward compatibility를 "
+        "지원하지 않음): GPU 교체가 아니라 드라이버를 업데이트하거나 맞는 CUDA 빌드를 사용해야 함"),
     "nccl_watchdog_stuck": kind(
         "driver", "critical", "drain", ("drain_node", "job_read_xid"),
         "the NCCL watchdog of rank {rank} got stuck: a CUDA/NCCL call hung inside the driver",
@@ -151,6 +222,10 @@ KINDS = {
         "dataloader", "critical", "fix_application", _DATALOADER,
         "a DataLoader worker of rank {rank} hit a bus error (shared memory /dev/shm too small)",
         "랭크 {rank}의 DataLoader 워커에서 bus error 발생 (공유 메모리 /dev/shm 부족)"),
+    "collective_mismatch": kind(
+        "application", "critical", "fix_application", ("job_fix_collective_order",),
+        "the ranks run different collectives (operation, shape or sequence number differ): an application bug",
+        "랭크들이 서로 다른 collective를 실행함 (연산, shape 또는 sequence number가 다름): 애플리케이션 버그"),
     "python_exception": kind(
         "application", "warning", "fix_application", ("job_fix_traceback",),
         "rank {rank} raised a Python exception",

@@ -76,6 +76,43 @@ STEPS = {
                               "작업이 이 오류와 함께 종료되었다면 노드를 drain 하십시오."),
     "xid_check_by_hand": (None, "Read the raw line and check the Xid code by hand against NVIDIA's Xid catalog.",
                           "원본 줄을 읽고 Xid 코드를 NVIDIA Xid 카탈로그와 직접 대조하십시오."),
+    # ---- the driver, not the GPU
+    "kernel_match_driver_versions": ("reboot", "Make the kernel module and the user-space driver the same version: "
+                                               "reload the module (`rmmod nvidia_uvm nvidia_drm nvidia_modeset "
+                                               "nvidia`) or reboot after a driver upgrade.",
+                                     "커널 모듈과 사용자 공간 드라이버의 버전을 맞추십시오: 드라이버 업그레이드 후 "
+                                     "모듈을 다시 올리거나(`rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia`) "
+                                     "재부팅하십시오."),
+    "kernel_blacklist_nouveau": (None, "Blacklist nouveau (`modprobe.d`, then rebuild the initramfs) so the "
+                                       "NVIDIA driver can claim the GPUs.",
+                                 "NVIDIA 드라이버가 GPU를 잡을 수 있도록 nouveau를 블랙리스트에 넣으십시오 "
+                                 "(`modprobe.d` 설정 후 initramfs 재생성)."),
+    "kernel_use_proprietary_module": (None, "Install the proprietary kernel module flavour (or a GPU the open module "
+                                            "supports): the open module needs a GPU with GSP.",
+                                      "독점(proprietary) 커널 모듈을 설치하십시오 (또는 open 모듈이 지원하는 GPU 사용): "
+                                      "open 모듈은 GSP가 있는 GPU가 필요합니다."),
+    "kernel_install_supported_driver": (None, "Install a driver release that supports this GPU (its README's "
+                                              "supported-products list).",
+                                        "이 GPU를 지원하는 드라이버 릴리스를 설치하십시오 (README의 지원 제품 목록)."),
+    # ---- NVSwitch (SXid)
+    "sxid_reset_fabric": (None, "A fatal NVSwitch error: the node's GPUs and NVSwitches must be reset (a reboot) "
+                                "before NVLink works again; check `nvidia-fabricmanager` after.",
+                          "치명적 NVSwitch 오류: NVLink가 다시 동작하려면 노드의 GPU와 NVSwitch를 리셋(재부팅)해야 "
+                          "합니다. 이후 `nvidia-fabricmanager`를 확인하십시오."),
+    "sxid_watch_links": (None, "Non-fatal: watch the link's error counters (`nvidia-smi nvlink -e`); contact NVIDIA "
+                               "support if they keep rising.",
+                         "non-fatal: 링크 오류 카운터(`nvidia-smi nvlink -e`)를 지켜보고, 계속 늘면 NVIDIA 지원에 "
+                         "문의하십시오."),
+    # ---- host memory (EDAC) and memory cgroups
+    "kernel_replace_dimm": (None, "Have the DIMM the EDAC line names replaced (check the BMC's SEL for the slot).",
+                            "EDAC 줄이 가리키는 DIMM을 교체하십시오 (BMC SEL에서 슬롯 확인)."),
+    "kernel_trend_dimm_ce": (None, "Trend the correctable count (`edac-util -v`); replace the DIMM if it keeps "
+                                   "rising.",
+                             "정정 가능한 오류 수의 추이를 보십시오 (`edac-util -v`). 계속 늘면 DIMM을 교체하십시오."),
+    "kernel_raise_job_mem": ("fix_application", "The job reached its own memory limit: request more (`--mem`, `--mem-per-gpu`) "
+                                   "or use less; the node is fine.",
+                             "작업이 자신의 메모리 한도에 도달했습니다: 더 요청하거나(`--mem`, `--mem-per-gpu`) 덜 "
+                             "사용하십시오. 노드는 정상입니다."),
     # ---- HCA (mlx5) events
     "hca_collect_dump": (None, "If it recurs, collect `mstdump` and the firmware trace for NVIDIA networking "
                                "support.",
@@ -139,10 +176,42 @@ KINDS = {
         "gpu_hardware", "critical", "reboot", ("drain_node", "reboot_node", "rma_if_recurs"),
         "GPU {gpu} has fallen off the bus: the host lost it on PCIe",
         "GPU {gpu}가 버스에서 떨어짐: 호스트가 PCIe에서 GPU를 잃음"),
+    # RmInitAdapter fails for driver reasons first (missing GSP firmware, a module that refuses
+    # the GPU, vGPU/passthrough setup); only a failure that survives the driver checks is the board.
     "gpu_init_failed": kind(
-        "gpu_hardware", "critical", "reboot", ("drain_node", "reboot_node", "rma_if_recurs"),
-        "the NVIDIA driver failed to initialise GPU {gpu} (RmInitAdapter failed)",
-        "NVIDIA 드라이버가 GPU {gpu} 초기화에 실패함 (RmInitAdapter failed)"),
+        "driver", "critical", "reboot", ("drain_node", "check_driver", "reboot_node", "rma_if_recurs"),
+        "the NVIDIA driver failed to initialise GPU {gpu} (RmInitAdapter failed): check the driver first",
+        "NVIDIA 드라이버가 GPU {gpu} 초기화에 실패함 (RmInitAdapter failed): 드라이버부터 확인",
+        also=("gpu_hardware",)),
+    "gpu_probe_failed": kind(
+        "driver", "critical", "reboot", ("drain_node", "check_driver", "reboot_node", "rma_if_recurs"),
+        "the NVIDIA driver's probe failed: no GPU was initialised",
+        "NVIDIA 드라이버 probe 실패: 초기화된 GPU가 없음"),
+    "driver_version_mismatch": kind(
+        "driver", "critical", "reboot", ("drain_node", "kernel_match_driver_versions"),
+        "the NVIDIA kernel module and the user-space driver are different versions (API mismatch)",
+        "NVIDIA 커널 모듈과 사용자 공간 드라이버의 버전이 다름 (API mismatch)"),
+    "driver_conflict": kind(
+        "driver", "critical", "reboot", ("drain_node", "kernel_blacklist_nouveau", "reboot_node"),
+        "another driver (nouveau) owns the GPUs: the NVIDIA driver could not claim them",
+        "다른 드라이버(nouveau)가 GPU를 점유함: NVIDIA 드라이버가 GPU를 잡지 못함"),
+    "driver_open_unsupported": kind(
+        "driver", "critical", "reboot", ("drain_node", "kernel_use_proprietary_module", "reboot_node"),
+        "the open NVIDIA kernel module refuses GPU {gpu}: it needs the proprietary module",
+        "open NVIDIA 커널 모듈이 GPU {gpu}를 지원하지 않음: proprietary 모듈이 필요함"),
+    "driver_gpu_unsupported": kind(
+        "driver", "critical", "reboot", ("drain_node", "kernel_install_supported_driver", "reboot_node"),
+        "the installed driver release does not support GPU {gpu}",
+        "설치된 드라이버 릴리스가 GPU {gpu}를 지원하지 않음"),
+    "gsp_error": kind(
+        "driver", "critical", "gpu_reset", ("drain_node", "reset_gpu", "xid_reboot_if_reset_fails", "check_driver"),
+        "the GPU's GSP firmware timed out or halted: driver/firmware, not the board",
+        "GPU의 GSP 펌웨어가 타임아웃되거나 멈춤: 보드가 아니라 드라이버/펌웨어 문제"),
+    # ---- NVSwitch: the NVLink fabric (finding "component": "nvlink_fabric")
+    "nvswitch_sxid": kind(
+        "gpu_hardware", "warning", None, (),
+        "NVSwitch error (SXid) on the NVLink fabric",
+        "NVLink 패브릭의 NVSwitch 오류 (SXid)"),
     # ---- mlx5 (the HCA driver)
     "ib_hca_health": kind(
         "ib_network", "critical", "ib_restart", ("drain_node", "restart_openibd", "reboot_if_recurs",
@@ -198,6 +267,19 @@ KINDS = {
         "memory_leak", "warning", "fix_application", ("check_memory_growth", "kernel_lower_memory"),
         "the kernel's OOM killer killed a process: host memory ran out",
         "커널 OOM killer가 프로세스를 종료함: 호스트 메모리 부족"),
+    "oom_kill_cgroup": kind(
+        "memory_leak", "warning", "fix_application", ("check_memory_growth", "kernel_raise_job_mem"),
+        "a memory cgroup killed a process: the job hit its own memory limit, not the node's",
+        "메모리 cgroup이 프로세스를 종료함: 노드가 아니라 작업 자신의 메모리 한도에 도달"),
+    # ---- host memory (EDAC): node hardware, no GPU in it (finding "component": "host_memory")
+    "host_memory_ue": kind(
+        "unknown", "critical", "drain", ("drain_node", "kernel_replace_dimm"),
+        "uncorrectable host memory (DIMM) errors: node hardware, not the GPU",
+        "복구 불가 호스트 메모리(DIMM) 오류: GPU가 아니라 노드 하드웨어 문제"),
+    "host_memory_ce": kind(
+        "unknown", "info", "none", ("kernel_trend_dimm_ce",),
+        "correctable host memory (DIMM) errors: a trend to watch",
+        "정정된 호스트 메모리(DIMM) 오류: 추이를 지켜볼 것"),
     "hung_task": kind(
         "unknown", "warning", "drain", ("kernel_read_stack", "kernel_drain_if_stuck"),
         "a task was blocked in the kernel for minutes (D state)",

@@ -1,0 +1,313 @@
+"""NCCL's own words about a broken setup or a broken link, in every wording its versions used
+(2.4 .. 2.2x, the IB plugins, and the ``Last error:`` line PyTorch copies them into):
+
+* the socket interface: ``Bootstrap : no socket interface found``, ``NET/Socket : no
+  interface found``, ``NET/IB : No IP interface found``, ``no NCCL_SOCKET_IFNAME interface
+  found``, ``No interface found in the same subnet``, ``ncclSocketInit: connecting to address
+  with family N is neither AF_INET(2) nor AF_INET6(10)`` (an NCCL_SOCKET_IFNAME that matched
+  nothing, so the address is empty);
+* ``Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000``, ``invalid usage``
+  / ``ncclInvalidUsage``;
+* shared memory: ``Call to posix_fallocate failed : No space left on device``, ``failed to
+  extend /dev/shm/nccl-X to N bytes``, ``Error while creating|attaching to shared memory
+  segment ...``;
+* IB memory registration: ``Call to ibv_reg_mr[_iova2|_dmabuf_mr] failed [with error] X``,
+  ``GPU Direct RDMA Disabled for HCA N 'mlx5_0' (no module)``;
+* NVLink SHARP / Fabric Manager: ``transport/nvls.cc:N NCCL WARN Cuda failure [1] 'X'``,
+  ``Cuda failure 'system not yet initialized'`` (Fabric Manager not running), cuMulticast*;
+* IB async events: ``NET/IB : Got async event : port error`` (and ``NET/IB : mlx5_0:1 Got
+  async event : ...``, the 2.4 ``IB Got async event``), counted per host and event;
+* a peer that went away: refused, reset, closed by the remote peer, broken pipe, aborted,
+  timed out, no route: the peer is named by address ``10.1.2.3<port>`` or by name ``node2<port>``;
+* reverse DNS printed in the log (``3.2.1.10.in-addr.arpa domain name pointer node.ib0``),
+  which names the host behind an address.
+
+Every pattern is anchored on a literal and uses bounded spans only (linear on a 1 MiB line).
+``read_warn`` reads an NCCL message body; ``read_bare`` reads a line without the NCCL prefix;
+``word_findings`` turns what they recorded into findings (kinds: taxonomy/kinds_job.py)."""
+
+import re
+
+from ..findings import finding, ib_ref
+from .text import add, evidence
+
+NO_IFACE = re.compile(
+    r"\b(?:no socket interface found|no interface found(?: in the same subnet)?|No IP interface found|"
+    r"no NCCL_SOCKET_IFNAME interface found|No usable listening interface found|"
+    r"is neither AF_INET\(\d+\) nor AF_INET6\(\d+\))", re.I)
+IFNAME_ENV = re.compile(r"\bNCCL_SOCKET_IFNAME set (?:by environment )?to (\S{1,64})")
+DUP_GPU = re.compile(r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]{1,16})")
+INVALID_USAGE = re.compile(r"\b(?:ncclInvalidUsage|invalid usage(?: \(run with NCCL_DEBUG=WARN for details\))?)")
+SHM = re.compile(r"(Error while (?:creating|attaching to) shared memory segment|failed to extend (?:/dev/shm/)?\S{1,200} "
+                 r"to \d+ bytes|Call to posix_fallocate failed|Unable to (?:allocate|open) shared memory)")
+SHM_WHY = re.compile(r"(No space left on device|No such file or directory|Permission denied|"
+                     r"Cannot allocate memory|Bus error|invalid argument)", re.I)
+REG_MR = re.compile(r"Call to (ibv_reg_(?:dmabuf_)?mr\w{0,16})(?: \([^)\n]{0,200}\))? failed(?: with error)?\s?:?\s?"
+                    r"([A-Za-z][\w ]{0,60})?")
+GDR_NOMOD = re.compile(r"GPU Direct RDMA Disabled for HCA \d+ '([\w.\-]{1,40})' \(no module\)")
+CUDA_FAIL = re.compile(r"Cuda failure (?:\d+ )?'([^'\n]{1,80})'")
+FM_WORDS = re.compile(r"system not yet initialized|cuMulticast\w{0,30}|NVLS (?:multicast|register|bind)\w{0,20}", re.I)
+ASYNC = re.compile(r"\b(?:NET/\w{1,16}|IB) ?:? ?(?:([\w.\-]{1,40}):(\d{1,3}) )?Got async event ?: ?([A-Za-z][\w ./-]{0,60})")
+PEER_GONE = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
+                       r"No route to host|Connection timed out|Broken pipe|Software caused connection abort|"
+                       r"Network is unreachable)")
+REVERSE_DNS = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.in-addr\.arpa\.?\s+(?:domain )?name "
+                         r"(?:pointer )?=?\s?([A-Za-z][\w.\-]{0,200})")
+
+# ibv_event_type_str() texts: what an async event means for the link
+_ASYNC_CRITICAL = ("port error", "local catastrophic error", "local work queue catastrophic error", "CQ error",
+                   "SRQ catastrophic error", "path migration error")
+_ASYNC_INFO = ("port active", "LID change", "P_Key change", "SM change", "client reregistration", "GID table change",
+               "communication established", "send queue drained", "path migration successful", "SRQ limit reached",
+               "last WQE reached")
+# what a bare line (no NCCL prefix: PyTorch's 'Last error:' block) must contain to be NCCL's words
+_BARE_HINTS = ("Bootstrap", "NET/", "ncclSocket", "Net :", "Duplicate GPU", "shared memory", "/dev/shm",
+               "ibv_reg", "Got async event", "invalid usage", "ncclInvalidUsage", "system not yet initialized",
+               "nvls", "NVLS", "in-addr.arpa")
+
+# setup errors: the job never ran; a peer that went away after one is its consequence
+SETUP_KINDS = ("nccl_socket_interface", "nccl_duplicate_gpu", "nccl_invalid_usage", "nccl_shm_failed",
+               "nccl_ib_registration_failed", "nccl_fabric_manager")
+# setup errors that live on the host, not in the job's environment or code
+HOST_SIDE_KINDS = ("nccl_ib_registration_failed", "nccl_fabric_manager")
+
+
+def read_warn(body, line, host, pid, st):
+    """One NCCL message body (prefix stripped; ``line.text`` still has the source file, e.g.
+    transport/nvls.cc). Returns True when it recorded something."""
+    return _read(body, line.text, line, host, pid, st)
+
+
+def read_bare(line, st):
+    """A line without the NCCL prefix (a 'Last error:' block, a launcher's copy)."""
+    text = line.text
+    if not any(h in text for h in _BARE_HINTS):
+        return False
+    m = REVERSE_DNS.search(text)
+    if m:
+        st.ip_host.setdefault(".".join(reversed(m.groups()[:4])), m.group(5).rstrip(".").split(".")[0])
+        return True
+    return _read(text, text, line, None, None, st)
+
+
+def _rec(st, kind, line, host, pid, **kw):
+    rec = {"kind": kind, "rank": line.rank, "host": host, "pid": pid, "src": line.src, "evidence": line.raw}
+    rec.update(kw)
+    add(st.nccl_words, rec)
+    return True
+
+
+def _read(body, full, line, host, pid, st):
+    m = IFNAME_ENV.search(body)
+    if m:
+        st.socket_ifname = m.group(1)
+        return False
+    if "interface found" in body or "AF_INET" in body:
+        m = NO_IFACE.search(body)
+        if m:
+            return _rec(st, "nccl_socket_interface", line, host, pid, what=m.group(0))
+    if "Duplicate GPU" in body:
+        m = DUP_GPU.search(body)
+        if m:
+            return _rec(st, "nccl_duplicate_gpu", line, host, pid, what=m.group(0),
+                        ranks=(int(m.group(1)), int(m.group(2))), busid=m.group(3))
+    if "nvalid usage" in body or "ncclInvalidUsage" in body:
+        m = INVALID_USAGE.search(body)
+        if m:
+            return _rec(st, "nccl_invalid_usage", line, host, pid, what=m.group(0))
+    if "shared memory" in body or "/dev/shm" in body or "posix_fallocate" in body:
+        m = SHM.search(body)
+        if m:
+            w = SHM_WHY.search(body)
+            return _rec(st, "nccl_shm_failed", line, host, pid, what=m.group(1), why=w.group(1) if w else None)
+    if "ibv_reg" in body:
+        m = REG_MR.search(body)
+        if m:
+            return _rec(st, "nccl_ib_registration_failed", line, host, pid, what=m.group(1),
+                        why=(m.group(2) or "").strip() or None)
+    if "no module" in body and "GPU Direct RDMA" in body:
+        m = GDR_NOMOD.search(body)
+        if m:
+            return _rec(st, "nccl_ib_registration_failed", line, host, pid, what="GPUDirect RDMA disabled",
+                        why="no peer-memory module", hca=m.group(1))
+    if "Cuda failure" in body or "initialized" in body or "ulticast" in body or "NVLS" in body:
+        r = _fabric(body, full, line, host, pid, st)
+        if r:
+            return r
+    if "async event" in body:
+        m = ASYNC.search(body)
+        if m:
+            return _rec(st, "nccl_ib_async_event", line, host, pid, event=_event_name(m.group(3)),
+                        hca=m.group(1), port=int(m.group(2)) if m.group(2) else None)
+    return False
+
+
+def _event_name(text):
+    """The ibv_event_type_str() text at the start of what NCCL printed (some builds add more)."""
+    text = text.strip()
+    for e in _ASYNC_CRITICAL + _ASYNC_INFO + ("local access violation work queue error",
+                                             "invalid request local work queue error"):
+        if text.startswith(e):
+            return e
+    return text
+
+
+def _fabric(body, full, line, host, pid, st):
+    m = CUDA_FAIL.search(body)
+    fm = FM_WORDS.search(body)
+    nvls = "nvls" in full.lower()
+    if (m and (nvls or "not yet initialized" in m.group(1))) or (fm and not m):
+        return _rec(st, "nccl_fabric_manager", line, host, pid, what=(m.group(1) if m else fm.group(0)), nvls=nvls)
+    return False
+
+
+def peer_gone(body):
+    """The connection error a peer caused, or None."""
+    m = PEER_GONE.search(body)
+    return m.group(1) if m else None
+
+
+# ------------------------------------------------------------------ findings
+
+def _where(rec):
+    return ("rank %s" % rec["rank"] if rec.get("rank") is not None else "a rank") + \
+        (" on %s" % rec["host"] if rec.get("host") else "")
+
+
+def _common(rec):
+    return {"evidence": evidence(rec["evidence"]), "source": rec["src"], "rank": rec.get("rank")}
+
+
+def _socket_interface(rec, st):
+    env = getattr(st, "socket_ifname", None)
+    return finding("nccl_socket_interface",
+                   "%s: NCCL found no usable socket interface (%s)%s: NCCL_SOCKET_IFNAME matches no interface "
+                   "with an address on this host." % (_where(rec), rec["what"],
+                                                      " with NCCL_SOCKET_IFNAME=%s" % env if env else ""),
+                   note="`NCCL_SOCKET_IFNAME=%s`" % env if env else None, **_common(rec))
+
+
+def _duplicate_gpu(rec, st):
+    a, b = rec["ranks"]
+    return finding("nccl_duplicate_gpu",
+                   "%s: ranks %d and %d are both on CUDA device %s (busId): two ranks of one communicator share "
+                   "a GPU." % (_where(rec), a, b, rec["busid"]), **_common(rec))
+
+
+def _invalid_usage(rec, st):
+    return finding("nccl_invalid_usage", "%s: NCCL rejected the call as invalid usage (%s)." % (_where(rec), rec["what"]),
+                   **_common(rec))
+
+
+def _shm(rec, st):
+    return finding("nccl_shm_failed",
+                   "%s: NCCL could not create its shared-memory segment (%s%s): /dev/shm is too small or "
+                   "missing in the container." % (_where(rec), rec["what"], ", " + rec["why"] if rec.get("why") else ""),
+                   **_common(rec))
+
+
+def _reg(rec, st):
+    sev = "warning" if rec.get("hca") else "critical"
+    return finding("nccl_ib_registration_failed",
+                   "%s: InfiniBand memory registration failed (%s%s): locked-memory limit (`ulimit -l`) or the "
+                   "GPUDirect peer-memory module (nvidia_peermem) on this host." % (
+                       _where(rec), rec["what"], ": " + rec["why"] if rec.get("why") else ""),
+                   severity=sev, **_common(rec))
+
+
+def _fm(rec, st):
+    return finding("nccl_fabric_manager",
+                   "%s: %s failed with CUDA error '%s': NVLink fabric (Fabric Manager) not running or not "
+                   "initialised in the right order on this host." % (
+                       _where(rec), "NVLS (NVLink SHARP)" if rec.get("nvls") else "CUDA", rec["what"]),
+                   **_common(rec))
+
+
+_BUILD = {"nccl_socket_interface": _socket_interface, "nccl_duplicate_gpu": _duplicate_gpu,
+          "nccl_invalid_usage": _invalid_usage, "nccl_shm_failed": _shm,
+          "nccl_ib_registration_failed": _reg, "nccl_fabric_manager": _fm}
+
+
+def _async_findings(st):
+    """One finding for every async event of the job (the job's findings keep one per kind and
+    rank): its severity is the worst event's, its message counts each (host, device, event)."""
+    groups = {}
+    for rec in st.nccl_words:
+        if rec["kind"] == "nccl_ib_async_event":
+            groups.setdefault((rec.get("host"), rec.get("hca"), rec["event"]), []).append(rec)
+    if not groups:
+        return []
+    order = {"critical": 0, "warning": 1, "info": 2}
+
+    def sev(event):
+        return "critical" if event in _ASYNC_CRITICAL else "info" if event in _ASYNC_INFO else "warning"
+    items = sorted(groups.items(), key=lambda kv: (order[sev(kv[0][2])], -len(kv[1])))
+    (host, hca, event), recs = items[0]
+    first = recs[0]
+    seen = "; ".join("'%s'%s on %s x%d" % (e, " (%s)" % d if d else "", h or "an unnamed host", len(r))
+                     for (h, d, e), r in items[:8])
+    return [finding(
+        "nccl_ib_async_event",
+        "NCCL got IB async events from the hosts' own HCAs: %s%s. %s" % (
+            seen, " ..." if len(items) > 8 else "",
+            "The HCA port of %s is failing (link down or flapping)." % (host or "that host")
+            if sev(event) == "critical" else "The port changed state."),
+        severity=sev(event), ib=ib_ref(hca, first.get("port")) if hca else None, **_common(first))]
+
+
+def word_findings(st, findings):
+    """Findings of NCCL's own words. A setup error (no interface, duplicate GPU, /dev/shm,
+    memory registration, Fabric Manager) makes the other ranks' lost connections and generic
+    NCCL errors its consequence: they are lowered to warning, in place."""
+    out = []
+    specific = any(r["kind"] in SETUP_KINDS and r["kind"] != "nccl_invalid_usage" for r in st.nccl_words)
+    for rec in st.nccl_words:
+        if rec.get("rank") is None and rec.get("host") and rec.get("pid") is not None:
+            rec["rank"] = st.pid_rank.get((rec["host"], rec["pid"]))
+        build = _BUILD.get(rec["kind"])
+        if build is None or (rec["kind"] == "nccl_invalid_usage" and specific):
+            continue
+        out.append(build(rec, st))
+    out.extend(_async_findings(st))
+    _socket_without_ib(st, findings)
+    if any(f["kind"] in SETUP_KINDS and f["severity"] == "critical" for f in out):
+        for f in findings:
+            if f["kind"] in ("nccl_peer_connection_error", "nccl_error") and f["severity"] == "critical":
+                f["severity"] = "warning"
+    return out
+
+
+def _socket_without_ib(st, findings):
+    """'NET/IB : No device found' alone does not make sockets a fallback: a cloud VM without
+    IB has nothing better. Without an IB/RoCE device, NCCL_IB_DISABLE or an IPoIB interface
+    (which proves IB hardware), the socket finding is only information (in place)."""
+    if st.ib_devices or st.roce_devices or st.ib_disabled or st.ipoib_seen:
+        return
+    for f in findings:
+        if f["kind"] == "nccl_socket_fallback" and f["severity"] != "info":
+            f["severity"] = "info"
+            f["message"] += " (No IB device and no IPoIB interface in the log: sockets may be this cluster's only " \
+                            "network.)"
+
+
+def setup_failed(st):
+    """True when NCCL's own words say the job's setup is broken (not the network)."""
+    return any(r["kind"] in SETUP_KINDS for r in st.nccl_words)
+
+
+def host_side_hosts(st):
+    """Hosts whose own node setup NCCL's words blame (Fabric Manager, memory registration)."""
+    out = []
+    for r in st.nccl_words:
+        if r["kind"] in HOST_SIDE_KINDS and r.get("host") and r["host"] not in out:
+            out.append(r["host"])
+    return out
+
+
+def async_port_hosts(st):
+    """Hosts whose own HCA reported a failing-port async event, most reports first."""
+    counts = {}
+    for r in st.nccl_words:
+        if r["kind"] == "nccl_ib_async_event" and r["event"] in _ASYNC_CRITICAL and r.get("host"):
+            counts[r["host"]] = counts.get(r["host"], 0) + 1
+    return [h for h, _n in sorted(counts.items(), key=lambda kv: -kv[1])]

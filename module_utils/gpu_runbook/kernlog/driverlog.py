@@ -1,0 +1,232 @@
+"""Kernel messages about the driver, the NVLink fabric and the node that carry no Xid.
+
+- NVIDIA driver messages (NVRM) that say the driver, not the GPU, is what failed: a driver
+  and user-space library of different versions ('API mismatch'), nouveau or another driver
+  owning the device ('probe routine was not called'), the probe failing, the open kernel
+  module refusing a GPU without GSP, a driver release that does not support the GPU, GSP
+  firmware timeouts. Several are printed over 2-6 lines, each with its own 'NVRM: ' prefix
+  (or, through rsyslog, on one line with '#012' for each newline): the lines that follow a
+  message's first line within ``JOIN_LINES`` are joined to it before it is read.
+- NVSwitch errors ('nvidia-nvswitchN: SXid (PCI:..): 12028, Non-fatal, Link 32 ...'): the
+  NVLink fabric, not one GPU.
+- EDAC memory-controller reports ('EDAC MC0: 1 UE ...'): host DIMMs, uncorrectable (node
+  hardware) or correctable (a trend).
+"""
+
+from ..findings import finding, gpu_ref, normalize_pci
+from .patterns import (API_MISMATCH_RE, DRIVER_RELEASE_RE, EDAC_COUNT_RE, EDAC_MC_RE, NVRM_PCI_RE, NVSWITCH_RE,
+                       PROBE_COUNT_RE, SXID_RE, UNSUPPORTED_RE, XID_PCI_RE, nvrm_driver_event, sxid_fatal)
+
+_SAYS_WHY_PROBE_FAILED = frozenset(("driver_conflict", "driver_open_unsupported", "gpu_unsupported"))
+JOIN_LINES = 8          # a multi-line NVRM message spans at most this many lines
+MAX_TEXT = 2048         # joined text kept per message
+
+
+class DriverLog:
+    """Tables of the driver, NVSwitch and EDAC events of one log, fed in log order."""
+
+    def __init__(self, max_keys):
+        self.max_keys = max_keys
+        self.events = {}        # (kind, pci) -> record
+        self.sxids = {}         # (code, switch pci) -> record
+        self.dimm = {}          # (CE|UE, mc) -> record
+        self.overflow = 0
+        self._open = None       # [record, first line, last line] of the message being joined
+
+    def reset(self):
+        """Another file begins: a message never continues into another file."""
+        self._open = None
+
+    def _rec(self, table, key, ctx, **init):
+        rec = table.get(key)
+        if rec is None:
+            if len(table) >= self.max_keys:
+                self.overflow += 1
+                return None
+            rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
+            rec.update(init)
+            table[key] = rec
+        rec["count"] += 1
+        if ctx[3] is not None:
+            rec["first"] = rec["first"] or ctx[3]
+            rec["last"] = ctx[3]
+        return rec
+
+    # -- NVRM ----------------------------------------------------------------------------
+    def continues(self, ctx):
+        """Append an NVRM line to the message being joined; True when it was one of its lines."""
+        op = self._open
+        if op is None or ctx[0] - op[1] >= JOIN_LINES or ctx[0] - op[2] > 2:
+            self._open = None
+            return False
+        op[2] = ctx[0]
+        rec = op[0]
+        if len(rec["text"]) < MAX_TEXT:
+            rec["text"] = (rec["text"] + " " + _body(ctx[1]))[:MAX_TEXT]
+        return True
+
+    def nvrm(self, ctx, in_window):
+        """An NVRM line that is no Xid, identity or GPU event. True when it opened an event."""
+        kind = nvrm_driver_event(ctx[1])
+        op = self._open
+        if (kind == "driver_open_unsupported" and op is not None and op[0]["kind"] == "gpu_unsupported"
+                and self.continues(ctx)):
+            return True  # its next line says why ('.. not supported by open nvidia.ko ..'): one message
+        if kind is None:
+            return self.continues(ctx)
+        if not in_window(ctx):
+            self._open = None
+            return True
+        pm = UNSUPPORTED_RE.search(ctx[1]) or NVRM_PCI_RE.search(ctx[1])
+        pci = normalize_pci(pm.group("pci")) if pm else None
+        rec = self._rec(self.events, (kind, pci), ctx, kind=kind, pci=pci, text="")
+        if rec is None:
+            return True
+        if rec["count"] == 1:
+            rec["text"] = _body(ctx[1])[:MAX_TEXT]
+            self._open = [rec, ctx[0], ctx[0]]
+        else:
+            self._open = None
+        return True
+
+    # -- NVSwitch ------------------------------------------------------------------------
+    def sxid(self, ctx, in_window):
+        line = ctx[1]
+        m = SXID_RE.search(line)
+        if not m or not in_window(ctx):
+            return None
+        code = int(m.group("code"))
+        pm = XID_PCI_RE.search(m.group("inside"))
+        pci = normalize_pci(pm.group("pci")) if pm else None
+        sw = NVSWITCH_RE.search(line)
+        rest = m.group("rest").lstrip(", ")
+        rec = self._rec(self.sxids, (code, pci), ctx, sxid=code, pci=pci, switch=sw.group(1) if sw else None,
+                        fatal=None, message=rest[:300])
+        if rec is not None:
+            fatal = sxid_fatal(rest)
+            if fatal is not None:
+                rec["fatal"] = bool(rec["fatal"]) or fatal
+        return "sxid_%d" % code
+
+    # -- EDAC ----------------------------------------------------------------------------
+    def edac(self, ctx, in_window):
+        line = ctx[1]
+        m = EDAC_COUNT_RE.search(line)
+        low = line.lower()
+        if m:
+            typ, n = m.group("t"), int(m.group("n"))
+        elif "uncorrect" in low and "error" in low:
+            typ, n = "UE", 1
+        else:
+            return None  # 'EDAC MC0: Giving out device to module ..' and other boot chatter
+        if n <= 0 or not in_window(ctx):
+            return None
+        mc = EDAC_MC_RE.search(line)
+        rec = self._rec(self.dimm, (typ, mc.group("mc") if mc else None), ctx, type=typ,
+                        mc=mc.group("mc") if mc else None, errors=0)
+        if rec is not None:
+            rec["errors"] += n
+        return "edac_" + typ.lower()
+
+    # -- output --------------------------------------------------------------------------
+    def findings(self, sref, ids, xid_codes):
+        """``xid_codes``: the Xids of the log (a GSP timeout already reported as Xid 119/120 is
+        not reported twice)."""
+        out = []
+        kinds = {k for k, _ in self.events}
+        for (kind, pci), r in sorted(self.events.items(), key=lambda kv: kv[1]["line"]):
+            if kind == "gpu_probe_failed" and kinds & _SAYS_WHY_PROBE_FAILED:
+                continue  # 'probe routine failed' / 'No NVIDIA graphics adapter probed!' follow the cause
+            f = _driver_finding(kind, pci, r, ids, xid_codes)
+            if f is not None:
+                f["source"] = sref(r["line"])
+                out.append(f)
+        for (code, pci), r in sorted(self.sxids.items(), key=lambda kv: kv[1]["line"]):
+            out.append(_sxid_finding(code, pci, r, sref))
+        for (typ, mc), r in sorted(self.dimm.items(), key=lambda kv: kv[1]["line"]):
+            where = ("memory controller MC%s" % mc) if mc is not None else "a memory controller"
+            if typ == "UE":
+                f = finding("host_memory_ue", "EDAC: %d uncorrectable host memory error(s) on %s (%d line(s))" % (
+                    r["errors"], where, r["count"]), evidence=r["evidence"], source=sref(r["line"]))
+            else:
+                f = finding("host_memory_ce", "EDAC: %d correctable host memory error(s) on %s (%d line(s))" % (
+                    r["errors"], where, r["count"]), evidence=r["evidence"], source=sref(r["line"]),
+                    severity="warning" if r["errors"] >= 100 else None)
+            f["component"] = "host_memory"
+            out.append(f)
+        return out
+
+    def facts(self):
+        return {
+            "driver_events": [{"kind": k, "pci": p, "count": r["count"], "line": r["line"]}
+                              for (k, p), r in sorted(self.events.items(), key=lambda kv: kv[1]["line"])],
+            "sxids": [{"sxid": c, "pci": p, "switch": r["switch"], "fatal": r["fatal"], "count": r["count"],
+                       "message": r["message"], "line": r["line"]}
+                      for (c, p), r in sorted(self.sxids.items(), key=lambda kv: kv[1]["line"])],
+            "edac": {"ue": sum(r["errors"] for (t, _), r in self.dimm.items() if t == "UE"),
+                     "ce": sum(r["errors"] for (t, _), r in self.dimm.items() if t == "CE")},
+        }
+
+
+def _body(line):
+    """The words of a message line: rsyslog's '#012' newlines and every 'NVRM:' prefix out."""
+    text = line.replace("#012", " ")
+    i = text.find("NVRM:")
+    if i >= 0:
+        text = text[i + 5:]
+    return " ".join(text.replace("NVRM:", " ").split())
+
+
+def _driver_finding(kind, pci, r, ids, xid_codes):
+    text, n = r["text"], r["count"]
+    gpu = ids.ref(gpu_ref(pci)) if pci else None
+    where = ("GPU %s" % pci) if pci else "the node"
+    kw = dict(evidence=r["evidence"], gpu=gpu)
+    if kind == "driver_version_mismatch":
+        m = API_MISMATCH_RE.search(text)
+        vers = (": user space %s, kernel module %s" % (m.group("client"), m.group("module"))) if m else ""
+        return finding(kind, "NVIDIA driver and library versions differ (API mismatch, %d report(s))%s" % (n, vers),
+                       **kw)
+    if kind == "driver_conflict":
+        m = PROBE_COUNT_RE.search(text)
+        return finding(kind, "the NVIDIA driver could not claim %s device(s): another driver (nouveau?) owns them" % (
+            m.group("n") if m else "its"), **kw)
+    if kind == "gpu_probe_failed":
+        m = PROBE_COUNT_RE.search(text)
+        return finding(kind, "the NVIDIA driver's probe failed (%s device(s)): no GPU initialised" % (
+            m.group("n") if m else "?"), **kw)
+    if kind == "gpu_unsupported":
+        low = text.lower()
+        if "open" in low and ("nvidia.ko" in low or "gsp" in low):
+            kind = "driver_open_unsupported"
+        elif "driver release" in low or "not supported by" in low:
+            ver = DRIVER_RELEASE_RE.search(text)
+            return finding("driver_gpu_unsupported", "%s is not supported by this driver release%s" % (
+                where, (" (%s)" % ver.group("ver")) if ver else ""), **kw)
+        else:
+            return None
+    if kind == "driver_open_unsupported":
+        return finding(kind, "the open NVIDIA kernel module refuses %s (no GSP, or not a data-center GPU)" % where,
+                       **kw)
+    if kind == "gsp_error":
+        if xid_codes & {119, 120}:
+            return None  # the Xid finding says it
+        return finding(kind, "GSP firmware of %s timed out or halted (%d line(s))" % (where, n), **kw)
+    return None
+
+
+def _sxid_finding(code, pci, r, sref):
+    sw = r["switch"] or "an NVSwitch"
+    fatal = r["fatal"]
+    what = "fatal" if fatal else ("non-fatal" if fatal is False else "")
+    msg = "NVSwitch %s (%s) SXid %d%s x%d: %s" % (sw, pci or "PCI address elided", code,
+                                                  (" " + what) if what else "", r["count"], r["message"][:200])
+    if fatal:
+        f = finding("nvswitch_sxid", msg, evidence=r["evidence"], source=sref(r["line"]), severity="critical",
+                    rung="reboot", steps=("drain_node", "sxid_reset_fabric", "reboot_node", "contact_support_if_recurs"))
+    else:
+        f = finding("nvswitch_sxid", msg, evidence=r["evidence"], source=sref(r["line"]), severity="warning",
+                    rung="none", steps=("no_action", "sxid_watch_links"))
+    f["component"] = "nvlink_fabric"
+    f["sxid"] = code
+    return f

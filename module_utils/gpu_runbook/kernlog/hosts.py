@@ -1,0 +1,307 @@
+"""Who wrote a line: the host a capture's text names, and the line without what named it.
+
+One capture file may hold the lines of many hosts. The host of a line is, first found first:
+
+- its own prefix: ``pdsh -w`` / ``clush`` (line mode) / ``xdsh`` print ``node17: <line>``;
+  the prefix is stripped, so the rest parses as the node wrote it;
+- its syslog / journal hostname field: BSD syslog and journalctl ``short`` / ``short-precise``
+  (``Dec  1 07:09:12[.123456] node07 kernel: ...``, any locale's month), RFC 3339 / journalctl
+  ``short-iso`` (``2024-05-01T07:09:12.123+00:00 node07 kernel: ...``) and RFC 5424
+  (``<6>1 2024-05-01T07:09:12Z node07 kernel - - - ...``);
+- the block it sits in: the lines after a shell prompt (``root@node4:~# dmesg -T``,
+  ``[root@node4 ~]# ...``) until the next prompt; a ``clush -b`` / ``dshbak`` header
+  (``---------------`` / ``node[1-3] (3)`` / ``---------------``, or one line
+  ``----- node[1-3] -----``) whose lines belong to every node of the set; an ansible ad-hoc
+  header (``node17 | CHANGED | rc=0 >>``); a line that is only a node name, at the start or
+  after a blank line (``echo $h; ssh $h nvidia-smi`` loops).
+
+A ``node: `` prefix counts only once its host is established: its rest looks like a log or
+tool line (a timestamp, NVRM, an nvidia-smi table...), so ``NVRM: Xid`` or ``kernel: ...``
+never name a host. ``node07`` and ``node07.cluster.local`` are one host (the first name seen).
+Pure, stdlib, bounded: at most ``max_hosts`` hosts (the lines of more are counted, not routed);
+every pattern is linear-time on hostile input.
+"""
+
+import re
+
+from ..findings import strip_ansi
+
+MAX_HOSTS = 4096
+_MAX_SET = 4096  # names one node-set header may expand to
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}"
+_PREFIX_RE = re.compile(r"(" + _NAME + r"): ")
+_PROMPT_RE = re.compile(
+    r"(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r"):[^\s#$%]{0,1024}[#$%](?: |$)"
+    r"|(?:\([^()\s]{1,64}\) )?\[?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r")(?: [^\]]{0,1024})?\][#$%](?: |$)")
+_ANSIBLE_RE = re.compile(r"(" + _NAME + r") \| (?:CHANGED|SUCCESS|FAILED!?|UNREACHABLE!?)(?: \||  ?=>| >>|$)")
+_DASHES_RE = re.compile(r"-{3,}\s*$")
+# 'for h in ...; do echo $h; ssh $h cmd; done': a line that is only a node name (with a digit),
+# at the start or after a blank line, heads that node's output
+_BARE_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.\-]{0,62}\d[A-Za-z0-9_.\-]{0,62}):?\s*$")
+_SET_LINE_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))?\s*$")
+_SET_INLINE_RE = re.compile(r"-{3,} ([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))? -{3,}\s*$")
+_MONTH = r"(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월])"  # 'Dec', 'déc.', 'Okt', 'sep', '9月', '12월'
+_SYSLOG_RE = re.compile(
+    r"(?:<\d{1,3}>)?"
+    r"(?:" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+    r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:(?: |$)")
+_RFC5424_RE = re.compile(r"<\d{1,3}>\d{1,2} \S{1,64} ([A-Za-z0-9][^\s:\[\]<>]{0,252}) ")
+# what the rest of a 'node: ' line looks like when node is a host (pdsh of dmesg, journalctl,
+# syslog grep, nvidia-smi, ibstat...)
+_LOGLIKE_RE = re.compile(
+    r"\[ *\d+\.\d+\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]\d |\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"
+    r"(?:[A-Z][a-z]{2} )?" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d|<\d{1,3}>|"
+    r"NVRM|nvidia|mlx5|kernel:|\+-{3}|\| +NVIDIA-SMI|\|={3}|=+NVSMI LOG|CA '|hca_id:|Attached GPUs|"
+    r"NCCL |GPU \d|pcieport")
+# words that end in ': ' in log lines and are never a host
+_NOT_HOSTS = frozenset((
+    "kernel", "nvrm", "call", "hardware", "info", "warning", "warn", "error", "err", "note", "notice",
+    "debug", "fatal", "failed", "pdsh", "clush", "ssh", "sudo", "bash", "sh", "zsh", "cpu", "rip", "rsp",
+    "code", "workqueue", "audit", "usb", "pci", "acpi", "ansible", "traceback", "file", "task", "modules",
+    "tainted", "mem", "node", "host", "hostname", "dmesg", "journalctl", "grep", "output", "stdout",
+    "stderr", "result", "msg", "message", "status", "state", "uuid", "serial", "name", "gpu", "port",
+    "device", "driver", "version", "cuda", "nccl", "error_msg", "exception", "caused", "reason",
+))
+
+
+# a syslog / journal hostname field is a host by position, whatever the word ('gpu', '1013');
+# only the placeholders of a host without a name are not
+_FIELD_NOT_HOSTS = frozenset(("-", "localhost", "localhost.localdomain", "(none)", "unknown"))
+
+
+def _hostlike(name, digits=False):
+    return bool(name) and name.lower() not in _NOT_HOSTS and (digits or not name.isdigit())
+
+
+def field_host(name):
+    """A hostname field's value -> the host, or None for a placeholder."""
+    return None if not name or name.lower() in _FIELD_NOT_HOSTS else name
+
+
+_SSH_ARG_OPTS = frozenset("bcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_target(command):
+    """'ssh -p 22 user@gpu-2-5 nvidia-smi' -> 'gpu-2-5': the host a prompt's one-shot ssh
+    command ran on (its output is that host's); None for anything else, or an interactive
+    ssh (the next prompt names the host)."""
+    words = command[:1024].split()
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    if words[:1] != ["ssh"]:
+        return None
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        opt = words[i]
+        i += 2 if len(opt) == 2 and opt[1] in _SSH_ARG_OPTS else 1
+    if i + 1 >= len(words):
+        return None
+    target = words[i].rpartition("@")[2]
+    return target if re.match(_NAME + r"$", target) else None
+
+
+def expand_nodeset(text, limit=_MAX_SET):
+    """'node[1-3,7],gpu[01-02]-ib' -> the names, at most ``limit`` (never raises)."""
+    out = []
+    for part in _top_level_split(text):
+        names = [""]
+        for lit, group in re.findall(r"([^\[\]]*)(?:\[([^\[\]]*)\])?", part):
+            names = [n + lit for n in names]
+            if group:
+                items = _range_items(group, limit)
+                names = [n + i for n in names for i in items][:limit]
+        out.extend(n for n in names if n)
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _top_level_split(text):
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        cur.append(ch)
+    parts.append("".join(cur))
+    return [p for p in parts if p]
+
+
+def _range_items(group, limit):
+    items = []
+    for piece in group.split(","):
+        lo, sep, hi = piece.partition("-")
+        if sep and lo.isdigit() and hi.isdigit() and int(hi) >= int(lo):
+            width = len(lo) if lo.startswith("0") else 0
+            for i in range(int(lo), min(int(hi), int(lo) + limit - 1) + 1):
+                items.append(str(i).zfill(width))
+                if len(items) >= limit:
+                    return items
+        elif piece:
+            items.append(piece)
+    return items
+
+
+class HostDemux(object):
+    """``route(line) -> (hosts, text)``: the hosts a line belongs to (a tuple; () when the
+    text names none) and the line without its pdsh/clush prefix (None for a header or prompt
+    line, which is no content). ``hosts`` is None for a
+    line of a host over the cap (dropped, counted in ``overflow_lines``).
+
+    After the stream: ``hosts`` (name -> lines routed to it, in first-seen order),
+    ``prefixed`` (some line had a prefix stripped), ``unhosted`` (lines routed to no host)."""
+
+    def __init__(self, max_hosts=MAX_HOSTS):
+        self.max_hosts = max_hosts
+        self.hosts = {}
+        self.prefixed = 0
+        self.unhosted = 0
+        self.overflow_lines = 0
+        self.first_overflow = None
+        self._short = {}          # first label -> the name first seen with it
+        self._block = ()          # hosts of the current prompt / clush / ansible block
+        self._dash = 0            # clush/dshbak header state: 1 after dashes, 2 after the set line
+        self._pending = ()
+        self._after_blank = True  # the previous line was blank (or there was none)
+
+    # -- names ---------------------------------------------------------------------
+    def _canon(self, name):
+        """The one spelling of a host: 'node07.cluster' is 'node07' when that came first."""
+        if name in self.hosts:
+            return name
+        first = name.split(".", 1)[0]
+        if first and not first.isdigit():
+            known = self._short.get(first)
+            if known is not None:
+                return known
+        return name
+
+    def _admit(self, names):
+        """Canonical names of hosts within the cap; None when every one is over it."""
+        out = []
+        for n in names:
+            n = self._canon(n)
+            if n not in self.hosts:
+                if len(self.hosts) >= self.max_hosts:
+                    if self.first_overflow is None:
+                        self.first_overflow = n
+                    continue
+                self.hosts[n] = 0
+                first = n.split(".", 1)[0]
+                if first and not first.isdigit():
+                    self._short.setdefault(first, n)
+            out.append(n)
+        return tuple(out) if out or not names else None
+
+    def _count(self, hosts):
+        if hosts is None:
+            self.overflow_lines += 1
+            return
+        if not hosts:
+            self.unhosted += 1
+        for h in hosts:
+            self.hosts[h] += 1
+
+    # -- lines ---------------------------------------------------------------------
+    def route(self, line):
+        if not isinstance(line, str):
+            line = line.decode("utf-8", "replace")
+        line = line.rstrip("\r\n")
+        if "\x1b" in line or "\x00" in line:  # a coloured terminal capture
+            line = strip_ansi(line).replace("\x00", "")
+        if self._structure(line):
+            return self._block, None
+        if not line.strip():
+            return self._block, line
+        text, own = line, None
+        m = _PREFIX_RE.match(line)
+        if m and _hostlike(m.group(1)):
+            rest = line[m.end():]
+            if self._canon(m.group(1)) in self.hosts or _LOGLIKE_RE.match(rest):
+                own, text = m.group(1), rest
+                self.prefixed += 1
+        if own is None:
+            own = self._field(text)
+        hosts = self._admit((own,)) if own is not None else self._block
+        self._count(hosts)
+        return hosts, text
+
+    def _field(self, text):
+        """The hostname field of a syslog / journal line, or None."""
+        c = text[:1]
+        if not c or c in " [\t-":
+            return None
+        m = _SYSLOG_RE.match(text) or (_RFC5424_RE.match(text) if c == "<" else None)
+        return field_host(m.group(1)) if m else None
+
+    def _structure(self, line):
+        """True for a line that opens a block (prompt, clush/dshbak/ansible header)."""
+        after_blank, self._after_blank = self._after_blank, not line.strip()
+        if after_blank and self._dash == 0 and line[:1].isalpha():
+            m = _BARE_RE.match(line)
+            if m and _hostlike(m.group(1)):
+                self._block = self._admit((m.group(1),)) or ()
+                return True
+        if self._dash == 2:
+            self._dash = 0
+            if _DASHES_RE.match(line):
+                self._block = self._admit(self._pending) or ()
+                return True
+        if self._dash == 1:
+            self._dash = 0
+            m = _SET_LINE_RE.match(line)
+            if m and not line.startswith("-"):
+                names = [n for n in expand_nodeset(m.group(1)) if _hostlike(n)]
+                if names:
+                    self._pending, self._dash = tuple(names), 2
+                    return True
+        c = line[:1]
+        if c == "-":
+            if _DASHES_RE.match(line):
+                self._dash = 1
+                return True
+            m = _SET_INLINE_RE.match(line)
+            if m:
+                names = [n for n in expand_nodeset(m.group(1)) if _hostlike(n)]
+                if names:
+                    self._block = self._admit(names) or ()
+                    return True
+            return False
+        if "@" in line[:400] and c in "([" or (c.isalnum() and "@" in line[:100]):
+            m = _PROMPT_RE.match(line)
+            if m:
+                name = _ssh_target(line[m.end():]) or m.group(1) or m.group(2)
+                if _hostlike(name):
+                    self._block = self._admit((name,)) or ()
+                    return True
+        if " | " in line[:300]:
+            m = _ANSIBLE_RE.match(line)
+            if m and _hostlike(m.group(1)):
+                self._block = self._admit((m.group(1),)) or ()
+                return True
+        return False
+
+
+def split_text(text, max_hosts=MAX_HOSTS):
+    """A whole text -> (HostDemux after it, {host or None: text}), prefixes stripped. Lines
+    of several hosts (a clush gathered block) go to each of them; lines of no host go to the
+    one host the text names, else to None."""
+    demux = HostDemux(max_hosts)
+    if not isinstance(text, str) or not text:
+        return demux, {}
+    routed = []
+    for line in text[:-1].split("\n") if text.endswith("\n") else text.split("\n"):
+        hosts, rest = demux.route(line)
+        if hosts is not None and rest is not None:
+            routed.append((hosts, rest))
+    named = [h for h, n in demux.hosts.items() if n]
+    default = named[0] if len(named) == 1 else None
+    parts = {}
+    for hosts, rest in routed:
+        for h in hosts or (default,):
+            parts.setdefault(h, []).append(rest)
+    return demux, {h: "\n".join(lines) + "\n" for h, lines in parts.items()}

@@ -1,0 +1,174 @@
+"""Node-level kernel faults with no GPU in them: the OOM killer, hung tasks, machine checks.
+
+- OOM kills. The kernel says which: a global one ('Out of memory: Killed process 1234 (python)',
+  summary 'oom-kill:constraint=CONSTRAINT_NONE,...,global_oom,...') means the host ran out of
+  memory; a memory cgroup's ('Memory cgroup out of memory: Killed process ..', summary
+  'oom-kill:constraint=CONSTRAINT_MEMCG,...') means the job hit its own limit and the node is
+  fine. Old kernels say 'Kill process 1234 (java) score 1309 or sacrifice child'; RHEL prints
+  'Killed process 1234, UID 48, (httpd)'. The summary line names the task too ('task=python,
+  pid=1234'), and decides the scope of the kill line that follows it.
+- Hung tasks ('INFO: task nvc:[driver]:5403 blocked for more than 120 seconds.'): the task
+  named (comm may hold ':'), the driver's own threads (nv*, UVM, mlx5) make it the driver's.
+- Machine checks ('mce: [Hardware Error]: Machine check events logged', GHES '{1}[Hardware
+  Error]: event severity: recoverable', AMD '[Hardware Error]: Corrected error, no action
+  required.'): host CPU/memory hardware; corrected ones are a trend, uncorrected ones the node.
+"""
+
+from ..findings import finding
+from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, MCE_FATAL_RE, OOM_CONSTRAINT_RE, OOM_RE,
+                       OOM_TASK_RE)
+
+OOM_NEAR = 10       # lines between a kill's summary and its 'Killed process' line (and a repeat)
+
+
+class NodeLog:
+    """Tables of the OOM kills, hung tasks and machine checks of one log, fed in log order."""
+
+    def __init__(self, max_keys):
+        self.max_keys = max_keys
+        self.oom = {}       # (scope, comm) -> record
+        self.hung = {}      # comm -> record
+        self.mce = {}       # corrected|uncorrected -> record
+        self.overflow = 0
+        self._oom_last = None       # (pid, line) of the last kill counted
+        self._constraint = None     # (line, scope, task, pid) of the last 'oom-kill:constraint=' line
+
+    def reset(self):
+        """Another file begins: line proximity does not cross files."""
+        self._oom_last = self._constraint = None
+
+    def _rec(self, table, key, ctx, **init):
+        rec = table.get(key)
+        if rec is None:
+            if len(table) >= self.max_keys:
+                self.overflow += 1
+                return None
+            rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
+            rec.update(init)
+            table[key] = rec
+        rec["count"] += 1
+        if ctx[3] is not None:
+            rec["first"] = rec["first"] or ctx[3]
+            rec["last"] = ctx[3]
+        return rec
+
+    def feed(self, ctx, in_window):
+        """One line holding a node needle -> the event kind it records, or None."""
+        line = ctx[1]
+        if "of memory: Kill" in line:
+            return self._kill(ctx, in_window)
+        if "oom-kill:" in line:
+            return self._summary(ctx, in_window)
+        if "blocked for more than" in line:
+            return self._hung(ctx, in_window)
+        if "Hardware Error]" in line:
+            return self._mce(ctx, in_window)
+        return None
+
+    # -- OOM ------------------------------------------------------------------------------
+    def _summary(self, ctx, in_window):
+        m = OOM_CONSTRAINT_RE.search(ctx[1])
+        if not m:
+            return None
+        scope = "cgroup" if m.group("c") == "CONSTRAINT_MEMCG" else "node"
+        t = OOM_TASK_RE.search(ctx[1])
+        task, pid = (t.group("task").strip(), int(t.group("pid"))) if t else (None, None)
+        self._constraint = (ctx[0], scope, task, pid)
+        if task is None:
+            return None
+        # A summary whose 'Killed process' line never came (cut log, rate limit) is still a kill;
+        # the kill line that follows it within OOM_NEAR lines is the same one and is not counted.
+        return self._count(ctx, in_window, scope, task, pid)
+
+    def _kill(self, ctx, in_window):
+        m = OOM_RE.search(ctx[1])
+        if not m:
+            return None
+        pid = int(m.group("pid"))
+        comm = m.group("comm").strip() or "?"
+        scope = "cgroup" if "cgroup out of memory" in ctx[1].lower() else None
+        c = self._constraint
+        if c is not None and 0 <= ctx[0] - c[0] <= OOM_NEAR and (c[3] is None or c[3] == pid):
+            scope = scope or c[1]
+        return self._count(ctx, in_window, scope or "node", comm, pid)
+
+    def _count(self, ctx, in_window, scope, comm, pid):
+        if not in_window(ctx):
+            return None
+        last = self._oom_last
+        self._oom_last = (pid, ctx[0])
+        if last and last[0] == pid and ctx[0] - last[1] <= OOM_NEAR:
+            return None  # the same kill reported twice (summary + kill line, global + memcg)
+        rec = self._rec(self.oom, (scope, comm), ctx, comm=comm, scope=scope, pids=[])
+        if rec is None:
+            return None
+        if len(rec["pids"]) < 16:
+            rec["pids"].append(pid)
+        return "oom_kill"
+
+    # -- hung tasks -----------------------------------------------------------------------
+    def _hung(self, ctx, in_window):
+        m = HUNG_RE.search(ctx[1])
+        if not m or not in_window(ctx):
+            return None
+        comm = m.group("comm")
+        rec = self._rec(self.hung, comm, ctx, comm=comm, secs=int(m.group("secs")))
+        return "hung_task" if rec is not None else None
+
+    # -- machine checks -------------------------------------------------------------------
+    def _mce(self, ctx, in_window):
+        line = ctx[1]
+        low = line.lower()
+        if MCE_FATAL_RE.search(line):
+            cls = "uncorrected"
+        elif "machine check events logged" in low or "corrected error" in low or "event severity: corrected" in low:
+            cls = "corrected"
+        else:
+            return None  # the detail lines of a report (bank, TSC, address, DIMM location)
+        if not in_window(ctx):
+            return None
+        rec = self._rec(self.mce, cls, ctx, cls=cls)
+        return "mce_" + cls if rec is not None else None
+
+    # -- output ---------------------------------------------------------------------------
+    def findings(self, sref):
+        out = []
+        for r in sorted(self.oom.values(), key=lambda r: r["line"]):
+            cg = r["scope"] == "cgroup"
+            out.append(finding(
+                "oom_kill_cgroup" if cg else "oom_kill",
+                "%s killed %s %d time(s) (pid %s)%s" % (
+                    "memory cgroup OOM" if cg else "kernel OOM killer (host memory ran out)",
+                    r["comm"], r["count"], ", ".join(str(p) for p in r["pids"][:5]),
+                    ": the job's own memory limit, not the node's" if cg else ""),
+                evidence=r["evidence"], source=sref(r["line"])))
+        for comm, r in sorted(self.hung.items(), key=lambda kv: kv[1]["line"]):
+            drv = bool(DRIVER_TASK_RE.match(comm))
+            data = bool(DATA_TASK_RE.match(comm))
+            out.append(finding("hung_task", "task %s blocked in the kernel for more than %d s (%d report(s))%s" % (
+                comm, r["secs"], r["count"],
+                ": a DataLoader worker stuck on I/O (NFS/Lustre?) starves its rank" if data else ""),
+                category="driver" if drv else ("dataloader" if data else "unknown"),
+                evidence=r["evidence"], source=sref(r["line"])))
+        for cls in ("uncorrected", "corrected"):
+            r = self.mce.get(cls)
+            if r is None:
+                continue
+            if cls == "uncorrected":
+                f = finding("host_mce_uncorrected", "machine check: uncorrected host hardware error (%d line(s))" % (
+                    r["count"]), evidence=r["evidence"], source=sref(r["line"]))
+            else:
+                f = finding("host_mce_corrected", "machine check: corrected host hardware error(s) logged "
+                                                  "(%d line(s))" % r["count"],
+                            evidence=r["evidence"], source=sref(r["line"]))
+            f["component"] = "host_cpu_memory"
+            out.append(f)
+        return out
+
+    def facts(self):
+        return {
+            "oom_kills": sum(r["count"] for r in self.oom.values()),
+            "oom_kills_cgroup": sum(r["count"] for r in self.oom.values() if r["scope"] == "cgroup"),
+            "hung_tasks": sum(r["count"] for r in self.hung.values()),
+            "mce": {cls: r["count"] for cls, r in self.mce.items()},
+        }

@@ -1,0 +1,177 @@
+"""NCCL's own words (joblog/nccl_words.py) and the host behind them: each wording of each
+class, the peer as the suspect, setup errors that make lost connections a consequence, and
+linear-time patterns on hostile lines. Real captures: tests/fixtures/real/n-*."""
+
+import glob
+import os
+import time
+
+import pytest
+
+from gpu_runbook.joblog import nccl_words as W
+from gpu_runbook.joblog import parse_job_logs
+
+REAL = os.path.join(os.path.dirname(__file__), "..", "fixtures", "real")
+
+
+def kinds(text):
+    job, findings = parse_job_logs({"job.log": text})
+    return job, {f["kind"]: f for f in findings}
+
+
+@pytest.mark.parametrize("line", [
+    "node1:1:2 [0] NCCL WARN Bootstrap : no socket interface found",
+    "node1:1:2 [0] misc/socket.cc:10 NCCL WARN NET/Socket : no interface found",
+    "node1:1:2 [0] NCCL WARN NET/IB : No IP interface found.",
+    "node1:1:2 [0] NCCL WARN Net : No interface found in the same subnet as remote address 10.0.0.1<1234>",
+    "Bootstrap : no NCCL_SOCKET_IFNAME interface found",
+    "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
+])
+def test_no_socket_interface_in_every_wording(line):
+    job, f = kinds(line)
+    assert "nccl_socket_interface" in f and f["nccl_socket_interface"]["category"] == "nccl_config"
+    assert f["nccl_socket_interface"]["rung"] == "nccl_env"
+
+
+def test_ifname_from_the_env_line_is_named_in_the_advice():
+    text = ("h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth9\n"
+            "h:1:1 [0] NCCL WARN Bootstrap : no socket interface found\n")
+    _job, f = kinds(text)
+    assert f["nccl_socket_interface"]["note"] == "`NCCL_SOCKET_IFNAME=eth9`"
+
+
+def test_duplicate_gpu_is_config_and_the_peer_losses_are_its_consequence():
+    text = ("[1,2]<stdout>:gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 "
+            "both on CUDA device 1000\n"
+            "gpu-04:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-03<57557>\n")
+    job, f = kinds(text)
+    assert f["nccl_duplicate_gpu"]["severity"] == "critical" and f["nccl_duplicate_gpu"]["rung"] == "fix_application"
+    assert f["nccl_peer_connection_error"]["severity"] == "warning"
+    assert job["culprit_hosts"] == []            # a setup error names no host to drain
+    assert "nccl_invalid_usage" not in f
+
+
+def test_invalid_usage_alone():
+    _job, f = kinds("RuntimeError: NCCL error in: x.cpp:1, invalid usage (run with NCCL_DEBUG=WARN for details)")
+    assert f["nccl_invalid_usage"]["category"] == "nccl_config"
+
+
+@pytest.mark.parametrize("line", [
+    "[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+    "h:1:2 [6] misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-fjwOOB to 5967876 bytes",
+    "h:1:2 [0] misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-WU88OE "
+    "(size 9637888), error: No space left on device (28)",
+    "h:1:2 [0] NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl- (size 192814336), error: "
+    "No such file or directory (2)",
+])
+def test_shared_memory_failures(line):
+    _job, f = kinds(line)
+    assert f["nccl_shm_failed"]["rung"] == "nccl_env"
+
+
+@pytest.mark.parametrize("line,sev", [
+    ("misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory", "critical"),
+    ("h:1:2 [0] NCCL WARN Call to ibv_reg_mr failed", "critical"),
+    ("h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)", "warning"),
+])
+def test_memory_registration(line, sev):
+    job, f = kinds(line)
+    assert f["nccl_ib_registration_failed"]["severity"] == sev
+    if line.startswith("h:"):
+        assert job["culprit_hosts"] == ["h"]      # the host's own limits / modules
+
+
+def test_fabric_manager_and_nvls():
+    job, f = kinds("[2025-05-10 23:09:41] bm-h100-02:630335:630409 [2] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
+                   "'invalid argument'")
+    assert f["nccl_fabric_manager"]["category"] == "driver" and job["culprit_hosts"] == ["bm-h100-02"]
+    _job, f = kinds("h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 'system not yet initialized'")
+    assert "nccl_fabric_manager" in f
+    # a CUDA failure outside NVLS that is not the Fabric Manager's is not one
+    _job, f = kinds("h:1:2 [0] enqueue.cc:1 NCCL WARN Cuda failure 'out of memory'")
+    assert "nccl_fabric_manager" not in f
+
+
+def test_async_events_are_counted_per_host_and_name_the_reporter():
+    text = "".join("node%d:1%d:2 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"
+                   % (n, i) for n in (7,) for i in range(5))
+    text += "node7:11:2 [0] NCCL WARN NET/IB : mlx5_3:1 Got async event : port active\n"
+    text += "node9:1:2 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<1> with error 12, opcode 0, len 0, vendor err 129\n"
+    job, findings = parse_job_logs({"job.log": text})
+    asy = [f for f in findings if f["kind"] == "nccl_ib_async_event"]
+    assert len(asy) == 1 and asy[0]["severity"] == "critical"
+    assert "'port error' on node7 x5" in asy[0]["message"] and "'port active' (mlx5_3) on node7 x1" in asy[0]["message"]
+    assert job["culprit_hosts"][0] == "node7"
+    # only state changes: informational, nobody to blame
+    job, findings = parse_job_logs({"j": "n1:1:2 [0] NCCL WARN NET/IB : mlx5_3:1 Got async event : port active\n"})
+    asy = [f for f in findings if f["kind"] == "nccl_ib_async_event"]
+    assert asy[0]["severity"] == "info" and asy[0]["ib"] == {"device": "mlx5_3", "port": 1}
+    assert job["culprit_hosts"] == []
+
+
+@pytest.mark.parametrize("line,peer", [
+    ("h:1:2 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.200.84.247<58355> failed : Broken pipe",
+     "10.200.84.247"),
+    ("h:1:2 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed : Software caused "
+     "connection abort", "10.0.0.2"),
+    ("h:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node1<57557>", "node1"),
+    ("h:1:2 [0] misc/socket.cc:30 NCCL WARN socketProgressOpt: Call to recv from 11.1.128.128<52035> failed : "
+     "Connection reset by peer", "11.1.128.128"),
+])
+def test_the_peer_is_the_suspect_not_the_reporter(line, peer):
+    job, f = kinds(line)
+    assert "nccl_peer_connection_error" in f
+    assert job["culprit_hosts"] == [peer]
+
+
+def test_peer_address_mapped_to_its_host_by_the_log():
+    text = ("r10i6n5:1:1 [0] NCCL INFO Bootstrap : Using ib0:10.148.3.247<0>\n"
+            "r11i6n2:2:2 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> failed : Connection refused\n")
+    job, _f = kinds(text)
+    assert job["culprit_hosts"] == ["r10i6n5"]
+    text = ("247.3.148.10.in-addr.arpa domain name pointer r10i6n5.ib0.xa.idris.fr.\n"
+            "r11i6n2:2:2 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> failed : Connection refused\n")
+    job, _f = kinds(text)
+    assert job["culprit_hosts"] == ["r10i6n5"]
+
+
+def test_fqdn_peer_is_shortened_to_a_known_host():
+    text = ("gpu-a:1:2 [0] NCCL WARN Net : Connection closed by remote peer gpu-b.cluster.local<47861>\n"
+            "gpu-b:3:4 [0] NCCL WARN Net : Connection closed by remote peer gpu-c.example<1>\n")
+    job, _f = kinds(text)
+    assert "gpu-b" in job["culprit_hosts"] and "gpu-c.example" in job["culprit_hosts"]
+
+
+@pytest.mark.parametrize("rx", [W.NO_IFACE, W.IFNAME_ENV, W.DUP_GPU, W.INVALID_USAGE, W.SHM, W.SHM_WHY, W.REG_MR,
+                                W.GDR_NOMOD, W.CUDA_FAIL, W.FM_WORDS, W.ASYNC, W.PEER_GONE, W.REVERSE_DNS])
+def test_patterns_are_linear_on_a_hostile_line(rx):
+    for chunk in ("a" * 1024, "1." * 512, "Call to ibv_reg_mr (" + "x" * 100, "NET/IB : " * 50, "'" * 64,
+                  "failed to extend " + "/" * 200, "Got async event : " * 20):
+        line = (chunk * ((1 << 20) // len(chunk) + 1))[:1 << 20]
+        t = time.time()
+        rx.search(line)
+        assert time.time() - t < 1.0, (rx.pattern, chunk[:20])
+
+
+def test_hostile_job_log_does_not_raise_and_stays_fast():
+    words = ["NCCL WARN", "Duplicate GPU detected : rank", "Got async event :", "/dev/shm", "ibv_reg_mr",
+             "Bootstrap : no socket interface found", "Connection closed by remote peer", "<1>", "in-addr.arpa"]
+    text = "h:1:2 [0] " + " ".join(words * 12000)
+    t = time.time()
+    _job, findings = parse_job_logs({"job.log": text[:1 << 20]})
+    assert time.time() - t < 10 and isinstance(findings, list)
+
+
+def test_real_nccl_cases_are_here():
+    cases = glob.glob(os.path.join(REAL, "n-*", "case.json"))
+    assert len(cases) >= 15
+
+
+def test_no_ib_device_is_only_a_fallback_when_ib_exists():
+    base = ("ip-172-31-1-93:45294:45294 [0] NCCL INFO NET/IB : No device found.\n"
+            "ip-172-31-1-93:45294:45294 [0] NCCL INFO NET/Socket : Using [0]%s:172.31.1.93<0>\n"
+            "ip-172-31-1-93:45294:45300 [0] NCCL INFO Using network Socket\n")
+    _job, f = kinds(base % "ens3")                 # a VM without IB: sockets are all there is
+    assert f["nccl_socket_fallback"]["severity"] == "info"
+    _job, f = kinds(base % "ib0")                  # IPoIB exists, so IB hardware does: a real fallback
+    assert f["nccl_socket_fallback"]["severity"] == "warning"
