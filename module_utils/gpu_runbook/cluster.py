@@ -292,8 +292,10 @@ def _job_logs_read(job):
     """The job's logs said something about the run (its ranks, its network, NCCL's version):
     with nothing wrong in them, the job is healthy -- a claim its evidence supports."""
     nccl = job.get("nccl") or {}
+    # an nccl-tests run that printed its end summary ran to its end (a cut-off one has its own finding)
     return bool(job.get("world_size") or job.get("rank_map") or nccl.get("version")
-                or nccl.get("transport") not in (None, "unknown"))
+                or nccl.get("transport") not in (None, "unknown")
+                or (job.get("nccl_tests") or {}).get("complete"))
 
 
 def _unchecked_job_nodes(hosts, job):

@@ -55,6 +55,8 @@ ZOO = "\n".join([
     "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 30 sourcetrack timeout error",
     "[ 9.1] EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0",
     "[ 9.2] EDAC MC1: 3 CE memory read error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#0",
+    "[ 9.3] mce: [Hardware Error]: Machine check events logged",
+    "[ 9.4] {1}[Hardware Error]: event severity: fatal",
 ]) + "\n"
 
 

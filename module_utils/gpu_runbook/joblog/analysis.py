@@ -6,6 +6,8 @@ from collections import Counter, OrderedDict
 from datetime import timedelta
 
 from . import culprits as C
+from . import nccl_tests
+from .launch_lines import ras_culprits
 from .job_findings import job_findings
 from .patterns import RANK_PREFIX
 from .text import line_time, median
@@ -47,6 +49,7 @@ def analyse(st):
         if h and h not in hosts:
             hosts.append(h)
     ranks, how, hosts = C.network_suspects(st, rank_map, ranks, how, hosts, C.ib_peer_reporters(st))
+    hosts = _more_hosts(st, hosts)
 
     nccl_errors = [{k: ev.get(k) for k in _NCCL_ERROR_KEYS} for ev in st.events
                    if ev["kind"] in ("ib_completion_error", "nccl_peer_connection", "nccl_error")]
@@ -62,10 +65,28 @@ def analyse(st):
         "iteration_rate": {"by_epoch": dict(rates), "trend": trend},
         "phase": phase(failed_at, run_frac, coll),
         "events": timeline(st),
+        "nccl_tests": nccl_tests.summary(st),
         "nccl": {"transport": transport(st), "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
                  "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},
     }
     return job, job_findings(st, job, last_prog)
+
+
+def _more_hosts(st, hosts):
+    """Hosts named without a rank: RAS's dead/missing processes, the one host of an nccl-tests
+    run that returned wrong data."""
+    extra = list(ras_culprits(st)[1])
+    # torchrun's root cause killed by SIGKILL: its host is the one to read (OOM killer); not a rank
+    # the others waited for, so not a culprit rank
+    for r in st.launch:
+        if r["kind"] == "sigkill" and r.get("rank") is not None:
+            h = st.rank_host.get(r["rank"]) or st.rank_host_weak.get(r["rank"])
+            if h:
+                extra.append(h)
+    one = nccl_tests.single_host(st)
+    if one:
+        extra.append(one)
+    return list(hosts) + [h for h in extra if h not in hosts]
 
 
 def world_and_map(st):
@@ -90,6 +111,7 @@ def world_and_map(st):
             ent["gpu_pci"] = c["pci"]
         if c["local_rank"] is not None:
             ent["local_rank"] = c["local_rank"]
+    world = nccl_tests.fill_rank_map(st, rank_map, world)
     for k, v in st.pid_rank_weak.items():
         st.pid_rank.setdefault(k, v)
     _sub_communicators(st, rank_map)

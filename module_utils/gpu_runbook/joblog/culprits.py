@@ -8,7 +8,8 @@ DataLoader error first. An IB peer named by several reporters is the suspect hos
 
 from collections import Counter
 
-from .nccl_words import async_port_hosts, host_side_hosts, setup_failed
+from .launch_lines import ras_culprits
+from .nccl_words import async_port_hosts, host_side_hosts, mismatch_ranks, setup_failed
 
 _FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("cuda_oom", "host_oom"),
                       ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_timeout",
@@ -41,7 +42,7 @@ def collective(st):
 
 def culprits(st, world, coll, timed_out, behind):
     """Returns (ranks, how): the first source of evidence that names someone wins."""
-    for finder in (_flight_recorder, _desync_report):
+    for finder in (_flight_recorder, _desync_report, _ras_report, _nccl_mismatch):
         found = finder(st, world)
         if found:
             return found
@@ -52,6 +53,18 @@ def culprits(st, world, coll, timed_out, behind):
 
 
 HW_CUDA_WORDS = ("ECC", "NVLink", "fallen off the bus")
+
+
+def _ras_report(st, world):
+    """NCCL RAS: dead / missing ranks, MISMATCH stragglers."""
+    ranks, _hosts = ras_culprits(st)
+    return (ranks, "nccl_ras") if ranks else None
+
+
+def _nccl_mismatch(st, world):
+    """NCCL's 'Mismatched collective detected ... at and around rank N'."""
+    ranks = mismatch_ranks(st)
+    return (ranks, "nccl_mismatch") if ranks else None
 
 
 def _gpu_fault(st):
@@ -139,6 +152,7 @@ def _first_error(st):
     for s in st.stuck:
         if s["rank"] is not None:
             return [s["rank"]], "watchdog_stuck"
+
     return None
 
 

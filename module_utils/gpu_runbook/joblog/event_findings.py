@@ -65,6 +65,11 @@ def _peer_connection(ev, c, st, phase, trend):
 
 def _cuda_error(ev, c, st, phase, trend):
     what = ev["what"]
+    if what == "unknown error":
+        return finding("cuda_unknown_error",
+                       "%s hit CUDA error 'unknown error' (999): the driver lost the GPU's state; not by itself a "
+                       "hardware verdict -- the host's kernel log (Xid) says whether the GPU or the driver failed."
+                       % c.where, gpu=c.gpu, **c.common)
     if any(w in what for w in HW_CUDA_WORDS):
         return finding("cuda_hardware_error", "%s hit CUDA error '%s': a GPU hardware fault." % (c.where, what),
                        gpu=c.gpu, **c.common)

@@ -6,7 +6,9 @@ taxonomy/kinds_job.py."""
 from collections import Counter
 
 from ..findings import finding, gpu_ref
+from . import nccl_tests
 from .event_findings import finding_for_event
+from .launch_lines import launch_findings
 from .nccl_words import word_findings
 from .patterns import CONSEQUENCE_EXC, MAX_FINDINGS_PER_KIND
 from .text import evidence
@@ -32,6 +34,8 @@ def job_findings(st, job, last_prog):
     findings.extend(_stuck_watchdog(st))
     findings.extend(_transport_config(st, job["nccl"]["transport"]))
     findings.extend(word_findings(st, findings))     # NCCL's own words (nccl_words.py)
+    findings.extend(nccl_tests.findings(st))
+    findings.extend(launch_findings(st))
     if trend == "falling":
         findings.append(_falling_rate(st, job["iteration_rate"]["by_epoch"]))
     early = _early_failure(st, job, last_prog, findings)

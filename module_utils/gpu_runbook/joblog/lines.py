@@ -5,14 +5,15 @@ Handlers run in a fixed order (the order matters: a wrapped IB line must be join
 anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
 its own handler). A handler returns True when no later handler needs the line."""
 
-from . import error_lines, nccl_lines, progress, torch_lines
+from . import error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, torch_lines
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
 from .state import FileState, Line
-from .text import line_time, physical_lines, rank_from_name
+from .text import line_time, logical_lines, rank_from_name
 
 HANDLERS = (
     nccl_lines.continue_wrapped_ib,
+    nccl_tests.nccl_tests_line,
     progress.tqdm_bars,
     progress.hf_epoch,
     nccl_lines.nccl_line,
@@ -27,6 +28,8 @@ HANDLERS = (
     error_lines.srun_and_elastic,
     error_lines.nccl_error,
     error_lines.world_hints,
+    launch_lines.launch_and_exit,
+    launch_lines.ras_report,
     error_lines.traceback,
 )
 
@@ -34,7 +37,7 @@ HANDLERS = (
 def parse_file(name, text, st):
     """Read one file of the job into the job state ``st``."""
     fs = FileState(name, rank_from_name(name))
-    for lineno, raw in physical_lines(text):
+    for lineno, raw in logical_lines(text):
         if not raw:
             continue
         line = read_line(raw, "%s:%d" % (name, lineno), fs, st)
@@ -54,7 +57,10 @@ def read_line(raw, src, fs, st):
     or after a role prefix ``[default0]:[rank12]:``, a ``[${rank}]:`` template, or ``[rankN]:``
     after what a collector put first), else Lightning ``GLOBAL_RANK: 3``, else the file name.
     A role prefix alone is a local rank, kept apart."""
-    text, rank, head = _prefixes(raw)
+    text, lrank, host, ip = launchers.strip(raw)
+    text, rank, head = _prefixes(text)
+    if rank is None:
+        rank = lrank
     if st.since_dt is not None:
         t = line_time(text, st.since_dt.year, st.since_dt)
         if t is None and head:
@@ -74,7 +80,9 @@ def read_line(raw, src, fs, st):
         rank = fs.file_rank
     if rank is not None:
         st.ranks_seen.add(rank)
-    return Line(src, raw, text, rank, prefixed)
+        if host and prefixed:
+            st.rank_host_weak.setdefault(rank, host)
+    return Line(src, raw, text, rank, prefixed, host, ip)
 
 
 def _prefixes(raw):

@@ -39,6 +39,10 @@ def nccl_line(line, fs, st):
     if mp:
         host, pid, dev = mp.group("host"), int(mp.group("pid")), int(mp.group("dev"))
         body = text[mp.end():]
+        if line.ip:                               # Ray's '(Actor pid=N, ip=A)': A is this host's address
+            st.ip_host.setdefault(line.ip, host)
+        if line.host and line.host[0].isdigit():  # pdsh's '10.0.0.5: ' before NCCL's own host name
+            st.ip_host.setdefault(line.host, host)
         if line.prefixed:
             st.pid_rank[(host, pid)] = rank
             st.rank_host.setdefault(rank, host)

@@ -51,6 +51,8 @@ ASYNC = re.compile(r"\b(?:NET/\w{1,16}|IB) ?:? ?(?:([\w.\-]{1,40}):(\d{1,3}) )?G
 PEER_GONE = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
                        r"No route to host|Connection timed out|Broken pipe|Software caused connection abort|"
                        r"Network is unreachable)")
+MISMATCHED = re.compile(r"Mismatched collective detected, please check your collective calls at and around rank (\d{1,7})")
+NET_SIZE_MISMATCH = re.compile(r"peer (\S{1,80}) collective mismatch error,? local size (\d{1,20}) remote size (\d{1,20})")
 REVERSE_DNS = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.in-addr\.arpa\.?\s+(?:domain )?name "
                          r"(?:pointer )?=?\s?([A-Za-z][\w.\-]{0,200})")
 
@@ -63,7 +65,7 @@ _ASYNC_INFO = ("port active", "LID change", "P_Key change", "SM change", "client
 # what a bare line (no NCCL prefix: PyTorch's 'Last error:' block) must contain to be NCCL's words
 _BARE_HINTS = ("Bootstrap", "NET/", "ncclSocket", "Net :", "Duplicate GPU", "shared memory", "/dev/shm",
                "ibv_reg", "Got async event", "invalid usage", "ncclInvalidUsage", "system not yet initialized",
-               "nvls", "NVLS", "in-addr.arpa")
+               "nvls", "NVLS", "in-addr.arpa", "ismatched collective", "collective mismatch")
 
 # setup errors: the job never ran; a peer that went away after one is its consequence
 SETUP_KINDS = ("nccl_socket_interface", "nccl_duplicate_gpu", "nccl_invalid_usage", "nccl_shm_failed",
@@ -98,6 +100,14 @@ def _rec(st, kind, line, host, pid, **kw):
 
 
 def _read(body, full, line, host, pid, st):
+    if "ismatched collective" in body or "collective mismatch" in body:
+        m = MISMATCHED.search(body)
+        if m:
+            return _rec(st, "nccl_mismatched_collective", line, host, pid, around=int(m.group(1)))
+        m = NET_SIZE_MISMATCH.search(body)
+        if m:
+            return _rec(st, "nccl_net_size_mismatch", line, host, pid, peer=m.group(1), local=int(m.group(2)),
+                        remote=int(m.group(3)))
     m = IFNAME_ENV.search(body)
     if m:
         st.socket_ifname = m.group(1)
@@ -223,7 +233,28 @@ def _fm(rec, st):
                    **_common(rec))
 
 
-_BUILD = {"nccl_socket_interface": _socket_interface, "nccl_duplicate_gpu": _duplicate_gpu,
+def _mismatched(rec, st):
+    return finding("nccl_mismatched_collective",
+                   "%s: NCCL detected mismatched collectives at and around rank %d: the ranks call different "
+                   "collectives (or sizes) in the same slot -- an application bug." % (_where(rec), rec["around"]),
+                   evidence=evidence(rec["evidence"]), source=rec["src"], rank=rec["around"])
+
+
+def _net_size(rec, st):
+    return finding("nccl_net_size_mismatch",
+                   "%s: NET/IB collective mismatch with peer %s (local size %d, remote size %d): the two ends "
+                   "disagree on the transfer -- different NCCL versions or NCCL_* settings across nodes, or ranks "
+                   "calling different collectives." % (_where(rec), rec["peer"], rec["local"], rec["remote"]),
+                   **_common(rec))
+
+
+def mismatch_ranks(st):
+    """The ranks NCCL's 'Mismatched collective detected ... around rank N' names."""
+    return sorted(set(r["around"] for r in st.nccl_words if r["kind"] == "nccl_mismatched_collective"))
+
+
+_BUILD = {"nccl_mismatched_collective": _mismatched, "nccl_net_size_mismatch": _net_size,
+          "nccl_socket_interface": _socket_interface, "nccl_duplicate_gpu": _duplicate_gpu,
           "nccl_invalid_usage": _invalid_usage, "nccl_shm_failed": _shm,
           "nccl_ib_registration_failed": _reg, "nccl_fabric_manager": _fm}
 

@@ -146,7 +146,8 @@ COLL_MISMATCH_OTHER = re.compile(r"but Rank (\d+) is running collective: Collect
 CUDA_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate ([\d.]+ [KMGT]i?B))?")
 CUDA_ERR = re.compile(r"(uncorrectable ECC error encountered|an illegal memory access was encountered|"
                        r"unspecified launch failure|uncorrectable NVLink error|misaligned address|"
-                       r"an illegal instruction was encountered|GPU has fallen off the bus)")
+                       r"an illegal instruction was encountered|GPU has fallen off the bus|"
+                       r"(?<=CUDA error: )unknown error|(?<=Cuda failure 999 ')unknown error|(?<=Cuda failure ')unknown error)")
 HOST_OOM = re.compile(r"(oom[-_]kill event|OOM Killed|Out of memory: Killed process|"
                        r"task \S+: Out Of Memory|Killed process \d+ \(\S+\).*oom|oom-kill:)", re.I)
 SRUN_ERR = re.compile(r"srun: error: ([\w.\-]+): tasks? ([\d,\- ]+): (.*)$")

@@ -44,6 +44,9 @@ class JobState(object):
         self.nccl_words = []       # NCCL's own words: setup errors, IB async events (nccl_words.py)
         self.socket_ifname = None  # NCCL_SOCKET_IFNAME as NCCL reported it
         self.ipoib_seen = False    # NCCL's Bootstrap / NET/Socket used an IPoIB interface (ib0, ibp12s0 ...)
+        self.nccl_tests = None     # nccl-tests output (nccl_tests.py): header ranks, #wrong, the end summary
+        self.launch = []           # launch/rendezvous and torchrun failure records (launch_lines.py)
+        self.ras = []              # NCCL RAS report records (launch_lines.py)
 
 
 class FileState(object):
@@ -61,20 +64,24 @@ class FileState(object):
         self.tq_last_n = None          # unlabelled tqdm bar: a smaller n starts a new epoch
         self.tq_resets = 0
         self.pending_ib = None         # IB completion whose vendor err may be on the next line
+        self.exit_ctx = None           # torchrun failure summary: 'exitcode : -9' waiting for its rank/host
+        self.ras_ctx = None            # NCCL RAS report: the section being read
 
 
 class Line(object):
     """One physical line: ``raw`` as written (evidence), ``text`` with rank and glog prefixes
     stripped (what handlers match), ``rank`` (from the prefix, else the file name)."""
 
-    __slots__ = ("src", "raw", "text", "rank", "prefixed")
+    __slots__ = ("src", "raw", "text", "rank", "prefixed", "host", "ip")
 
-    def __init__(self, src, raw, text, rank, prefixed):
+    def __init__(self, src, raw, text, rank, prefixed, host=None, ip=None):
         self.src = src
         self.raw = raw
         self.text = text
         self.rank = rank
         self.prefixed = prefixed
+        self.host = host       # the host a launcher prefix names (pdsh 'node17: ')
+        self.ip = ip           # the address a Ray prefix names ('(RayWorkerWrapper pid=1, ip=10.0.0.5)')
 
     def msg_rank(self, match):
         """The rank a PyTorch message is about: the line prefix wins, then '[Rank N]' in the

@@ -2,6 +2,7 @@
 bounded lists. Pure functions; nothing here knows a log format beyond its own regex."""
 
 import re
+from collections import Counter
 from datetime import datetime, timezone
 
 from ..findings import strip_ansi
@@ -102,6 +103,64 @@ def physical_lines(text):
         line = text[pos:nl] if nl - pos <= MAX_LINE else text[nl - MAX_LINE:nl]
         pos = nl + 1
         yield n, line.rstrip("\r")
+
+
+# what starts a record of its own (never the tail of a wrapped line): a bracket, a Ray prefix, a
+# C++ frame, a traceback, an ISO date, glog, NCCL's 'host:pid:tid [dev]'
+_RECORD_START = re.compile(r"(?:[\[(]|frame #|Traceback|\d{4}-\d{2}-\d{2}|[EWIF]\d{4} |"
+                           r"[A-Za-z0-9][\w.\-]{0,253}:\d{1,9}:\d{1,9} \[\d{1,4}\])")
+MAX_JOIN = 32
+
+
+def wrap_width(text):
+    """The width a terminal (or an issue paste of one) wrapped this log at, else None. A wrapped
+    log has no line longer than that width, and at least three distinct lines exactly that
+    long that end inside a word (a line padded with spaces to the width is complete)."""
+    maxlen, widths, firsts = 0, Counter(), {}
+    for _n, line in physical_lines(text):
+        n = len(line)
+        if n > maxlen:
+            maxlen = n
+            if n > 400:
+                return None
+        if n >= 60 and line[-1] != " ":
+            widths[n] += 1
+            firsts.setdefault(n, set())
+            if len(firsts[n]) < 3:
+                firsts[n].add(line[:40])
+    if maxlen < 60 or widths.get(maxlen, 0) < 3 or len(firsts.get(maxlen, ())) < 3:
+        return None
+    return maxlen
+
+
+def logical_lines(text):
+    """(lineno, line): physical lines, with a terminal-wrapped line joined to its continuation
+    ('... Watchdog caught colle' + 'ctive operation timeout ...'); bounded joins, linear."""
+    width = wrap_width(text) if len(text) >= 180 else None
+    if width is None:
+        for item in physical_lines(text):
+            yield item
+        return
+    held = None                     # (lineno, text so far, joins)
+    for n, line in physical_lines(text):
+        if held is not None:
+            hn, htext, joins = held
+            if line and not _RECORD_START.match(line) and line[:12] != htext[:12]:
+                joined = htext + line.rstrip(" ")
+                if len(line) == width and line[-1] != " " and joins < MAX_JOIN and len(joined) < MAX_LINE:
+                    held = (hn, htext + line, joins + 1)
+                    continue
+                held = None
+                yield hn, joined
+                continue
+            held = None
+            yield hn, htext
+        if len(line) == width and line[-1] != " ":
+            held = (n, line, 0)
+            continue
+        yield n, line.rstrip(" ") if len(line) == width else line
+    if held is not None:
+        yield held[0], held[1]
 
 
 def add(lst, item):

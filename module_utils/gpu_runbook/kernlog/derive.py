@@ -1,10 +1,10 @@
 """Findings from what the scanner gathered: one per (Xid, GPU), per GPU event, per HCA
-fault, per AER class and device, per OOM-killed command and per hung task. Pure functions of
+fault, per AER class and device (OOM kills, hung tasks, machine checks: nodelog.py). Pure functions of
 the scanner's tables; ``sref(line)`` names the file and line a record came from."""
 
 from ..findings import finding, gpu_ref, ib_ref
 from ..xid_catalog import UNKNOWN_XID, component_of, lookup, remedy, severity_of
-from .patterns import DATA_TASK_RE, DRIVER_TASK_RE, XID_CAUSE_RE
+from .patterns import XID_CAUSE_RE
 
 AER_STORM = 25  # corrected errors in one log that make a marginal link, not noise
 
@@ -134,16 +134,23 @@ def _hca_findings(name, pci, r, sref):
     return out
 
 
-def aer_findings(aer, gpu_pcis, sref, ids=None):
-    """``aer``: {(class, pci): record}; a device the log knows as a GPU makes it a GPU finding."""
+def aer_findings(aer, gpu_pcis, sref, ids=None, hcas=(frozenset(), {})):
+    """``aer``: {(class, pci): record}; a device the log knows as a GPU (an NVRM line, or the
+    'nvidia <pci>: AER: ..' lines under the port's report: record["below"]) makes it a GPU
+    finding, one it knows as an mlx5 HCA (``hcas``: (pcis, {pci: mlx5_N})) an IB one."""
     out = []
+    hca_pcis, ib_names = hcas
     for (cls, pci), r in sorted(aer.items(), key=lambda kv: kv[1]["line"]):
-        gpu = gpu_ref(pci) if pci and pci in gpu_pcis else None
+        dev = pci if pci in gpu_pcis or pci in hca_pcis else (r.get("below") or pci)
+        gpu = gpu_ref(dev) if dev and dev in gpu_pcis else None
+        ib = ib_ref(ib_names.get(dev) or dev, None) if not gpu and dev and dev in hca_pcis else None
         if gpu and ids is not None:
             ids.ref(gpu)
         where = pci or "unknown device"
-        kw = dict(evidence=r["evidence"], source=sref(r["line"]), gpu=gpu,
-                  category="gpu_hardware" if gpu else "unknown")
+        if dev and dev != pci:
+            where += " (%s %s below it)" % ("GPU" if gpu else ("HCA" if ib else "device"), dev)
+        kw = dict(evidence=r["evidence"], source=sref(r["line"]), gpu=gpu, ib=ib,
+                  category="gpu_hardware" if gpu else ("ib_network" if ib else "unknown"))
         if cls in ("fatal", "surprise_down"):
             what = "Surprise Down (link lost)" if cls == "surprise_down" else "uncorrected fatal"
             out.append(finding("pcie_aer_fatal", "PCIe AER %s error on %s (%d report(s))" % (
@@ -159,26 +166,24 @@ def aer_findings(aer, gpu_pcis, sref, ids=None):
     return out
 
 
-def oom_findings(oom, sref):
-    """A kill by the node's OOM killer (host memory ran out) vs one by a memory cgroup (the job
-    hit its own limit: the node is fine)."""
-    return [finding("oom_kill_cgroup" if r["scope"] == "cgroup" else "oom_kill",
-                    "%s killed %s %d time(s) (pid %s)%s" % (
-                        "memory cgroup OOM" if r["scope"] == "cgroup" else "kernel OOM killer",
-                        r["comm"], r["count"], ", ".join(str(p) for p in r["pids"][:5]),
-                        ": the job's own memory limit, not the node's" if r["scope"] == "cgroup" else ""),
-                    evidence=r["evidence"], source=sref(r["line"]))
-            for r in sorted(oom.values(), key=lambda r: r["line"])]
-
-
-def hung_findings(hung, sref):
-    out = []
-    for comm, r in sorted(hung.items(), key=lambda kv: kv[1]["line"]):
-        drv = bool(DRIVER_TASK_RE.match(comm))
-        data = bool(DATA_TASK_RE.match(comm))
-        out.append(finding("hung_task", "task %s blocked in the kernel for more than %d s (%d report(s))%s" % (
-            comm, r["secs"], r["count"],
-            ": a DataLoader worker stuck on I/O (NFS/Lustre?) starves its rank" if data else ""),
-            category="driver" if drv else ("dataloader" if data else "unknown"),
-            evidence=r["evidence"], source=sref(r["line"])))
-    return out
+def link_transition(rec, kind, ctx):
+    """Update an HCA record's link/cable state for one mlx5 event."""
+    # Only up->down / plugged->unplugged transitions are faults: an unused port logs
+    # 'Cable unplugged' and 'Link down' once at boot without ever having been up.
+    line = ctx[1]
+    if kind == "link_down":
+        if rec["last_state"] == "up":
+            rec["drops"] += 1
+            rec["evidence"].setdefault("drop", line[:1000])
+            rec["first_line"].setdefault("drop", ctx[0])
+        rec["last_state"] = "down"
+    elif kind == "link_up":
+        rec["last_state"] = "up"
+    elif kind == "cable_plugged":
+        rec["cable"] = "plugged"
+    elif kind == "cable_unplugged":
+        if rec["cable"] == "plugged":
+            rec["unplugs"] += 1
+            rec["evidence"].setdefault("unplug", line[:1000])
+            rec["first_line"].setdefault("unplug", ctx[0])
+        rec["cable"] = "unplugged"

@@ -14,8 +14,9 @@
 """
 
 from ..findings import finding, gpu_ref, normalize_pci
-from .patterns import (API_MISMATCH_RE, DRIVER_RELEASE_RE, EDAC_COUNT_RE, EDAC_MC_RE, NVRM_PCI_RE, NVSWITCH_RE,
-                       PROBE_COUNT_RE, SXID_RE, UNSUPPORTED_RE, XID_PCI_RE, nvrm_driver_event, sxid_fatal)
+from .patterns import (API_MISMATCH_RE, DRIVER_RELEASE_RE, EDAC_COUNT_RE, EDAC_MC_RE, KPROBE_FAIL_RE, NVRM_PCI_RE,
+                       NVSWITCH_RE, PROBE_COUNT_RE, SXID_RE, UNSUPPORTED_RE, XID_PCI_RE, nvrm_driver_event,
+                       sxid_fatal)
 
 _SAYS_WHY_PROBE_FAILED = frozenset(("driver_conflict", "driver_open_unsupported", "gpu_unsupported"))
 JOIN_LINES = 8          # a multi-line NVRM message spans at most this many lines
@@ -88,6 +89,18 @@ class DriverLog:
         else:
             self._open = None
         return True
+
+    def kprobe(self, ctx, in_window):
+        """The kernel's driver core saying the nvidia driver's probe of a device failed (no NVRM
+        prefix: 'nvidia 0000:01:00.0: probe with driver nvidia failed with error -1')."""
+        m = KPROBE_FAIL_RE.search(ctx[1])
+        if not m or not in_window(ctx):
+            return None
+        pci = normalize_pci(m.group("pci") or m.group("pci2"))
+        rec = self._rec(self.events, ("gpu_probe_failed", pci), ctx, kind="gpu_probe_failed", pci=pci, text="")
+        if rec is not None and not rec["text"]:
+            rec["text"] = "probe failed with error %s" % m.group("err")
+        return "gpu_probe_failed"
 
     # -- NVSwitch ------------------------------------------------------------------------
     def sxid(self, ctx, in_window):
@@ -193,6 +206,8 @@ def _driver_finding(kind, pci, r, ids, xid_codes):
             m.group("n") if m else "its"), **kw)
     if kind == "gpu_probe_failed":
         m = PROBE_COUNT_RE.search(text)
+        if m is None and pci:
+            return finding(kind, "the NVIDIA driver's probe of %s failed (%s, %d report(s))" % (where, text, n), **kw)
         return finding(kind, "the NVIDIA driver's probe failed (%s device(s)): no GPU initialised" % (
             m.group("n") if m else "?"), **kw)
     if kind == "gpu_unsupported":

@@ -90,16 +90,21 @@ class NodeLog:
         c = self._constraint
         if c is not None and 0 <= ctx[0] - c[0] <= OOM_NEAR and (c[3] is None or c[3] == pid):
             scope = scope or c[1]
+            self._constraint = None  # one summary, one kill
         return self._count(ctx, in_window, scope or "node", comm, pid)
 
     def _count(self, ctx, in_window, scope, comm, pid):
         if not in_window(ctx):
             return None
         last = self._oom_last
-        self._oom_last = (pid, ctx[0])
         if last and last[0] == pid and ctx[0] - last[1] <= OOM_NEAR:
-            return None  # the same kill reported twice (summary + kill line, global + memcg)
+            # the same kill reported twice (summary + kill line, global + memcg): the kill line,
+            # which names the process as the kernel killed it, is the evidence
+            if last[2] is not None and last[3] and last[2]["line"] == last[1] and "of memory: Kill" in ctx[1]:
+                last[2]["line"], last[2]["evidence"] = ctx[0], ctx[1][:1000]
+            return None
         rec = self._rec(self.oom, (scope, comm), ctx, comm=comm, scope=scope, pids=[])
+        self._oom_last = (pid, ctx[0], rec, "of memory: Kill" not in ctx[1])
         if rec is None:
             return None
         if len(rec["pids"]) < 16:
@@ -138,9 +143,9 @@ class NodeLog:
             out.append(finding(
                 "oom_kill_cgroup" if cg else "oom_kill",
                 "%s killed %s %d time(s) (pid %s)%s" % (
-                    "memory cgroup OOM" if cg else "kernel OOM killer (host memory ran out)",
+                    "memory cgroup OOM" if cg else "kernel OOM killer",
                     r["comm"], r["count"], ", ".join(str(p) for p in r["pids"][:5]),
-                    ": the job's own memory limit, not the node's" if cg else ""),
+                    ": the job's own memory limit, not the node's" if cg else ": the host ran out of memory"),
                 evidence=r["evidence"], source=sref(r["line"])))
         for comm, r in sorted(self.hung.items(), key=lambda kv: kv[1]["line"]):
             drv = bool(DRIVER_TASK_RE.match(comm))

@@ -19,7 +19,11 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # GPU identity lines ('GPU at PCI:..: GPU-uuid', 'GPU Board Serial Number: ..', 'GPU <pci>: GPU
 # serial number is ..'): a GPU off the bus has no other record of its serial.
 # "SXid" keeps NVSwitch errors (nvidia-nvswitchN: SXid ..), "EDAC" the host memory controller's.
-NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC")
+# "oom-kill:" keeps the kill's summary (its constraint says global vs cgroup), "Hardware Error]"
+# machine checks, "probe with driver"/"probe of " the driver core's probe failures (no NVRM on them),
+# "recovery action" Xid 154's action when the journal wrapped it onto a line of its own.
+NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC",
+           "oom-kill:", "Hardware Error]", "probe with driver", "probe of ", "recovery action")
 
 
 def prefilter(block, start=0, end=None):

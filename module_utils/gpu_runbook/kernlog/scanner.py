@@ -12,8 +12,9 @@ from ..timeutil import UTC, iso, parse_tz
 from . import derive
 from .driverlog import DriverLog
 from .identity import GpuIdentities
-from .patterns import (AER_CLASS, AER_RE, AER_SEV_RE, GPU_IDX_RE, HUNG_RE, MLX_RE, NVRM_PCI_RE, OOM_RE,
-                       PCI_FULL_RE, PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
+from .nodelog import NodeLog
+from .patterns import (AER_CLASS, AER_DEV_RE, AER_RE, AER_SEV_RE, GPU_IDX_RE, MLX_RE, NVRM_PCI_RE, PCI_FULL_RE,
+                       PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
 
@@ -58,10 +59,10 @@ class KernelLogScanner:
         self._ib = {}               # mlx5 pci -> counters
         self._ib_names = {}         # mlx5 pci -> mlx5_N
         self._aer = {}              # (class, pci) -> record
-        self._aer_header = None     # (line, source pci) of the last AER header line
-        self._oom = {}              # comm -> record
-        self._oom_last = None       # (pid, line) of the last OOM kill line
-        self._hung = {}             # comm -> record
+        self._aer_header = None     # (line, source pci, record) of the last AER header line
+        self._hcas = set()          # PCI addresses the log knows as mlx5 HCAs
+        self._node = NodeLog(MAX_KEYS)  # OOM kills, hung tasks, machine checks
+        self._last_xid = None       # (record, line) of the last Xid (a wrapped Xid 154 continues it)
         self._events = []
         self.dropped_events = 0
         self.excluded = 0           # events before ``since``
@@ -73,7 +74,8 @@ class KernelLogScanner:
         """The lines that follow come from another file, named ``source``: findings name it,
         numbering its lines from 1 ("dmesg.txt:12"). Ends the previous file's last line."""
         self.close()
-        self._aer_header = self._oom_last = None  # line proximity does not cross files
+        self._aer_header = self._last_xid = None  # line proximity does not cross files
+        self._node.reset()
         self._ids.reset()
         self._drv.reset()
         if self.lines == self._segments[-1][0]:
@@ -173,12 +175,15 @@ class KernelLogScanner:
             self._nvrm(ctx)
         elif "mlx5" in line:
             self._mlx5(ctx)
+        elif "probe" in line:
+            self._note(ctx, self._drv.kprobe(ctx, self._in_window))
+        elif "recovery action" in line:
+            self._xid_continued(ctx)
         if "AER:" in line:  # also 'mlx5_core <pci>: AER: ...' from the HCA itself
             self._pcie_aer(ctx)
-        elif "of memory: Kill" in line:
-            self._oom_line(ctx)
-        elif "blocked for more than" in line:
-            self._hung_line(ctx)
+        elif ("of memory: Kill" in line or "oom-kill:" in line or "blocked for more than" in line
+              or "Hardware Error]" in line):
+            self._note(ctx, self._node.feed(ctx, self._in_window))
         elif "SXid" in line:
             self._note(ctx, self._drv.sxid(ctx, self._in_window))
         elif "EDAC" in line:
@@ -303,7 +308,22 @@ class KernelLogScanner:
             gi = GPU_IDX_RE.search(msg)
             if gi:
                 rec["index"] = int(gi.group(1))
+        self._last_xid = (rec, ctx[0])
         self._event(ctx, "xid_%d" % code)
+
+    def _xid_continued(self, ctx):
+        """'GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)' on a line of its
+        own, right after an Xid 154 whose line the journal or a terminal cut: it is that Xid's text."""
+        last = self._last_xid
+        if last is None or ctx[0] - last[1] > 2 or last[0]["xid"] != 154:
+            return
+        rec, line = last[0], ctx[1]
+        if "recovery action" not in rec["message"]:
+            i = line.find("recovery action")
+            head = line[:i].rstrip()
+            word = head.split()[-1] if head.split() else ""
+            rec["message"] = (rec["message"] + " " + (word + " " if word.isalpha() else "") + line[i:]).strip()
+        self._last_xid = None
 
     def _mlx5(self, ctx):
         line = ctx[1]
@@ -312,6 +332,7 @@ class KernelLogScanner:
             return
         pci = normalize_pci(m.group("pci"))
         dev = m.group("dev")
+        self._hca(pci)
         if dev and dev.startswith("mlx5_") and len(self._ib_names) < MAX_KEYS:
             self._ib_names[pci] = dev
         msg = m.group("msg")
@@ -335,34 +356,19 @@ class KernelLogScanner:
         if kind not in rec["first_line"]:
             rec["first_line"][kind] = ctx[0]
             rec["evidence"][kind] = line[:1000]
-        self._link_transition(rec, kind, ctx)
+        derive.link_transition(rec, kind, ctx)
         self._event(ctx, "ib_" + kind)
-
-    @staticmethod
-    def _link_transition(rec, kind, ctx):
-        # Only up->down / plugged->unplugged transitions are faults: an unused port logs
-        # 'Cable unplugged' and 'Link down' once at boot without ever having been up.
-        line = ctx[1]
-        if kind == "link_down":
-            if rec["last_state"] == "up":
-                rec["drops"] += 1
-                rec["evidence"].setdefault("drop", line[:1000])
-                rec["first_line"].setdefault("drop", ctx[0])
-            rec["last_state"] = "down"
-        elif kind == "link_up":
-            rec["last_state"] = "up"
-        elif kind == "cable_plugged":
-            rec["cable"] = "plugged"
-        elif kind == "cable_unplugged":
-            if rec["cable"] == "plugged":
-                rec["unplugs"] += 1
-                rec["evidence"].setdefault("unplug", line[:1000])
-                rec["first_line"].setdefault("unplug", ctx[0])
-            rec["cable"] = "unplugged"
 
     def _pcie_aer(self, ctx):
         line = ctx[1]
         surprise = "Surprise Down" in line or "SDES" in line
+        dm = AER_DEV_RE.search(line)
+        if dm:  # 'nvidia 0000:03:00.0: AER: can't recover': the device below the port that reported
+            dev = normalize_pci(dm.group("pci"))
+            (self._gpu if dm.group("drv") == "nvidia" else self._hca)(dev)
+            h = self._aer_header
+            if h is not None and 0 <= ctx[0] - h[0] <= 12 and h[2] is not None and dev != h[1]:
+                h[2].setdefault("below", dev)
         m = AER_RE.search(line)
         if m:
             sev, src = m.group("sev"), m.group("src")
@@ -384,39 +390,17 @@ class KernelLogScanner:
         if not src:
             pm = PCI_FULL_RE.findall(line)
             src = pm[-1] if pm else None
-        if AER_RE.search(line):
-            self._aer_header = (ctx[0], src)
-        if not self._in_window(ctx):
-            return
         pci = normalize_pci(src) if src else None
-        self._bump(self._aer, (cls, pci), ctx, cls=cls, pci=pci)
-        self._event(ctx, "pcie_aer_" + cls)
+        ok = self._in_window(ctx)
+        rec = self._bump(self._aer, (cls, pci), ctx, cls=cls, pci=pci) if ok else None
+        if AER_RE.search(line):
+            self._aer_header = (ctx[0], pci, rec)
+        if ok:
+            self._event(ctx, "pcie_aer_" + cls)
 
-    def _oom_line(self, ctx):
-        m = OOM_RE.search(ctx[1])
-        if not m or not self._in_window(ctx):
-            return
-        pid = int(m.group("pid"))
-        last = self._oom_last
-        self._oom_last = (pid, ctx[0])
-        if last and last[0] == pid and ctx[0] - last[1] <= 10:
-            return  # the same kill reported twice (global + memcg) a few lines apart
-        comm = m.group("comm").strip() or "?"
-        # 'Memory cgroup out of memory': the job hit its own limit (Slurm's --mem), the node is fine
-        scope = "cgroup" if "cgroup out of memory" in ctx[1].lower() else "node"
-        rec = self._bump(self._oom, (scope, comm), ctx, comm=comm, scope=scope, pids=[])
-        if rec is not None and len(rec["pids"]) < 16:
-            rec["pids"].append(pid)
-        self._event(ctx, "oom_kill")
-
-    def _hung_line(self, ctx):
-        m = HUNG_RE.search(ctx[1])
-        if not m or not self._in_window(ctx):
-            return
-        comm = m.group("comm")
-        rec = self._bump(self._hung, comm, ctx, comm=comm, secs=int(m.group("secs")))
-        if rec is not None:
-            self._event(ctx, "hung_task")
+    def _hca(self, pci):
+        if len(self._hcas) < MAX_KEYS:
+            self._hcas.add(pci)
 
     # -- output -------------------------------------------------------------------
     def sref(self, line):
@@ -439,12 +423,13 @@ class KernelLogScanner:
         findings.extend(self._drv.findings(sref, self._ids, {r["xid"] for r in xids}))
         ib_findings, ib_devices = derive.ib_findings(self._ib, self._ib_names, sref)
         findings.extend(ib_findings)
-        findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref, self._ids))
-        findings.extend(derive.oom_findings(self._oom, sref))
-        findings.extend(derive.hung_findings(self._hung, sref))
+        findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref, self._ids,
+                                            hcas=(self._hcas, self._ib_names)))
+        findings.extend(self._node.findings(sref))
         findings.extend(self._log_findings())
         facts = self._facts(xids, ib_devices)
         facts.update(self._drv.facts())
+        facts.update(self._node.facts())
         return facts, findings
 
     def _log_findings(self):
@@ -482,10 +467,7 @@ class KernelLogScanner:
             "ib_events": {"devices": ib_devices,
                           "total": sum(sum(r["counts"].values()) for r in self._ib.values())},
             "aer": [{"class": cls, "pci": pci, "count": r["count"], "line": r["line"]} for (cls, pci), r in aer],
-            "oom_kills": sum(r["count"] for r in self._oom.values()),
-            "oom_kills_cgroup": sum(r["count"] for r in self._oom.values() if r["scope"] == "cgroup"),
-            "hung_tasks": sum(r["count"] for r in self._hung.values()),
-            "keys_dropped": self._overflow + self._drv.overflow,
+            "keys_dropped": self._overflow + self._drv.overflow + self._node.overflow,
         }
 
     def _format(self):

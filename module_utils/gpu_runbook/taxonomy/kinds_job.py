@@ -112,6 +112,30 @@ STEPS = {
                                  "`nvidia-fabricmanager`가 활성화되어 실행 중이고 fabric 상태가 Completed인지 "
                                  "확인하십시오(`nvidia-smi -q | grep -A2 Fabric`); Fabric Manager를 재시작했다면 GPU를 "
                                  "리셋하거나 재부팅하십시오; `NCCL_NVLS_ENABLE=0`으로 NVLS를 우회할 수 있습니다."),
+    # launchers, nccl-tests, NCCL RAS (joblog/launch_lines.py, joblog/nccl_tests.py)
+    "job_isolate_nccl_tests": (None, "Rerun nccl-tests on each node alone, then on pairs of nodes, to find the GPU, "
+                                     "NVLink or link that corrupts data; read that host's Xids and ECC counters.",
+                               "nccl-tests를 노드별로, 그다음 노드 쌍별로 다시 실행해 데이터를 손상시키는 GPU, NVLink "
+                               "또는 링크를 찾고, 해당 호스트의 Xid와 ECC 카운터를 확인하십시오."),
+    "job_same_nccl_env": ("nccl_env", "Run the same NCCL version and the same `NCCL_*` settings on every node; if they "
+                                      "match, check that every rank calls the same collectives with the same sizes.",
+                          "모든 노드에서 같은 NCCL 버전과 같은 `NCCL_*` 설정을 사용하십시오; 같다면 모든 랭크가 같은 "
+                          "collective를 같은 크기로 호출하는지 확인하십시오."),
+    "job_check_launch": ("fix_application", "Check that every rank started: the launcher's log of each node, "
+                                            "`MASTER_ADDR`/`MASTER_PORT` reachable from every node, the same world "
+                                            "size everywhere; raise the init timeout if ranks start slowly.",
+                         "모든 랭크가 시작되었는지 확인하십시오: 각 노드의 런처 로그, 모든 노드에서 "
+                         "`MASTER_ADDR`/`MASTER_PORT`에 접근 가능한지, 모든 곳에서 같은 world size인지; 랭크가 늦게 "
+                         "시작된다면 초기화 타임아웃을 늘리십시오."),
+    "job_barrier_after_checkpoint": ("fix_application", "Make the other ranks wait for the checkpoint: a barrier "
+                                                        "right after the save, a collective timeout longer than the "
+                                                        "save, or an asynchronous/distributed checkpoint.",
+                                     "다른 랭크들이 체크포인트 저장을 기다리게 하십시오: 저장 직후의 barrier, 저장 시간보다 "
+                                     "긴 collective 타임아웃, 또는 비동기/분산 체크포인트."),
+    "job_check_host_oom": (None, "Read the node's kernel log (`dmesg -T | grep -i -e oom -e killed`) and the "
+                                 "scheduler's record (`sacct -j <jobid> -o State,MaxRSS`) to see who killed the process.",
+                           "노드의 커널 로그(`dmesg -T | grep -i -e oom -e killed`)와 스케줄러 기록(`sacct -j <jobid> "
+                           "-o State,MaxRSS`)에서 누가 프로세스를 종료시켰는지 확인하십시오."),
 }
 
 _IB_LINK = ("job_check_ib_link", "drain_node", "restart_openibd", "check_cable")
@@ -172,6 +196,50 @@ KINDS = {
         "ib_network", "critical", "ib_restart", _IB_LINK,
         "NCCL got an InfiniBand async event on the host's own HCA (port error, catastrophic error): its link is failing",
         "호스트 자신의 HCA에서 NCCL이 InfiniBand 비동기 이벤트(port error, catastrophic error)를 받음: 링크가 고장나는 중"),
+    "nccl_mismatched_collective": kind(
+        "application", "critical", "fix_application", ("job_fix_collective_order",),
+        "NCCL detected mismatched collectives at and around rank {rank}: the ranks call different collectives",
+        "NCCL이 랭크 {rank} 부근에서 서로 맞지 않는 collective를 감지함: 랭크들이 서로 다른 collective를 호출함"),
+    "nccl_net_size_mismatch": kind(
+        "nccl_config", "critical", "nccl_env", ("job_same_nccl_env",),
+        "NET/IB collective mismatch: the two ends disagree on the transfer size (NCCL versions/settings differ "
+        "across nodes, or the ranks call different collectives)",
+        "NET/IB collective mismatch: 양 끝이 전송 크기에 합의하지 못함 (노드 간 NCCL 버전/설정이 다르거나 랭크들이 "
+        "서로 다른 collective를 호출함)"),
+    # ---- launchers, nccl-tests, NCCL RAS
+    "launch_rendezvous_timeout": kind(
+        "application", "critical", "fix_application", ("job_check_launch",),
+        "the ranks never all met at start-up (store barrier / rendezvous timeout): a launch problem, not a GPU fault",
+        "시작 시점에 모든 랭크가 모이지 못함 (store barrier / rendezvous 타임아웃): GPU 고장이 아니라 실행(launch) 문제"),
+    "checkpoint_save_stall": kind(
+        "application", "critical", "fix_application", ("job_barrier_after_checkpoint",),
+        "a rank was writing a checkpoint while the others waited in a collective until it timed out",
+        "한 랭크가 체크포인트를 저장하는 동안 다른 랭크들이 collective에서 기다리다 타임아웃됨"),
+    "worker_sigkill": kind(
+        "unknown", "warning", "none", ("job_check_host_oom",),
+        "a training process was killed by SIGKILL (exit code -9): host OOM killer, scheduler memory limit or an "
+        "operator",
+        "학습 프로세스가 SIGKILL(종료 코드 -9)로 종료됨: 호스트 OOM killer, 스케줄러 메모리 한도 또는 운영자"),
+    "cuda_unknown_error": kind(
+        "unknown", "warning", "none", ("job_read_xid",),
+        "rank {rank} hit CUDA 'unknown error' (999): not a hardware verdict by itself; the host's Xids decide",
+        "랭크 {rank}에서 CUDA 'unknown error'(999) 발생: 그 자체로는 하드웨어 판정이 아님; 호스트의 Xid로 판단"),
+    "nccl_tests_wrong_results": kind(
+        "gpu_hardware", "critical", "drain", ("drain_node", "job_isolate_nccl_tests", "job_read_ecc"),
+        "nccl-tests found wrong data (#wrong / out-of-bounds values): data corrupted on a GPU, NVLink or the network",
+        "nccl-tests가 잘못된 데이터를 발견함 (#wrong / out-of-bounds 값): GPU, NVLink 또는 네트워크에서 데이터가 손상됨"),
+    "nccl_tests_incomplete": kind(
+        "unknown", "warning", "none", ("job_read_nccl_warn",),
+        "nccl-tests never printed its end summary: the run hung, was killed or the log is cut off",
+        "nccl-tests가 마지막 요약을 출력하지 않음: 실행이 멈췄거나 종료되었거나 로그가 잘림"),
+    "nccl_ras_unresponsive": kind(
+        "nccl_deadlock", "critical", "drain", ("drain_node", "job_node_checks"),
+        "NCCL RAS reports dead or unresponsive job processes (rank {rank}): crashed, hung or their node went away",
+        "NCCL RAS가 죽었거나 응답하지 않는 작업 프로세스를 보고함 (랭크 {rank}): 충돌, 멈춤 또는 노드 이탈"),
+    "nccl_ras_mismatch": kind(
+        "nccl_deadlock", "warning", "none", ("job_check_collective_order", "job_enable_desync_debug"),
+        "NCCL RAS: the ranks launched different numbers of collectives",
+        "NCCL RAS: 랭크들이 서로 다른 수의 collective를 실행함"),
     # ---- GPU and CUDA
     "cuda_hardware_error": kind(
         "gpu_hardware", "critical", "gpu_reset", _GPU_FAULT,

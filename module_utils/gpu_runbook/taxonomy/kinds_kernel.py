@@ -109,6 +109,14 @@ STEPS = {
     "kernel_trend_dimm_ce": (None, "Trend the correctable count (`edac-util -v`); replace the DIMM if it keeps "
                                    "rising.",
                              "정정 가능한 오류 수의 추이를 보십시오 (`edac-util -v`). 계속 늘면 DIMM을 교체하십시오."),
+    "kernel_check_mce": (None, "Decode the machine check (`ras-mc-ctl --errors`, `mcelog`, the BMC's SEL) and have the "
+                               "CPU or DIMM it names replaced; keep the node drained until then.",
+                         "머신 체크를 해석하고(`ras-mc-ctl --errors`, `mcelog`, BMC SEL) 지목된 CPU 또는 DIMM을 "
+                         "교체하십시오. 그때까지 노드를 drain 상태로 두십시오."),
+    "kernel_trend_mce": (None, "Trend the corrected machine checks (`ras-mc-ctl --summary`); act if they keep rising "
+                               "or turn uncorrected.",
+                         "정정된 머신 체크의 추이를 보십시오 (`ras-mc-ctl --summary`). 계속 늘거나 복구 불가로 바뀌면 "
+                         "조치하십시오."),
     "kernel_raise_job_mem": ("fix_application", "The job reached its own memory limit: request more (`--mem`, `--mem-per-gpu`) "
                                    "or use less; the node is fine.",
                              "작업이 자신의 메모리 한도에 도달했습니다: 더 요청하거나(`--mem`, `--mem-per-gpu`) 덜 "
@@ -251,17 +259,17 @@ KINDS = {
         "unknown", "critical", "reboot", ("drain_node", "reboot_node", "pcie_reseat_or_rma_if_recurs"),
         "an uncorrected fatal PCIe error (or Surprise Down: the link was lost)",
         "복구 불가(fatal) PCIe 오류 (또는 Surprise Down: 링크 소실)",
-        also=("gpu_hardware",)),
+        also=("gpu_hardware", "ib_network")),
     "pcie_aer_nonfatal": kind(
         "unknown", "warning", "drain", ("pcie_watch_device", "pcie_drain_if_continues"),
         "an uncorrected non-fatal PCIe error",
         "복구되지 않은 non-fatal PCIe 오류",
-        also=("gpu_hardware",)),
+        also=("gpu_hardware", "ib_network")),
     "pcie_aer_corrected": kind(
         "unknown", "info", "none", ("pcie_reseat_if_storm",),
         "corrected PCIe errors (harmless unless they become a storm)",
         "정정된 PCIe 오류 (폭주하지 않으면 무해)",
-        also=("gpu_hardware",)),
+        also=("gpu_hardware", "ib_network")),
     # ---- host memory and hung tasks
     "oom_kill": kind(
         "memory_leak", "warning", "fix_application", ("check_memory_growth", "kernel_lower_memory"),
@@ -280,6 +288,15 @@ KINDS = {
         "unknown", "info", "none", ("kernel_trend_dimm_ce",),
         "correctable host memory (DIMM) errors: a trend to watch",
         "정정된 호스트 메모리(DIMM) 오류: 추이를 지켜볼 것"),
+    # ---- machine checks (mce / GHES '[Hardware Error]'): host CPU or memory, not the GPU
+    "host_mce_uncorrected": kind(
+        "unknown", "critical", "drain", ("drain_node", "kernel_check_mce"),
+        "an uncorrected machine check (host CPU or memory hardware): node hardware, not the GPU",
+        "복구되지 않은 머신 체크 (호스트 CPU 또는 메모리 하드웨어): GPU가 아니라 노드 하드웨어 문제"),
+    "host_mce_corrected": kind(
+        "unknown", "info", "none", ("kernel_trend_mce",),
+        "corrected machine check events (host CPU or memory): a trend to watch",
+        "정정된 머신 체크 이벤트 (호스트 CPU 또는 메모리): 추이를 지켜볼 것"),
     "hung_task": kind(
         "unknown", "warning", "drain", ("kernel_read_stack", "kernel_drain_if_stuck"),
         "a task was blocked in the kernel for minutes (D state)",
