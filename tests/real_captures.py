@@ -41,11 +41,18 @@ def load_truth(case_dir):
         return json.load(fh).get("truth") or {}
 
 
+OPTIONS = ("expected_gpus", "expected_ib_rate", "since")
+
+
 def analyse_case(case_dir):
-    """The CLI's analysis of a case directory (times without a zone read as UTC)."""
+    """The CLI's analysis of a case directory (times without a zone read as UTC), with the
+    options an engineer would pass for that cluster (case.json "options": expected_gpus when
+    the source says how many GPUs its nodes have, ...)."""
     from gpu_runbook.cli import analyze_paths  # imported late: the scorer may pick the engine
     from gpu_runbook.timeutil import UTC
-    return analyze_paths([case_dir], tz=UTC)
+    with open(os.path.join(case_dir, "case.json"), encoding="utf-8") as fh:
+        options = json.load(fh).get("options") or {}
+    return analyze_paths([case_dir], tz=UTC, **{k: v for k, v in options.items() if k in OPTIONS})
 
 
 def _suspicion():

@@ -249,3 +249,11 @@ def test_the_plans_job_section_feeds_the_env_file():
                    incident=plan["incident_id"], now=NOW1)
     assert [(e["host"], e["rail"]) for e in res["excluded"]] == [("n5", "mlx5_1")]
     assert res["nccl_conf"] == ["NCCL_IB_HCA=^=mlx5_1"]
+
+
+def test_nvls_unavailable_asks_the_job_to_run_without_nvls_and_the_line_is_valid():
+    from gpu_runbook.plan.envfile import validate
+    from gpu_runbook.plan.jobenv import nccl_env_rung
+    e = nccl_env_rung([{"kind": "nccl_nvls_unavailable", "rung": "nccl_env", "message": "m", "action": "a"}], [])
+    assert "NCCL_NVLS_ENABLE=0" in e["env"]
+    assert validate(e["env"]) == ([("NCCL_NVLS_ENABLE", "0")], [])

@@ -150,7 +150,7 @@ def test_patterns_are_linear_on_a_hostile_line(rx):
         line = (chunk * ((1 << 20) // len(chunk) + 1))[:1 << 20]
         t = time.time()
         rx.search(line)
-        assert time.time() - t < 1.0, (rx.pattern, chunk[:20])
+        assert time.time() - t < 5.0, (rx.pattern, chunk[:20])  # linear: ~0.1 s; quadratic: minutes
 
 
 def test_hostile_job_log_does_not_raise_and_stays_fast():
@@ -175,3 +175,50 @@ def test_no_ib_device_is_only_a_fallback_when_ib_exists():
     assert f["nccl_socket_fallback"]["severity"] == "info"
     _job, f = kinds(base % "ib0")                  # IPoIB exists, so IB hardware does: a real fallback
     assert f["nccl_socket_fallback"]["severity"] == "warning"
+
+
+def test_older_nccl_completion_without_a_peer_is_still_retry_exceeded():
+    job, f = kinds("NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129\n")
+    e = f["ib_completion_error"]
+    assert e["category"] == "ib_network" and "IBV_WC_RETRY_EXC_ERR" in e["message"]
+    assert "None" not in e["message"] and "vendor err 129" in e["message"]
+
+
+def test_nvls_refused_on_one_named_host_is_that_node_and_elsewhere_the_jobs_setting():
+    line = "%s:1:2 [0] transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument'\n"
+    job, f = kinds(line % "node23")
+    assert f["nccl_fabric_manager"]["category"] == "driver" and job["culprit_hosts"] == ["node23"]
+    job, f = kinds(line % "node1" + line % "node2")
+    assert f["nccl_nvls_unavailable"]["category"] == "nccl_config" and "nccl_fabric_manager" not in f
+    assert f["nccl_nvls_unavailable"]["rung"] == "nccl_env"
+    _job, f = kinds("transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument'\n")
+    assert "nccl_nvls_unavailable" in f
+
+
+def test_an_rdma_device_that_cannot_be_opened_makes_sockets_a_fallback():
+    text = ("NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+            "transport/net_ib.cc:148 NCCL WARN NET/IB : Unable to open device mlx5_bond_0\n"
+            "NCCL INFO NET/IB : No device found.\nNCCL INFO Using network Socket\n")
+    _job, f = kinds(text)
+    fb = f["nccl_socket_fallback"]
+    assert fb["severity"] != "info" and "mlx5_bond_0" in fb["message"]
+
+
+def test_records_joined_on_one_line_are_each_read_and_a_warn_gets_its_process_rank():
+    rec = "n1:%d:9 [%d] NCCL INFO comm 0x1 rank %d nranks 16 cudaDev %d nvmlDev %d busId %s commId 0x2 - Init COMPLETE"
+    joined = "     ".join(rec % (100 + r, r, r, r, r, bus) for r, bus in ((0, "3000"), (1, "4000"), (5, "9c000")))
+    warn = ("n1:100:7 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.9<1> with "
+            "error 12, opcode 0, len 0, vendor err 129")
+    job, f = kinds(joined + "\n" + warn + "\n")
+    assert sorted(job["rank_map"]) == [0, 1, 5]
+    assert job["rank_map"][5]["host"] == "n1"
+    e = f["ib_completion_error"]
+    assert e["rank"] == 0 and e["gpu"]["pci"] == "0000:03:00.0"
+
+
+def test_cuda_that_cannot_initialise_names_the_reporting_host():
+    text = ("worker-1: worker-1:2918:4483 [4] init.cc:263 NCCL WARN Cuda failure 'initialization error'\n"
+            "worker-0: worker-0:10:11 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
+    job, f = kinds(text)
+    c = f["nccl_cuda_init_failed"]
+    assert c["category"] == "driver" and c["rung"] == "drain" and job["culprit_hosts"] == ["worker-1"]

@@ -120,4 +120,4 @@ def test_new_patterns_are_linear_on_a_hostile_mib_line():
     for body in bodies:
         t = time.perf_counter()
         parse_kernel_log("[ 1.0] " + body + "\n")
-        assert time.perf_counter() - t < 2.0, body[:40]
+        assert time.perf_counter() - t < 5.0, body[:40]

@@ -8,6 +8,7 @@ from datetime import timedelta
 from . import culprits as C
 from . import nccl_tests
 from .launch_lines import ras_culprits
+from .nccl_words import comm_pid_ranks
 from .job_findings import job_findings
 from .patterns import RANK_PREFIX
 from .text import line_time, median
@@ -148,9 +149,14 @@ def _sub_communicators(st, rank_map):
 
 
 def resolve_event_ranks(st):
+    """An event NCCL logged as host:pid gets the rank that process has: from a rank-prefixed
+    line, else from its own communicator records (the largest communicator is the world's)."""
+    by_comm = comm_pid_ranks(st)
     for ev in st.events:
         if ev.get("rank") is None and ev.get("host") and ev.get("pid") is not None:
-            ev["rank"] = st.pid_rank.get((ev["host"], ev["pid"]))
+            key = (ev["host"], ev["pid"])
+            ev["rank"] = st.pid_rank.get(key, by_comm.get(key))
+
 
 
 def iteration(st):

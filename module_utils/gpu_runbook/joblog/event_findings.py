@@ -42,11 +42,12 @@ def finding_for_event(ev, st, phase, trend, rank_map):
 
 def _ib_completion(ev, c, st, phase, trend):
     peer = ev.get("peer")
-    peer_host = st.ip_host.get(peer)
+    peer_host = st.ip_host.get(peer) if peer else None
     return finding(
         "ib_completion_error",
-        "%s got IB work completion %s (%d, %s) from peer %s%s%s; the RDMA path between the two "
-        "hosts is broken." % (c.where, ev["status_name"], ev["status"], ev["status_text"], peer,
+        "%s got IB work completion %s (%d, %s) %s%s%s; the RDMA path between the two "
+        "hosts is broken." % (c.where, ev["status_name"], ev["status"], ev["status_text"],
+                              "from peer %s" % peer if peer else "from a peer the line does not name",
                               " (%s)" % peer_host if peer_host else "",
                               ", vendor err %s" % ev["vendor_err"] if ev.get("vendor_err") is not None else ""),
         severity="critical" if ev["status"] in _IB_FATAL_STATUS else "warning",

@@ -74,6 +74,8 @@ def _transport_config(st, transport):
             "nccl_socket_fallback",
             "NCCL fell back to sockets (TCP) instead of InfiniBand%s: collectives are slow and time out "
             "under load." % (" because NCCL_IB_DISABLE is set" if st.ib_disabled else
+                             " because NET/IB could not open %s (a container must be given the RDMA device)"
+                             % ", ".join(st.ib_unopened) if st.ib_unopened else
                              " because NET/IB found no device" if st.ib_nodev else ""),
             evidence=evidence(why[1]), source=why[0]))
     if st.ib_devices and st.roce_devices and st.net_ib_line:

@@ -7,7 +7,8 @@ A handler takes (line, file state, job state) and returns True when the line is 
 (no later handler needs to see it)."""
 
 from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE,
-                       IB_HCA, IB_NODEV, IB_OPCODE, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX, NCCL_VERSION,
+                       IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX,
+                       NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
 from .nccl_words import peer_gone, read_bare, read_warn
 from .text import add, busid_to_pci, evidence
@@ -29,10 +30,26 @@ def continue_wrapped_ib(line, fs, st):
     return False
 
 
+MAX_JOINED = 64   # NCCL records read out of one physical line
+
+
 def nccl_line(line, fs, st):
     if "NCCL" not in line.text:
         return False
-    text, rank = line.text, line.rank
+    if line.text.count("NCCL ") > 1:
+        # records joined on one line (a terminal paste, a lost newline): read each one
+        starts = [m.start("host") for _, m in zip(range(MAX_JOINED), NCCL_PREFIX.finditer(line.text))]
+        if len(starts) > 1:
+            done = False
+            for i, (a, b) in enumerate(zip(starts, starts[1:] + [len(line.text)])):
+                done = _nccl_text(line.text[a:b], line, fs, st, own=(i == 0)) or done
+            return done
+    return _nccl_text(line.text, line, fs, st)
+
+
+def _nccl_text(text, line, fs, st, own=True):
+    """One NCCL record; ``own``: the line's rank prefix belongs to it (the first of joined ones)."""
+    rank = line.rank if own else None
     host = pid = dev = None
     body = None
     mp = NCCL_PREFIX.search(text)
@@ -43,7 +60,7 @@ def nccl_line(line, fs, st):
             st.ip_host.setdefault(line.ip, host)
         if line.host and line.host[0].isdigit():  # pdsh's '10.0.0.5: ' before NCCL's own host name
             st.ip_host.setdefault(line.host, host)
-        if line.prefixed:
+        if line.prefixed and own:
             st.pid_rank[(host, pid)] = rank
             st.rank_host.setdefault(rank, host)
         elif rank is not None:                    # per-rank file: weaker than a line prefix
@@ -67,7 +84,7 @@ def nccl_line(line, fs, st):
 def bare_ib_completion(line, fs, st):
     """An IB completion without the NCCL prefix (PyTorch's 'Last error:' block), and NCCL's
     other words there (no socket interface, duplicate GPU, /dev/shm ...: nccl_words)."""
-    if "Got completion from peer" in line.text:
+    if "Got completion " in line.text:
         ev = ib_completion(line.text, line, None, None, None, st)
         if ev is not None and ev.get("vendor_err") is None:
             fs.pending_ib = ev
@@ -82,7 +99,7 @@ def nccl_body(body, line, host, pid, dev, st):
         done = reader(body, line, host, pid, dev, st)
         if done:
             return None
-    if "Got completion from peer" in body:
+    if "Got completion " in body:
         return ib_completion(body, line, host, pid, dev, st)
     if read_warn(body, line, host, pid, st):
         return None
@@ -169,6 +186,11 @@ def _network_choice(body, line, host, pid, dev, st):
     if IB_DISABLE.search(body):
         if st.ib_disabled is None:
             st.ib_disabled = (line.src, line.raw)
+        return True
+    mu = IB_UNOPENED.search(body)
+    if mu:  # an RDMA device exists but this process cannot open it (a container without it)
+        if mu.group(1) not in st.ib_unopened and len(st.ib_unopened) < 64:
+            st.ib_unopened.append(mu.group(1))
         return True
     if IB_NODEV.search(body):
         if st.ib_nodev is None:

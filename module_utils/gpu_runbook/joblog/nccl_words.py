@@ -46,6 +46,9 @@ REG_MR = re.compile(r"Call to (ibv_reg_(?:dmabuf_)?mr\w{0,16})(?: \([^)\n]{0,200
                     r"([A-Za-z][\w ]{0,60})?")
 GDR_NOMOD = re.compile(r"GPU Direct RDMA Disabled for HCA \d+ '([\w.\-]{1,40})' \(no module\)")
 CUDA_FAIL = re.compile(r"Cuda failure (?:\d+ )?'([^'\n]{1,80})'")
+CUDA_INIT = re.compile(r"^(?:initialization error|no CUDA-capable device is detected|"
+                       r"CUDA-capable device\(s\) is/are busy or unavailable|all CUDA-capable devices are busy)")
+NVLS_REFUSED = re.compile(r"invalid argument|operation not permitted|operation not supported|not supported")
 FM_WORDS = re.compile(r"system not yet initialized|cuMulticast\w{0,30}|NVLS (?:multicast|register|bind)\w{0,20}", re.I)
 ASYNC = re.compile(r"\b(?:NET/\w{1,16}|IB) ?:? ?(?:([\w.\-]{1,40}):(\d{1,3}) )?Got async event ?: ?([A-Za-z][\w ./-]{0,60})")
 PEER_GONE = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
@@ -69,9 +72,10 @@ _BARE_HINTS = ("Bootstrap", "NET/", "ncclSocket", "Net :", "Duplicate GPU", "sha
 
 # setup errors: the job never ran; a peer that went away after one is its consequence
 SETUP_KINDS = ("nccl_socket_interface", "nccl_duplicate_gpu", "nccl_invalid_usage", "nccl_shm_failed",
-               "nccl_ib_registration_failed", "nccl_fabric_manager")
+               "nccl_ib_registration_failed", "nccl_fabric_manager", "nccl_nvls_unavailable",
+               "nccl_cuda_init_failed")
 # setup errors that live on the host, not in the job's environment or code
-HOST_SIDE_KINDS = ("nccl_ib_registration_failed", "nccl_fabric_manager")
+HOST_SIDE_KINDS = ("nccl_ib_registration_failed", "nccl_fabric_manager", "nccl_cuda_init_failed")
 
 
 def read_warn(body, line, host, pid, st):
@@ -164,8 +168,16 @@ def _event_name(text):
 
 def _fabric(body, full, line, host, pid, st):
     m = CUDA_FAIL.search(body)
+    if m and CUDA_INIT.search(m.group(1)):
+        # CUDA could not even start on this process's GPU: that GPU or the host's driver state
+        return _rec(st, "nccl_cuda_init_failed", line, host, pid, what=m.group(1))
     fm = FM_WORDS.search(body)
     nvls = "nvls" in full.lower()
+    if m and nvls and NVLS_REFUSED.search(m.group(1)):
+        # CUDA refuses the multicast object itself: NVLS cannot work in this environment (a
+        # container without /dev/nvidia-caps, a driver or FM that does not offer it): the job's
+        # setting, not the node's fabric
+        return _rec(st, "nccl_nvls_unavailable", line, host, pid, what=m.group(1))
     if (m and (nvls or "not yet initialized" in m.group(1))) or (fm and not m):
         return _rec(st, "nccl_fabric_manager", line, host, pid, what=(m.group(1) if m else fm.group(0)), nvls=nvls)
     return False
@@ -233,6 +245,21 @@ def _fm(rec, st):
                    **_common(rec))
 
 
+def _cuda_init(rec, st):
+    return finding("nccl_cuda_init_failed",
+                   "%s: CUDA failed to initialise ('%s') when NCCL set up the GPU: that GPU or the host's driver "
+                   "is not usable (an earlier Xid, a GPU off the bus, a driver reload, a device held elsewhere)."
+                   % (_where(rec), rec["what"]), **_common(rec))
+
+
+def _nvls(rec, st):
+    return finding("nccl_nvls_unavailable",
+                   "%s: NVLS (NVLink SHARP) setup failed with CUDA error '%s': NVLS is not usable in this "
+                   "environment (a container without /dev/nvidia-caps, or a driver / Fabric Manager that does "
+                   "not offer multicast); the GPUs and NVLinks are not at fault." % (_where(rec), rec["what"]),
+                   **_common(rec))
+
+
 def _mismatched(rec, st):
     return finding("nccl_mismatched_collective",
                    "%s: NCCL detected mismatched collectives at and around rank %d: the ranks call different "
@@ -256,7 +283,8 @@ def mismatch_ranks(st):
 _BUILD = {"nccl_mismatched_collective": _mismatched, "nccl_net_size_mismatch": _net_size,
           "nccl_socket_interface": _socket_interface, "nccl_duplicate_gpu": _duplicate_gpu,
           "nccl_invalid_usage": _invalid_usage, "nccl_shm_failed": _shm,
-          "nccl_ib_registration_failed": _reg, "nccl_fabric_manager": _fm}
+          "nccl_ib_registration_failed": _reg, "nccl_fabric_manager": _fm,
+          "nccl_nvls_unavailable": _nvls, "nccl_cuda_init_failed": _cuda_init}
 
 
 def _async_findings(st):
@@ -290,11 +318,14 @@ def word_findings(st, findings):
     """Findings of NCCL's own words. A setup error (no interface, duplicate GPU, /dev/shm,
     memory registration, Fabric Manager) makes the other ranks' lost connections and generic
     NCCL errors its consequence: they are lowered to warning, in place."""
+    settle_nvls(st)
     out = []
     specific = any(r["kind"] in SETUP_KINDS and r["kind"] != "nccl_invalid_usage" for r in st.nccl_words)
+    by_comm = comm_pid_ranks(st)
     for rec in st.nccl_words:
         if rec.get("rank") is None and rec.get("host") and rec.get("pid") is not None:
-            rec["rank"] = st.pid_rank.get((rec["host"], rec["pid"]))
+            key = (rec["host"], rec["pid"])
+            rec["rank"] = st.pid_rank.get(key, by_comm.get(key))
         build = _BUILD.get(rec["kind"])
         if build is None or (rec["kind"] == "nccl_invalid_usage" and specific):
             continue
@@ -312,7 +343,7 @@ def _socket_without_ib(st, findings):
     """'NET/IB : No device found' alone does not make sockets a fallback: a cloud VM without
     IB has nothing better. Without an IB/RoCE device, NCCL_IB_DISABLE or an IPoIB interface
     (which proves IB hardware), the socket finding is only information (in place)."""
-    if st.ib_devices or st.roce_devices or st.ib_disabled or st.ipoib_seen:
+    if st.ib_devices or st.roce_devices or st.ib_disabled or st.ipoib_seen or st.ib_unopened:
         return
     for f in findings:
         if f["kind"] == "nccl_socket_fallback" and f["severity"] != "info":
@@ -326,8 +357,32 @@ def setup_failed(st):
     return any(r["kind"] in SETUP_KINDS for r in st.nccl_words)
 
 
+def comm_pid_ranks(st):
+    """(host, pid) -> the rank that process has in its largest communicator (the world's)."""
+    best = {}
+    for c in st.comm:
+        if c.get("host") and c.get("pid") is not None:
+            key = (c["host"], c["pid"])
+            if key not in best or c["nranks"] > best[key][0]:
+                best[key] = (c["nranks"], c["rank"])
+    return {k: v[1] for k, v in best.items()}
+
+
+def settle_nvls(st):
+    """CUDA refusing NVLS ('invalid argument') reads the same whether the node's fabric state is
+    broken (Fabric Manager restarted without a GPU reset, NVIDIA/nccl#1488) or the job's
+    environment cannot use multicast (a container without /dev/nvidia-caps): one named host
+    among the job's is that node; several hosts, or none named, is the job's environment."""
+    recs = [r for r in st.nccl_words if r["kind"] == "nccl_nvls_unavailable"]
+    hosts = set(r.get("host") for r in recs)
+    if len(hosts) == 1 and None not in hosts:
+        for r in recs:
+            r["kind"], r["nvls"] = "nccl_fabric_manager", True
+
+
 def host_side_hosts(st):
     """Hosts whose own node setup NCCL's words blame (Fabric Manager, memory registration)."""
+    settle_nvls(st)
     out = []
     for r in st.nccl_words:
         if r["kind"] in HOST_SIDE_KINDS and r.get("host") and r["host"] not in out:

@@ -72,12 +72,14 @@ SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 USING_NETWORK = re.compile(r"\bUsing network (\S+)")
 VIA = re.compile(r"\bvia (NET/\w+|P2P/\w+|P2P\b|SHM\b|COLLNET\w*)")
 IB_DISABLE = re.compile(r"\bNCCL_IB_DISABLE set by environment to ([1-9])")
+IB_UNOPENED = re.compile(r"\bNET/IB\w*\s*: Unable to open device ([\w.\-]{1,64})")
 IB_NODEV = re.compile(r"\bNET/IB\w*\s*: No device found")
 NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 
 IB_COMPLETION = re.compile(
-    r"\bNET/IB\w*(?:/\w+)?\s*:\s*Got completion from peer (?P<peer>[^\s<]+)(?:<(?P<port>\d+)>)?"
-    r" with (?:status=(?:(?P<stname>[^()]*?)\()?(?P<st>\d+)\)?|error (?P<st2>\d+))")
+    # older NCCL (2.4-2.8) says "Got completion with error 12, opcode 0, len 0, vendor err 129"
+    r"\bNET/IB\w*(?:/\w+)?\s*:\s*Got completion (?:from peer (?P<peer>[^\s<]+)(?:<(?P<port>\d+)>)? )?"
+    r"with (?:status=(?:(?P<stname>[^()]*?)\()?(?P<st>\d+)\)?|error (?P<st2>\d+))")
 IB_VENDOR = re.compile(r"vendor[ _]err[ =](\d+)")
 IB_OPCODE = re.compile(r"opcode[= ](?:[A-Za-z_]*\()?(\d+)")
 IB_DIR = re.compile(r"\((Send|Recv|Read|Write|Flush|[A-Za-z]+)\)")

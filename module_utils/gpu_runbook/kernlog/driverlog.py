@@ -19,6 +19,9 @@ from .patterns import (API_MISMATCH_RE, DRIVER_RELEASE_RE, EDAC_COUNT_RE, EDAC_M
                        sxid_fatal)
 
 _SAYS_WHY_PROBE_FAILED = frozenset(("driver_conflict", "driver_open_unsupported", "gpu_unsupported"))
+# mcelog's default DIMM threshold for corrected errors is 10 per 24 h (ce-error-threshold =
+# 10 / 24h): a controller that corrected that many in one log has a DIMM going bad
+EDAC_CE_WARN = 10
 JOIN_LINES = 8          # a multi-line NVRM message spans at most this many lines
 MAX_TEXT = 2048         # joined text kept per message
 
@@ -164,7 +167,7 @@ class DriverLog:
             else:
                 f = finding("host_memory_ce", "EDAC: %d correctable host memory error(s) on %s (%d line(s))" % (
                     r["errors"], where, r["count"]), evidence=r["evidence"], source=sref(r["line"]),
-                    severity="warning" if r["errors"] >= 100 else None)
+                    severity="warning" if r["errors"] >= EDAC_CE_WARN else None)
             f["component"] = "host_memory"
             out.append(f)
         return out

@@ -15,8 +15,8 @@
 """
 
 from ..findings import finding
-from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, MCE_FATAL_RE, OOM_CONSTRAINT_RE, OOM_RE,
-                       OOM_TASK_RE)
+from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, MCE_FATAL_RE, OOM_CONSTRAINT_RE, OOM_INVOKED_RE,
+                       OOM_RE, OOM_TASK_RE)
 
 OOM_NEAR = 10       # lines between a kill's summary and its 'Killed process' line (and a repeat)
 
@@ -29,6 +29,7 @@ class NodeLog:
         self.oom = {}       # (scope, comm) -> record
         self.hung = {}      # comm -> record
         self.mce = {}       # corrected|uncorrected -> record
+        self.invoked = {}   # comm -> record: 'X invoked oom-killer' (the report's head)
         self.overflow = 0
         self._oom_last = None       # (pid, line) of the last kill counted
         self._constraint = None     # (line, scope, task, pid) of the last 'oom-kill:constraint=' line
@@ -59,6 +60,12 @@ class NodeLog:
             return self._kill(ctx, in_window)
         if "oom-kill:" in line:
             return self._summary(ctx, in_window)
+        if "invoked oom-killer" in line:
+            m = OOM_INVOKED_RE.search(line)
+            if m is None or not in_window(ctx):
+                return None
+            rec = self._rec(self.invoked, m.group("comm"), ctx, comm=m.group("comm"))
+            return "oom_invoked" if rec is not None else None
         if "blocked for more than" in line:
             return self._hung(ctx, in_window)
         if "Hardware Error]" in line:
@@ -147,6 +154,14 @@ class NodeLog:
                     r["comm"], r["count"], ", ".join(str(p) for p in r["pids"][:5]),
                     ": the job's own memory limit, not the node's" if cg else ": the host ran out of memory"),
                 evidence=r["evidence"], source=sref(r["line"])))
+        if self.invoked and not self.oom:
+            # the report's head survived but not its kill line (a cut log, printk rate limit):
+            # the OOM killer ran, so memory ran out; which scope is not known
+            r = min(self.invoked.values(), key=lambda r: r["line"])
+            out.append(finding(
+                "oom_kill", "the kernel OOM killer was invoked %d time(s) (first by %s); the lines saying "
+                "what it killed are not in the log" % (sum(v["count"] for v in self.invoked.values()), r["comm"]),
+                evidence=r["evidence"], source=sref(r["line"])))
         for comm, r in sorted(self.hung.items(), key=lambda kv: kv[1]["line"]):
             drv = bool(DRIVER_TASK_RE.match(comm))
             data = bool(DATA_TASK_RE.match(comm))
@@ -173,6 +188,7 @@ class NodeLog:
     def facts(self):
         return {
             "oom_kills": sum(r["count"] for r in self.oom.values()),
+            "oom_invoked": sum(r["count"] for r in self.invoked.values()),
             "oom_kills_cgroup": sum(r["count"] for r in self.oom.values() if r["scope"] == "cgroup"),
             "hung_tasks": sum(r["count"] for r in self.hung.values()),
             "mce": {cls: r["count"] for cls, r in self.mce.items()},

@@ -21,9 +21,11 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # "SXid" keeps NVSwitch errors (nvidia-nvswitchN: SXid ..), "EDAC" the host memory controller's.
 # "oom-kill:" keeps the kill's summary (its constraint says global vs cgroup), "Hardware Error]"
 # machine checks, "probe with driver"/"probe of " the driver core's probe failures (no NVRM on them),
-# "recovery action" Xid 154's action when the journal wrapped it onto a line of its own.
+# "recovery action" Xid 154's action when the journal wrapped it onto a line of its own,
+# "invoked oom-killer" the head of an OOM report whose kill line was cut or rate-limited.
 NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC",
-           "oom-kill:", "Hardware Error]", "probe with driver", "probe of ", "recovery action")
+           "oom-kill:", "Hardware Error]", "probe with driver", "probe of ", "recovery action",
+           "invoked oom-killer")
 
 
 def prefilter(block, start=0, end=None):

@@ -42,6 +42,10 @@ def nccl_env_rung(findings, rails):
         e["env"].append("NCCL_IB_DISABLE=0")
         e["notes"].append("NCCL fell back to sockets: NCCL_IB_DISABLE=0, and NCCL_SOCKET_IFNAME must name an "
                           "interface every node really has")
+    if any(f.get("kind") == "nccl_nvls_unavailable" for f in asking):
+        e["env"].append("NCCL_NVLS_ENABLE=0")
+        e["notes"].append("NVLS (NVLink SHARP) could not be set up where the job runs: NCCL_NVLS_ENABLE=0 runs "
+                          "the collectives without it (give the container /dev/nvidia-caps to keep it)")
     for f in asking:
         if f.get("kind") not in _USE_IB and f.get("action"):
             e["notes"].append(f["action"])

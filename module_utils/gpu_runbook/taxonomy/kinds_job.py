@@ -96,6 +96,10 @@ STEPS = {
                                               "(communicator, device or argument).",
                            "`NCCL_DEBUG=WARN`으로 다시 실행해 NCCL이 밝힌 이유를 읽고 호출(communicator, 장치, 인자)을 "
                            "수정하십시오."),
+    "job_disable_nvls": ("nccl_env", "Run the job with `NCCL_NVLS_ENABLE=0`, or give its container "
+                                     "`/dev/nvidia-caps` (and check Fabric Manager offers multicast) to keep NVLS.",
+                         "작업을 `NCCL_NVLS_ENABLE=0`으로 실행하거나, NVLS를 쓰려면 컨테이너에 `/dev/nvidia-caps`를 "
+                         "주고 Fabric Manager가 멀티캐스트를 제공하는지 확인하십시오."),
     "job_grow_shm": ("nccl_env", "Give the container a larger `/dev/shm` (`--shm-size`, a memory-backed volume) and "
                                  "remove stale `/dev/shm/nccl-*` files; `NCCL_SHM_DISABLE=1` works around it.",
                      "컨테이너에 더 큰 `/dev/shm`(`--shm-size`, 메모리 기반 볼륨)을 주고 남은 `/dev/shm/nccl-*` "
@@ -180,6 +184,14 @@ KINDS = {
         "nccl_config", "critical", "fix_application", ("job_fix_nccl_usage",),
         "rank {rank}: NCCL rejected a call as invalid usage",
         "랭크 {rank}: NCCL이 호출을 잘못된 사용(invalid usage)으로 거부함"),
+    "nccl_cuda_init_failed": kind(
+        "driver", "critical", "drain", ("job_node_checks", "job_read_xid", "drain_node"),
+        "rank {rank}: CUDA could not initialise its GPU when NCCL set it up: that GPU or its host's driver is not usable",
+        "랭크 {rank}: NCCL 설정 중 CUDA가 GPU를 초기화하지 못함: 그 GPU 또는 호스트의 드라이버를 쓸 수 없음"),
+    "nccl_nvls_unavailable": kind(
+        "nccl_config", "critical", "nccl_env", ("job_disable_nvls",),
+        "rank {rank}: NCCL could not set up NVLS (NVLink SHARP): multicast is not available in this environment",
+        "랭크 {rank}: NCCL이 NVLS(NVLink SHARP)를 설정하지 못함: 이 환경에서는 멀티캐스트를 쓸 수 없음"),
     "nccl_shm_failed": kind(
         "nccl_config", "critical", "nccl_env", ("job_grow_shm",),
         "rank {rank}: NCCL could not create its shared-memory segment: /dev/shm is too small or missing",
