@@ -14,6 +14,7 @@
 """
 
 from ..findings import finding, gpu_ref, normalize_pci
+from .nodelog import KeyedTables
 from .patterns import (API_MISMATCH_RE, DRIVER_RELEASE_RE, EDAC_COUNT_RE, EDAC_MC_RE, KPROBE_FAIL_RE, NVRM_PCI_RE,
                        NVSWITCH_RE, PROBE_COUNT_RE, SXID_RE, UNSUPPORTED_RE, XID_PCI_RE, nvrm_driver_event,
                        sxid_fatal)
@@ -26,7 +27,7 @@ JOIN_LINES = 8          # a multi-line NVRM message spans at most this many line
 MAX_TEXT = 2048         # joined text kept per message
 
 
-class DriverLog:
+class DriverLog(KeyedTables):
     """Tables of the driver, NVSwitch and EDAC events of one log, fed in log order."""
 
     def __init__(self, max_keys):
@@ -40,21 +41,6 @@ class DriverLog:
     def reset(self):
         """Another file begins: a message never continues into another file."""
         self._open = None
-
-    def _rec(self, table, key, ctx, **init):
-        rec = table.get(key)
-        if rec is None:
-            if len(table) >= self.max_keys:
-                self.overflow += 1
-                return None
-            rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
-            rec.update(init)
-            table[key] = rec
-        rec["count"] += 1
-        if ctx[3] is not None:
-            rec["first"] = rec["first"] or ctx[3]
-            rec["last"] = ctx[3]
-        return rec
 
     # -- NVRM ----------------------------------------------------------------------------
     def continues(self, ctx):

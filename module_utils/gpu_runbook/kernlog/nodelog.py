@@ -21,7 +21,31 @@ from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, MCE_FATAL_RE, OOM_
 OOM_NEAR = 10       # lines between a kill's summary and its 'Killed process' line (and a repeat)
 
 
-class NodeLog:
+class KeyedTables:
+    """Tables of records keyed by what they count, each capped at ``max_keys`` keys (garbage
+    must not grow memory: what does not fit is counted in ``overflow``)."""
+
+    max_keys = 0
+    overflow = 0
+
+    def _rec(self, table, key, ctx, **init):
+        """Count one line (ctx: line number, text, ..., time) under ``key``; None when full."""
+        rec = table.get(key)
+        if rec is None:
+            if len(table) >= self.max_keys:
+                self.overflow += 1
+                return None
+            rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
+            rec.update(init)
+            table[key] = rec
+        rec["count"] += 1
+        if ctx[3] is not None:
+            rec["first"] = rec["first"] or ctx[3]
+            rec["last"] = ctx[3]
+        return rec
+
+
+class NodeLog(KeyedTables):
     """Tables of the OOM kills, hung tasks and machine checks of one log, fed in log order."""
 
     def __init__(self, max_keys):
@@ -38,20 +62,6 @@ class NodeLog:
         """Another file begins: line proximity does not cross files."""
         self._oom_last = self._constraint = None
 
-    def _rec(self, table, key, ctx, **init):
-        rec = table.get(key)
-        if rec is None:
-            if len(table) >= self.max_keys:
-                self.overflow += 1
-                return None
-            rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
-            rec.update(init)
-            table[key] = rec
-        rec["count"] += 1
-        if ctx[3] is not None:
-            rec["first"] = rec["first"] or ctx[3]
-            rec["last"] = ctx[3]
-        return rec
 
     def feed(self, ctx, in_window):
         """One line holding a node needle -> the event kind it records, or None."""
