@@ -292,10 +292,12 @@ def _job_logs_read(job):
     """The job's logs said something about the run (its ranks, its network, NCCL's version):
     with nothing wrong in them, the job is healthy -- a claim its evidence supports."""
     nccl = job.get("nccl") or {}
-    # an nccl-tests run that printed its end summary ran to its end (a cut-off one has its own finding)
+    # an nccl-tests run that printed its end summary ran to its end (a cut-off one has its own
+    # finding); result rows with nothing wrong are sizes that ran and validated
+    tests = job.get("nccl_tests") or {}
     return bool(job.get("world_size") or job.get("rank_map") or nccl.get("version")
                 or nccl.get("transport") not in (None, "unknown")
-                or (job.get("nccl_tests") or {}).get("complete"))
+                or tests.get("complete") or (tests.get("result_rows") and not tests.get("wrong_rows")))
 
 
 def _unchecked_job_nodes(hosts, job):

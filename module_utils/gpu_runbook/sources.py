@@ -34,7 +34,7 @@ DETECTORS = (
     (BUG_REPORT, re.compile(r"nvidia-bug-report\.sh|^_{20,}\s*$", re.M)),
     ("nvidia-smi-q.xml", re.compile(r"<nvidia_smi_log\b")),
     ("nvidia-smi-q.txt", re.compile(r"=+NVSMI LOG=+|^Attached GPUs\s*:", re.M)),
-    ("nvidia-smi.txt", re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name", re.M)),
+    ("nvidia-smi.txt", re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name|^GPU \d+: [^\n]{1,120}\n\s*Link \d+: ", re.M)),
     ("ib-sysfs.txt", re.compile(r"/ports/\d+/(?:state|counters/\w+):", re.M)),
     ("ibstat.txt", re.compile(r"^CA '[^']+'", re.M)),
     ("ibv_devinfo.txt", re.compile(r"^hca_id:\s*\S+", re.M)),

@@ -271,3 +271,24 @@ def test_bare_node_name_heads_its_block_only_after_a_blank_line():
     hosts = [h for h, t in routed if t is not None and t.strip()]
     assert hosts == [("gpu-2-8",)] * 2 + [("gpu-2-9",)] * 5  # 'localhost' has no digit: content
     assert "n17" not in d.hosts and "eth0" not in d.hosts  # not after a blank line: content
+
+
+def _one_file(tmp_path, text):
+    d = tmp_path / "capture-dir"
+    d.mkdir()
+    (d / "kern.log").write_text(text)
+    return {h["host"]: h for h in analyze_paths([str(d)])["hosts"]}
+
+
+def test_grep_h_file_prefix_before_syslog_names_the_host(tmp_path):
+    hosts = _one_file(tmp_path, "messages:Jun 17 20:18:08 ip-172-31-27-211 kernel: INFO: task sim:78808 blocked "
+                                "for more than 120 seconds.\n"
+                                "/var/log/messages-20240601:Jun 17 20:18:09 ip-172-31-27-211 kernel: Call Trace:\n")
+    assert list(hosts) == ["ip-172-31-27-211"] and hosts["ip-172-31-27-211"]["verdict"] != "healthy"
+
+
+def test_talos_address_prefix_with_a_facility_word_is_the_host(tmp_path):
+    line = "%s: kern:     err: [2026-04-22T21:25:20.466440686Z]: NVRM: Xid (PCI:0000:48:00): 79, pid=1, GPU has fallen off the bus.\n"
+    hosts = _one_file(tmp_path, line % "192.168.11.119" + line % "192.168.11.120")
+    assert sorted(hosts) == ["192.168.11.119", "192.168.11.120"]
+    assert all(any(f.get("xid") == 79 for f in h["findings"]) for h in hosts.values())

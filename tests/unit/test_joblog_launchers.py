@@ -290,3 +290,24 @@ def test_garbage_never_raises():
                  "#       size count type\n 1 2 3", "\x00\x1b[31m[RANK 9999999]", "# Out of bounds values : 9" * 50):
         job, findings = parse_job_logs({"job.log": junk})
         assert not [f for f in findings if f["kind"] == "parser_error"], junk
+
+
+def test_nccl_tests_rows_are_a_table_not_a_wrapped_log_and_validate_without_a_header():
+    row = "%12d  %12d     float     sum      -1    50.58    0.00    0.00       0    54.46    0.00    0.00       0"
+    header = ("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw"
+              "   busbw  #wrong")
+    rows = "\n".join(row % (8 << i, 2 << i) for i in range(6)) + "\n"
+    assert len(list(logical_lines(header + "\n" + rows))) == 7   # one row per line, none joined
+    for text in (header + "\n" + rows, rows, "".join("        [1,0]<stdout>: " + r + "\n" for r in rows.split("\n") if r)):
+        job, _f = parse_job_logs({"job.log": text})
+        assert job["nccl_tests"]["result_rows"] == 6 and job["nccl_tests"]["wrong_rows"] == 0, text[:60]
+
+
+def test_cuda_error_out_of_memory_is_an_oom_and_explains_the_lost_peers():
+    text = ("[rank0]: RuntimeError: CUDA error: out of memory\n"
+            "n1:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer n1-ib<5>\n")
+    job, findings = parse_job_logs({"job.log": text})
+    f = {x["kind"]: x for x in findings}
+    assert f["cuda_oom"]["rank"] == 0
+    assert f["nccl_peer_connection_error"]["severity"] == "warning"   # the consequence, not the cause
+    assert job["culprit_ranks"] == [0] and "n1-ib" not in job["culprit_hosts"]

@@ -169,3 +169,16 @@ def test_ten_corrected_dimm_errors_are_a_warning_as_mcelog_counts_them():
     _, findings = parse_kernel_log(line % 3)
     (f,) = [f for f in findings if f["kind"] == "host_memory_ce"]
     assert f["severity"] == "info"
+
+
+def test_a_hung_task_whose_call_trace_is_in_the_nvidia_driver_is_the_drivers():
+    text = ("[ 7510.1] INFO: task gdscheck:509579 blocked for more than 120 seconds.\n"
+            "[ 7510.2] Call Trace:\n[ 7510.3]  down_read+0x43/0xa0\n"
+            "[ 7510.4]  os_acquire_rwlock_read+0x35/0x50 [nvidia]\n")
+    _, findings = parse_kernel_log(text)
+    (f,) = findings
+    assert f["kind"] == "hung_task" and f["category"] == "driver" and "[nvidia]" in f["message"]
+    # a frame long after the report, or a task with no driver frame, is not the driver's
+    _, findings = parse_kernel_log(text.split("[ 7510.4]")[0] + "".join(
+        "[ 7511.%d] filler\n" % i for i in range(70)) + "[ 7512.0]  nv_x+0x1/0x2 [nvidia]\n")
+    assert [f["category"] for f in findings] == ["unknown"]

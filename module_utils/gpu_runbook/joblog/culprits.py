@@ -9,7 +9,7 @@ DataLoader error first. An IB peer named by several reporters is the suspect hos
 from collections import Counter
 
 from .launch_lines import ras_culprits
-from .nccl_words import async_port_hosts, host_side_hosts, mismatch_ranks, setup_failed
+from .nccl_words import DEATH_KINDS, async_port_hosts, died_of_own_error, host_side_hosts, mismatch_ranks, setup_failed
 
 _FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("cuda_oom", "host_oom"),
                       ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_timeout",
@@ -170,10 +170,15 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
     failing port (NCCL's 'Got async event : port error') is the suspect; an IB peer several
     hosts complain about is the suspect, not the first reporter; a refused/closed peer is
     itself the suspect; otherwise both ends of a broken link are. When NCCL's own words say
-    the setup is broken (no interface, duplicate GPU, /dev/shm ...), lost connections are its
-    consequence and name nobody."""
+    the setup is broken (no interface, duplicate GPU, /dev/shm ...), or a culprit rank logged
+    why it died (out of memory, a CUDA error), lost connections are its consequence and name
+    nobody."""
     if setup_failed(st):
         return ranks, how, list(culprit_hosts) + [h for h in host_side_hosts(st) if h not in culprit_hosts]
+    if died_of_own_error(st):
+        # the rank that died is the culprit, not its peers' network: its host, when the log says
+        dead = [e.get("host") for e in st.events if e["kind"] in DEATH_KINDS and e.get("host")]
+        return ranks, how, list(culprit_hosts) + [h for h in dict.fromkeys(dead) if h not in culprit_hosts]
     port_hosts = [h for h in async_port_hosts(st) if h not in culprit_hosts]
     if port_hosts and how in (None, "first_error"):
         culprit_hosts = list(culprit_hosts) + port_hosts

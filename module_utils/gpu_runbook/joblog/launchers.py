@@ -46,6 +46,13 @@ def _pdsh_host(text):
 def strip(raw):
     """(text, rank, host, ip) -- see the module docstring."""
     text, rank, host, ip = raw, None, None, None
+    body = raw.lstrip(" \t")
+    if body is not raw and body[:1] in ("[", "(") and 0 < len(raw) - len(body) <= 16:
+        # an indented paste (a markdown code block, a quoted log): the tag still starts the line
+        stripped = strip(body)
+        if stripped[1] is not None or stripped[2] is not None or stripped[3] is not None \
+                or stripped[0] is not body:
+            return stripped
     for _ in range(4):
         if not text:
             break

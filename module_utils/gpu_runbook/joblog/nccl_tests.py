@@ -27,6 +27,15 @@ OOB = re.compile(r"^# ?Out of bounds values ?: ?(\d{1,12}) (OK|FAILED)")
 AVG_BW = re.compile(r"^# ?Avg bus bandwidth +: ?(-?[\d.]{1,20}|nan|inf)")
 TEST_FAIL = re.compile(r"Test (NCCL|CUDA) failure (\S{1,120}) '([^'\n]{1,200})'")
 _WRONG_COLS = ("#wrong", "error")
+# a result row: size, count, type, redop[, root], then times and bandwidths (nccl-tests' own
+# column order, out-of-place then in-place; 'root' since 2.x, 'error' before '#wrong')
+BARE_ROW = re.compile(r"^\d{1,15} +\d{1,15} +(?:float|half|double|bfloat16|u?int(?:8|32|64)|fp8_e\dm\d|char|int) +"
+                      r"(?:sum|prod|max|min|avg|none|mulsum) +")
+_DEFAULT_COLS = {
+    13: ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+         "time", "algbw", "busbw", "#wrong"),
+    12: ("size", "count", "type", "redop", "time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error"),
+}
 
 
 def _state(st):
@@ -51,8 +60,14 @@ def nccl_tests_line(line, fs, st):
         return False
     if s[0] == "#" or s.startswith("Rank") or s.startswith("size "):
         return _hash_line(s, line, st)
-    if st.nccl_tests is not None and st.nccl_tests["cols"] and s[0].isdigit():
-        return _row(s, line, st)
+    if s[0].isdigit():
+        if st.nccl_tests is not None and st.nccl_tests["cols"]:
+            return _row(s, line, st)
+        if BARE_ROW.match(s):  # the table without its header (a log cut, an excerpt)
+            cols = _DEFAULT_COLS.get(len(s.split()))
+            if cols:
+                _state(st)["cols"] = list(cols)
+                return _row(s, line, st)
     if "Test " in text and " failure " in text:
         m = TEST_FAIL.search(text)
         if m:

@@ -316,8 +316,9 @@ def _async_findings(st):
 
 def word_findings(st, findings):
     """Findings of NCCL's own words. A setup error (no interface, duplicate GPU, /dev/shm,
-    memory registration, Fabric Manager) makes the other ranks' lost connections and generic
-    NCCL errors its consequence: they are lowered to warning, in place."""
+    memory registration, Fabric Manager), or a rank that logged why it died, makes the other
+    ranks' lost connections and generic NCCL errors its consequence: they are lowered to
+    warning, in place."""
     settle_nvls(st)
     out = []
     specific = any(r["kind"] in SETUP_KINDS and r["kind"] != "nccl_invalid_usage" for r in st.nccl_words)
@@ -332,7 +333,7 @@ def word_findings(st, findings):
         out.append(build(rec, st))
     out.extend(_async_findings(st))
     _socket_without_ib(st, findings)
-    if any(f["kind"] in SETUP_KINDS and f["severity"] == "critical" for f in out):
+    if died_of_own_error(st) or any(f["kind"] in SETUP_KINDS and f["severity"] == "critical" for f in out):
         for f in findings:
             if f["kind"] in ("nccl_peer_connection_error", "nccl_error") and f["severity"] == "critical":
                 f["severity"] = "warning"
@@ -355,6 +356,16 @@ def _socket_without_ib(st, findings):
 def setup_failed(st):
     """True when NCCL's own words say the job's setup is broken (not the network)."""
     return any(r["kind"] in SETUP_KINDS for r in st.nccl_words)
+
+
+# a rank that logged why it died: its peers' lost connections are the consequence
+DEATH_KINDS = ("cuda_oom", "cuda_error", "host_oom", "dataloader_worker_killed", "dataloader_shm_bus_error")
+
+
+def died_of_own_error(st):
+    """True when a rank's own error (out of memory, a CUDA error, the OOM killer) is in the log:
+    the connections its peers lost when it exited say nothing about the network."""
+    return any(e["kind"] in DEATH_KINDS for e in st.events)
 
 
 def comm_pid_ranks(st):

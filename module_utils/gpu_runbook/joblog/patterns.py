@@ -145,7 +145,9 @@ COLL_MISMATCH = re.compile(r"Detected mismatch between collectives on ranks\. Ra
                            r"(?:inconsistent )?collective: CollectiveFingerPrint\((?:SequenceNumber=(\d+))?")
 COLL_MISMATCH_OTHER = re.compile(r"but Rank (\d+) is running collective: CollectiveFingerPrint\("
                                  r"(?:SequenceNumber=(\d+))?")
-CUDA_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate ([\d.]+ [KMGT]i?B))?")
+# torch's allocator says "CUDA out of memory. Tried to allocate ..."; a CUDA API call that
+# fails for memory raises "CUDA error: out of memory" (cudaErrorMemoryAllocation)
+CUDA_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate ([\d.]+ [KMGT]i?B))?|CUDA error: out of memory")
 CUDA_ERR = re.compile(r"(uncorrectable ECC error encountered|an illegal memory access was encountered|"
                        r"unspecified launch failure|uncorrectable NVLink error|misaligned address|"
                        r"an illegal instruction was encountered|GPU has fallen off the bus|"

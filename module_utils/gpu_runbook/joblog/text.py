@@ -112,6 +112,12 @@ _RECORD_START = re.compile(r"(?:[\[(]|frame #|Traceback|\d{4}-\d{2}-\d{2}|[EWIF]
 MAX_JOIN = 32
 
 
+def _table_row(line):
+    """A row of aligned output (nccl-tests' results, an nvidia-smi table, '#' rules): rows of one
+    width are the table's layout, not a terminal's wrapping."""
+    return line[:1] in (" ", "\t", "#", "|", "+")
+
+
 def wrap_width(text):
     """The width a terminal (or an issue paste of one) wrapped this log at, else None. A wrapped
     log has no line longer than that width, and at least three distinct lines exactly that
@@ -123,7 +129,7 @@ def wrap_width(text):
             maxlen = n
             if n > 400:
                 return None
-        if n >= 60 and line[-1] != " ":
+        if n >= 60 and line[-1] != " " and not _table_row(line):
             widths[n] += 1
             firsts.setdefault(n, set())
             if len(firsts[n]) < 3:
@@ -155,7 +161,7 @@ def logical_lines(text):
                 continue
             held = None
             yield hn, htext
-        if len(line) == width and line[-1] != " ":
+        if len(line) == width and line[-1] != " " and not _table_row(line):
             held = (n, line, 0)
             continue
         yield n, line.rstrip(" ") if len(line) == width else line

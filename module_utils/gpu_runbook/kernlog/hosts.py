@@ -42,8 +42,10 @@ _BARE_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.\-]{0,62}\d[A-Za-z0-9_.\-]{0,62}):?
 _SET_LINE_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))?\s*$")
 _SET_INLINE_RE = re.compile(r"-{3,} ([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))? -{3,}\s*$")
 _MONTH = r"(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월])"  # 'Dec', 'déc.', 'Okt', 'sep', '9月', '12월'
+# 'grep -H' of syslog files prefixes the file's name: '/var/log/messages:Jun 17 20:18:08 node kernel: ...'
+GREP_FILE = r"(?:[\w./\-]{0,200}(?:messages|syslog|kern|\.log)[\w.\-]{0,16}:)?"
 _SYSLOG_RE = re.compile(
-    r"(?:<\d{1,3}>)?"
+    GREP_FILE + r"(?:<\d{1,3}>)?"
     r"(?:" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
     r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:(?: |$)")
@@ -54,7 +56,7 @@ _LOGLIKE_RE = re.compile(
     r"\[ *\d+\.\d+\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]\d |\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"
     r"(?:[A-Z][a-z]{2} )?" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d|<\d{1,3}>|"
     r"NVRM|nvidia|mlx5|kernel:|\+-{3}|\| +NVIDIA-SMI|\|={3}|=+NVSMI LOG|CA '|hca_id:|Attached GPUs|"
-    r"NCCL |GPU \d|pcieport")
+    r"NCCL |GPU \d|pcieport|kern: ")
 # words that end in ': ' in log lines and are never a host
 _NOT_HOSTS = frozenset((
     "kernel", "nvrm", "call", "hardware", "info", "warning", "warn", "error", "err", "note", "notice",

@@ -15,9 +15,10 @@
 """
 
 from ..findings import finding
-from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, MCE_FATAL_RE, OOM_CONSTRAINT_RE, OOM_INVOKED_RE,
-                       OOM_RE, OOM_TASK_RE)
+from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, MCE_FATAL_RE, NV_FRAME_RE, OOM_CONSTRAINT_RE,
+                       OOM_INVOKED_RE, OOM_RE, OOM_TASK_RE)
 
+TRACE_NEAR = 60     # lines of a hung task's call trace read for the driver's frames
 OOM_NEAR = 10       # lines between a kill's summary and its 'Killed process' line (and a repeat)
 
 
@@ -54,13 +55,14 @@ class NodeLog(KeyedTables):
         self.hung = {}      # comm -> record
         self.mce = {}       # corrected|uncorrected -> record
         self.invoked = {}   # comm -> record: 'X invoked oom-killer' (the report's head)
+        self._hung_open = None      # (record, line) of the last hung-task report: its call trace follows
         self.overflow = 0
         self._oom_last = None       # (pid, line) of the last kill counted
         self._constraint = None     # (line, scope, task, pid) of the last 'oom-kill:constraint=' line
 
     def reset(self):
         """Another file begins: line proximity does not cross files."""
-        self._oom_last = self._constraint = None
+        self._oom_last = self._constraint = self._hung_open = None
 
 
     def feed(self, ctx, in_window):
@@ -70,6 +72,8 @@ class NodeLog(KeyedTables):
             return self._kill(ctx, in_window)
         if "oom-kill:" in line:
             return self._summary(ctx, in_window)
+        if "[nvidia" in line:
+            return self._frame(ctx)
         if "invoked oom-killer" in line:
             m = OOM_INVOKED_RE.search(line)
             if m is None or not in_window(ctx):
@@ -135,7 +139,19 @@ class NodeLog(KeyedTables):
             return None
         comm = m.group("comm")
         rec = self._rec(self.hung, comm, ctx, comm=comm, secs=int(m.group("secs")))
+        self._hung_open = (rec, ctx[0]) if rec is not None else None
         return "hung_task" if rec is not None else None
+
+    def _frame(self, ctx):
+        """A call-trace frame in an NVIDIA module ('os_acquire_rwlock_read+0x35/0x50 [nvidia]')
+        right after a hung-task report: the task is stuck inside the driver."""
+        op = self._hung_open
+        if op is None or ctx[0] - op[1] > TRACE_NEAR:
+            return None
+        m = NV_FRAME_RE.search(ctx[1])
+        if m and not op[0].get("frame"):
+            op[0]["frame"] = m.group(0).strip()[:200]
+        return None
 
     # -- machine checks -------------------------------------------------------------------
     def _mce(self, ctx, in_window):
@@ -173,10 +189,11 @@ class NodeLog(KeyedTables):
                 "what it killed are not in the log" % (sum(v["count"] for v in self.invoked.values()), r["comm"]),
                 evidence=r["evidence"], source=sref(r["line"])))
         for comm, r in sorted(self.hung.items(), key=lambda kv: kv[1]["line"]):
-            drv = bool(DRIVER_TASK_RE.match(comm))
+            drv = bool(DRIVER_TASK_RE.match(comm)) or bool(r.get("frame"))
             data = bool(DATA_TASK_RE.match(comm))
             out.append(finding("hung_task", "task %s blocked in the kernel for more than %d s (%d report(s))%s" % (
                 comm, r["secs"], r["count"],
+                ": stuck inside the NVIDIA driver (%s)" % r["frame"] if r.get("frame") else
                 ": a DataLoader worker stuck on I/O (NFS/Lustre?) starves its rank" if data else ""),
                 category="driver" if drv else ("dataloader" if data else "unknown"),
                 evidence=r["evidence"], source=sref(r["line"])))

@@ -50,6 +50,7 @@ AER_DEV_RE = re.compile(r"\b(?P<drv>nvidia|mlx5_core) (?P<pci>[0-9a-fA-F]{4}:[0-
 # sacrifice child', RHEL 'Killed process 123, UID 48, (httpd)'; 'Memory cgroup out of memory: ..' the same.
 OOM_RE = re.compile(r"of memory: Kill(?:ed)? process (?P<pid>\d{1,10})(?:, UID \d{1,10},)? \((?P<comm>[^)]{0,64})\)")
 # The kill's summary (4.19+): 'oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=..,task=python,pid=1234,uid=0'
+NV_FRAME_RE = re.compile(r"[\w.]{1,80}\+0x[0-9a-f]{1,10}/0x[0-9a-f]{1,10} \[nvidia\w{0,12}\]")
 OOM_INVOKED_RE = re.compile(r"(?:^|\] |kernel: )(?P<comm>[^\]\n]{1,64}?) invoked oom-killer\b")
 OOM_CONSTRAINT_RE = re.compile(r"oom-kill:constraint=(?P<c>[A-Z_]{1,40})")
 OOM_TASK_RE = re.compile(r",task=(?P<task>[^,]{1,64}),pid=(?P<pid>\d{1,10})\b")

@@ -95,7 +95,8 @@ def detect_format(text):
             re.search(r"^\s*GPU\s+" + PCI_TXT + r"\s*$", head, re.M) or _Q_SECTION_RE.search(head):
         return "q"
     if (re.search(r"^\s*\+-{5,}", head, re.M) and ("NVIDIA-SMI" in head or "Bus-Id" in head)) or \
-            re.search(r"^\s*GPU\s+\d+:\s.*\(UUID:", head, re.M) or is_gpu_box_excerpt(head):
+            re.search(r"^\s*GPU\s+\d+:\s.*\(UUID:", head, re.M) or is_gpu_box_excerpt(head) or \
+            re.search(r"^\s*GPU\s+\d+:\s[^\n]{1,120}\n\s*Link\s+\d+\s*:", head, re.M):
         return "table"
     return _detect_csv(t)
 

@@ -123,6 +123,11 @@ def _error_findings(g, add, label, err_gpus=1):
         add("errors", "nvml_field_gpu_lost" if lost else "nvml_field_error",
             "%s: nvidia-smi could not read %s (%s)" % (label, fields, why),
             severity="critical" if needs_reset else None)
+    counted = g.get("nvlink_errors")
+    if counted:
+        add("nvlink_errors", "nvlink_errors", "%s: NVLink error counters are not zero: %s" % (
+            label, "; ".join("link %d %s" % (link, ", ".join("%s %d" % kv for kv in sorted(c.items())))
+                             for link, c in sorted(counted.items())[:8])))
     inactive = g.get("nvlink_inactive")
     if inactive:
         add("nvlink", "nvlink_inactive",

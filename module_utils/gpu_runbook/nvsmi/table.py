@@ -13,7 +13,10 @@ from .rules import wrap_up
 
 _TABLE_HDR_RE = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?")
 _ROW1_RE = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
-_NVLINK_GPU_RE = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*(\S+?)\)\s*$")
+# 'GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)'; newer builds print it without the UUID
+_NVLINK_GPU_RE = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*(\S+?)\))?\s*$")
+# 'nvidia-smi nvlink -e': '\t Link 0: Replay Errors: 0' (Recovery, CRC, ... Errors)
+_NVLINK_ERR_RE = re.compile(r"^\s*Link\s+(\d+)\s*:\s*([A-Za-z][\w ]{0,40}?) Errors?\s*:\s*(\d+)\s*$")
 _NVLINK_LINK_RE = re.compile(r"^\s*Link\s+(\d+)\s*:\s*(.*?)\s*$")
 
 
@@ -142,8 +145,16 @@ class _Reader(object):
             idx = int(m.group(1))
             self.nv = self.by_index.get(idx) or self._gpu(idx)
             self.nv["name"] = self.nv["name"] or m.group(2)
-            self.nv["uuid"] = m.group(3)
+            self.nv["uuid"] = m.group(3) or self.nv["uuid"]
             note(self.nv, "header", ln, s)
+            return
+        m = _NVLINK_ERR_RE.match(line)
+        if m and self.nv is not None:
+            errs = self.nv["nvlink_errors"] = self.nv["nvlink_errors"] or {}
+            n = int(m.group(3))
+            if n and len(errs) < 256:
+                errs.setdefault(int(m.group(1)), {})[m.group(2).strip()] = n
+                note(self.nv, "nvlink_errors", ln, s)
             return
         m = _NVLINK_LINK_RE.match(line)
         if m and self.nv is not None:

@@ -178,6 +178,10 @@ _STATE = {
         "gpu_hardware", "warning", "drain", ("check_clocks_cooling", "gpu_drain_if_persists"),
         "the GPU runs hot: it will throttle and slow every collective",
         "GPU 온도가 높음: 클럭이 제한되어 모든 collective가 느려짐"),
+    "nvlink_errors": kind(
+        "gpu_hardware", "warning", "none", ("xid_check_nvlink_if_recurs",),
+        "NVLink error counters (replay, recovery, CRC) are not zero: a link is retrying; watch whether they grow",
+        "NVLink 오류 카운터(replay, recovery, CRC)가 0이 아님: 링크가 재시도 중; 증가하는지 지켜보십시오"),
     "nvlink_inactive": kind(
         "gpu_hardware", "warning", "reboot", ("drain_node", "reboot_node", "gpu_rma_if_links_stay_down"),
         "NVLink links are inactive: GPU-to-GPU traffic falls back to slower paths or fails",
