@@ -97,6 +97,21 @@ def strip_ansi(text):
     return _ANSI_RE.sub("", text)
 
 
+# a log pasted into a GitHub issue or a forum: a '> ' quote before it, and file:line
+# references the site turned into links ('transport/[net_ib.cc:101](http://net_ib.cc:101)')
+_QUOTE_RE = re.compile(r"^ {0,3}(?:> ?){1,4}(?=\S)")
+_AUTOLINK_RE = re.compile(r"\[([^\[\]\n]{1,200})\]\((?:https?|mailto):[^()\s]{1,500}\)")
+
+
+def unpaste(line):
+    """A line as the tool printed it, without what a paste into Markdown added to it."""
+    if line[:5].lstrip(" ")[:1] == ">":
+        line = _QUOTE_RE.sub("", line, count=1)
+    if "](" in line:
+        line = _AUTOLINK_RE.sub(r"\1", line)
+    return line
+
+
 def iter_lines(text):
     """Yield (lineno, line) with CRLF/CR, ANSI colour and NULs removed; 1-based line numbers."""
     if text is None:

@@ -292,3 +292,11 @@ def test_talos_address_prefix_with_a_facility_word_is_the_host(tmp_path):
     hosts = _one_file(tmp_path, line % "192.168.11.119" + line % "192.168.11.120")
     assert sorted(hosts) == ["192.168.11.119", "192.168.11.120"]
     assert all(any(f.get("xid") == 79 for f in h["findings"]) for h in hosts.values())
+
+
+def test_a_log_quoted_in_markdown_reads_as_the_node_wrote_it(tmp_path):
+    text = ("> Apr 28 10:00:01 nixos kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+            "> Apr 28 10:00:02 nixos kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n")
+    hosts = _one_file(tmp_path, text)
+    assert list(hosts) == ["nixos"] and hosts["nixos"]["verdict"] == "gpu_hardware"
+    assert any(f.get("xid") == 79 for f in hosts["nixos"]["findings"])

@@ -222,3 +222,19 @@ def test_cuda_that_cannot_initialise_names_the_reporting_host():
     job, f = kinds(text)
     c = f["nccl_cuda_init_failed"]
     assert c["category"] == "driver" and c["rung"] == "drain" and job["culprit_hosts"] == ["worker-1"]
+
+
+def test_file_line_links_a_markdown_paste_made_are_read_as_text():
+    job, f = kinds("r1:1:2 [0] transport/[net_ib.cc:101](http://net_ib.cc:101) NCCL WARN NET/IB : Got completion "
+                   "from peer 10.0.0.9<1> with error 12, opcode 0, len 0, vendor err 129\n")
+    assert f["ib_completion_error"]["message"].startswith("a rank on r1")
+
+
+def test_unpaste_is_linear_and_leaves_other_text_alone():
+    from gpu_runbook.findings import unpaste
+    assert unpaste("[rank1]: [PG 0 Rank 1] x") == "[rank1]: [PG 0 Rank 1] x"
+    assert unpaste("> > [rank1]: x") == "[rank1]: x"
+    for s in ("[a" * 500000, "[x](http://" + "a" * (1 << 20), ">" * (1 << 20), "[" + "a](" * 300000):
+        t = time.time()
+        unpaste(s)
+        assert time.time() - t < 5.0

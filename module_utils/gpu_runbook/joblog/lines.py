@@ -8,6 +8,7 @@ its own handler). A handler returns True when no later handler needs the line.""
 from . import error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, torch_lines
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
+from ..findings import unpaste
 from .state import FileState, Line
 from .text import line_time, logical_lines, rank_from_name
 
@@ -57,7 +58,7 @@ def read_line(raw, src, fs, st):
     or after a role prefix ``[default0]:[rank12]:``, a ``[${rank}]:`` template, or ``[rankN]:``
     after what a collector put first), else Lightning ``GLOBAL_RANK: 3``, else the file name.
     A role prefix alone is a local rank, kept apart."""
-    text, lrank, host, ip = launchers.strip(raw)
+    text, lrank, host, ip = launchers.strip(unpaste(raw))
     text, rank, head = _prefixes(text)
     if rank is None:
         rank = lrank

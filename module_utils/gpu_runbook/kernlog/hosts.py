@@ -24,7 +24,7 @@ every pattern is linear-time on hostile input.
 
 import re
 
-from ..findings import strip_ansi
+from ..findings import strip_ansi, unpaste
 
 MAX_HOSTS = 4096
 _MAX_SET = 4096  # names one node-set header may expand to
@@ -215,6 +215,7 @@ class HostDemux(object):
         line = line.rstrip("\r\n")
         if "\x1b" in line or "\x00" in line:  # a coloured terminal capture
             line = strip_ansi(line).replace("\x00", "")
+        line = unpaste(line)
         if self._structure(line):
             return self._block, None
         if not line.strip():

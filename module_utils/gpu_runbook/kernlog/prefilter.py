@@ -8,7 +8,7 @@ file scanner's fast path (filescan.py).
 
 import re
 
-from ..findings import strip_ansi
+from ..findings import strip_ansi, unpaste
 
 MAX_LINE = 64 * 1024    # longer "lines" (binary junk) are cut; printk lines are <= 1 KiB
 SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
@@ -72,7 +72,7 @@ def clean(line):
         line = strip_ansi(line)
     if "\x00" in line:
         line = line.replace("\x00", "")
-    return line.rstrip("\r\n")
+    return unpaste(line.rstrip("\r\n"))
 
 
 def same_type(pending, data):
