@@ -311,3 +311,13 @@ def test_cuda_error_out_of_memory_is_an_oom_and_explains_the_lost_peers():
     assert f["cuda_oom"]["rank"] == 0
     assert f["nccl_peer_connection_error"]["severity"] == "warning"   # the consequence, not the cause
     assert job["culprit_ranks"] == [0] and "n1-ib" not in job["culprit_hosts"]
+
+
+def test_a_rank_whose_watchdog_detected_the_timeout_is_not_the_silent_one():
+    wd = ("[%d] [rank%d]:[E321 02:07:08.408 ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught collective operation "
+          "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600060 "
+          "milliseconds before timing out.\n")
+    det = ("[%d] [rank%d]:[E321 02:07:08.465 ProcessGroupNCCL.cpp:1664] [PG 1 Rank %d] Exception (either an error or "
+           "timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.\n")
+    job, _f = parse_job_logs({"job.log": wd % (1, 0, 0) + wd % (2, 4, 4) + det % (3, 3, 3)})
+    assert job["timed_out_ranks"] == [0, 3, 4] and 3 not in job["culprit_ranks"]

@@ -182,3 +182,36 @@ def test_a_hung_task_whose_call_trace_is_in_the_nvidia_driver_is_the_drivers():
     _, findings = parse_kernel_log(text.split("[ 7510.4]")[0] + "".join(
         "[ 7511.%d] filler\n" % i for i in range(70)) + "[ 7512.0]  nv_x+0x1/0x2 [nvidia]\n")
     assert [f["category"] for f in findings] == ["unknown"]
+
+
+def test_an_oops_inside_the_nvidia_driver_is_a_driver_crash():
+    text = ("Apr 28 10:17:39 n kernel: BUG: kernel NULL pointer dereference, address: 0000000000000030\n"
+            "Apr 28 10:17:39 n kernel: RIP: 0010:nvidia_vma_access+0x1b/0x350 [nvidia]\n")
+    _, findings = parse_kernel_log(text)
+    (f,) = findings
+    assert f["kind"] == "driver_crash" and f["category"] == "driver" and f["rung"] == "reboot"
+    assert "nvidia_vma_access" in f["message"]
+    # an oops elsewhere is not the driver's
+    _, findings = parse_kernel_log("[ 1.0] RIP: 0010:ext4_foo+0x1b/0x350 [ext4]\n")
+    assert findings == []
+
+
+def test_iommu_refusing_a_devices_dma_is_named_per_device():
+    amd = "[ 1.0] nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0003 address=0x80000040 flags=0x0020]\n"
+    intel = "[ 2.0] DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0x7f000 [fault reason 0x06] PTE Read access is not set\n"
+    old = "[ 3.0] AMD-Vi: Event logged [IO_PAGE_FAULT device=41:00.0 domain=0x0000 address=0x1000 flags=0x0000]\n"
+    facts, findings = parse_kernel_log(amd * 3 + intel + old)
+    got = {f["message"].rsplit(" ", 1)[1]: f for f in findings}
+    assert sorted(got) == ["0000:07:00.0", "0000:3b:00.0", "0000:41:00.0"]
+    assert all(f["kind"] == "iommu_fault" and f["severity"] == "warning" for f in findings)
+    assert "refused 3 DMA" in got["0000:07:00.0"]["message"]
+
+
+def test_oops_and_iommu_patterns_are_linear_on_hostile_lines():
+    from gpu_runbook.kernlog.patterns import IOMMU_RE, NV_RIP_RE
+    for rx in (IOMMU_RE, NV_RIP_RE):
+        for chunk in ("RIP: 0000:" + "a" * 90, "DMAR: [DMA " + "x" * 30, "0000:07:00.0: AMD-Vi: ", "a+0x1/0x2 "):
+            line = (chunk * ((1 << 20) // len(chunk) + 1))[:1 << 20]
+            t = time.perf_counter()
+            rx.search(line)
+            assert time.perf_counter() - t < 5.0, (rx.pattern, chunk[:20])

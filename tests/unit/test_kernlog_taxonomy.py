@@ -57,6 +57,8 @@ ZOO = "\n".join([
     "[ 9.2] EDAC MC1: 3 CE memory read error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#0",
     "[ 9.3] mce: [Hardware Error]: Machine check events logged",
     "[ 9.4] {1}[Hardware Error]: event severity: fatal",
+    "[ 9.5] RIP: 0010:nvidia_vma_access+0x1b/0x350 [nvidia]",
+    "[ 9.6] nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0003 address=0x80000040 flags=0x0020]",
 ]) + "\n"
 
 

@@ -44,6 +44,30 @@ KNOWN_MISSES = {
     "x3-013-nccltests293-prompt-test1-test2-a100-pcie-init-healthy": (
         "category", "nccl-tests printed its device list and NCCL's init, then the excerpt ends: read as a run cut "
                     "off (nccl_tests_incomplete, unknown); the thread shows the run finished"),
+    "x4-001-vllm4653-raywrapper-rank1-gather-timeout-custom-allreduce": (
+        "category", "one rank's watchdog timeout is all the log holds (unknown); the thread found the cause "
+                    "(vLLM's custom all-reduce) by trying a flag"),
+    "x4-007-nccl1710-local-access-violation-wq-status9-vendor138": (
+        "category", "IB completion status 9 reads as the network (ib_network); the reporter fixed it with another "
+                    "net plugin, which the log cannot show"),
+    "x4-009-nccl914-roce-connection-closed-by-remote-peer-proxy-connect": (
+        "category", "a peer that closed its connection is blamed on the network (ib_network); the source "
+                    "established no cause"),
+    "x4-010-nccl957-mpirun-prefix-tomte401-cuda-invalid-argument": (
+        "hosts", "the examiner expects a host result from a job log; job logs name culprit hosts, host "
+                 "results come from host captures"),
+    "x4-012-tinygrad6947-xid31-mmu-fault-rtx4090-module": (
+        "category", "Xid 31 is the application's per NVIDIA's catalog (application); the thread's fix was a "
+                    "patched kernel module"),
+    "x4-013-chia301-xid31-xid62-xid45-after-driver-update": (
+        "category", "Xid 62 without GSP lines reads as the GPU (gpu_hardware); the examiner took 'after a driver "
+                    "update' from the issue's title"),
+    "x4-016-dorado256-memcg-oom-slurm-job-gpu-node": (
+        "category", "a memory cgroup OOM kill is the job outgrowing its limit (memory_leak); the examiner "
+                    "called it application"),
+    "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
+        "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
+                    "examiner labelled it unknown"),
 }
 
 

@@ -39,6 +39,12 @@ def analyse(st):
     timed_out = sorted(set(t["rank"] for t in st.timeouts if t["rank"] is not None))
     if not timed_out and st.desync_timeout:
         timed_out = sorted(set(r for r, _o, _s, _src in st.desync_timeout))
+    if coll and coll.get("seq") is not None:
+        # 'Exception (either an error or timeout) detected by watchdog at work: N': that rank's
+        # watchdog fired on the same collective, whether or not its own timeout line is here
+        fired = set(r for r, v in st.last_work.items() if v[0] == coll["seq"])
+        timed_out = sorted(set(timed_out) | fired)
+        at_target = sorted(set(at_target) | fired)
 
     ranks, how = C.culprits(st, world, coll, set(at_target) or set(timed_out), behind)
     rates, trend = iteration(st)

@@ -79,7 +79,7 @@ def srun_and_elastic(line, fs, st):
     """'srun: error: host: task N: ...' maps tasks to hosts (and reports Slurm's OOM kill);
     torchrun's failure summary ('host : x' then 'rank : N (local_rank: M)') does too."""
     text = line.text
-    if text.startswith("srun: error:"):
+    if "srun: error:" in text:  # also after slurmstepd's line, when a paste joined them
         m = SRUN_ERR.search(text)
         if m:
             tasks = task_list(m.group(2))

@@ -34,7 +34,9 @@ from .text import add, evidence
 NO_IFACE = re.compile(
     r"\b(?:no socket interface found|no interface found(?: in the same subnet)?|No IP interface found|"
     r"no NCCL_SOCKET_IFNAME interface found|No usable listening interface found|"
-    r"is neither AF_INET\(\d+\) nor AF_INET6\(\d+\))", re.I)
+    r"is neither AF_INET\(\d+\) nor AF_INET6\(\d+\)|"
+    # the interface NCCL picked has no address of the family it asked for (NVIDIA/nccl#210)
+    r"Socket creation failed : Address family not supported)", re.I)
 IFNAME_ENV = re.compile(r"\bNCCL_SOCKET_IFNAME set (?:by environment )?to (\S{1,64})")
 DUP_GPU = re.compile(r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]{1,16})")
 INVALID_USAGE = re.compile(r"\b(?:ncclInvalidUsage|invalid usage(?: \(run with NCCL_DEBUG=WARN for details\))?)")
@@ -68,7 +70,8 @@ _ASYNC_INFO = ("port active", "LID change", "P_Key change", "SM change", "client
 # what a bare line (no NCCL prefix: PyTorch's 'Last error:' block) must contain to be NCCL's words
 _BARE_HINTS = ("Bootstrap", "NET/", "ncclSocket", "Net :", "Duplicate GPU", "shared memory", "/dev/shm",
                "ibv_reg", "Got async event", "invalid usage", "ncclInvalidUsage", "system not yet initialized",
-               "nvls", "NVLS", "in-addr.arpa", "ismatched collective", "collective mismatch")
+               "nvls", "NVLS", "in-addr.arpa", "ismatched collective", "collective mismatch",
+               "Socket creation failed")
 
 # setup errors: the job never ran; a peer that went away after one is its consequence
 SETUP_KINDS = ("nccl_socket_interface", "nccl_duplicate_gpu", "nccl_invalid_usage", "nccl_shm_failed",
@@ -116,7 +119,7 @@ def _read(body, full, line, host, pid, st):
     if m:
         st.socket_ifname = m.group(1)
         return False
-    if "interface found" in body or "AF_INET" in body:
+    if "interface found" in body or "AF_INET" in body or "Address family" in body:
         m = NO_IFACE.search(body)
         if m:
             return _rec(st, "nccl_socket_interface", line, host, pid, what=m.group(0))

@@ -15,8 +15,8 @@
 """
 
 from ..findings import finding
-from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, MCE_FATAL_RE, NV_FRAME_RE, OOM_CONSTRAINT_RE,
-                       OOM_INVOKED_RE, OOM_RE, OOM_TASK_RE)
+from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, IOMMU_RE, MCE_FATAL_RE, NV_FRAME_RE, NV_RIP_RE,
+                       OOM_CONSTRAINT_RE, OOM_INVOKED_RE, OOM_RE, OOM_TASK_RE)
 
 TRACE_NEAR = 60     # lines of a hung task's call trace read for the driver's frames
 OOM_NEAR = 10       # lines between a kill's summary and its 'Killed process' line (and a repeat)
@@ -56,6 +56,8 @@ class NodeLog(KeyedTables):
         self.mce = {}       # corrected|uncorrected -> record
         self.invoked = {}   # comm -> record: 'X invoked oom-killer' (the report's head)
         self._hung_open = None      # (record, line) of the last hung-task report: its call trace follows
+        self.crash = {}     # the NVIDIA frame an oops' RIP is in -> record
+        self.iommu = {}     # PCI address of a device whose DMA the IOMMU refused -> record
         self.overflow = 0
         self._oom_last = None       # (pid, line) of the last kill counted
         self._constraint = None     # (line, scope, task, pid) of the last 'oom-kill:constraint=' line
@@ -73,7 +75,19 @@ class NodeLog(KeyedTables):
         if "oom-kill:" in line:
             return self._summary(ctx, in_window)
         if "[nvidia" in line:
+            if "RIP: " in line:
+                m = NV_RIP_RE.search(line)
+                if m and in_window(ctx):
+                    self._rec(self.crash, m.group(1), ctx, frame=m.group(1))
+                    return "driver_crash"
             return self._frame(ctx)
+        if "IO_PAGE_FAULT" in line or "DMAR: [DMA" in line:
+            m = IOMMU_RE.search(line)
+            if m is None or not in_window(ctx):
+                return None
+            dev = next(g for g in m.groups() if g)
+            self._rec(self.iommu, dev if dev.count(":") == 2 else "0000:" + dev, ctx)
+            return "iommu_fault"
         if "invoked oom-killer" in line:
             m = OOM_INVOKED_RE.search(line)
             if m is None or not in_window(ctx):
@@ -197,6 +211,12 @@ class NodeLog(KeyedTables):
                 ": a DataLoader worker stuck on I/O (NFS/Lustre?) starves its rank" if data else ""),
                 category="driver" if drv else ("dataloader" if data else "unknown"),
                 evidence=r["evidence"], source=sref(r["line"])))
+        for frame, r in sorted(self.crash.items(), key=lambda kv: kv[1]["line"]):
+            out.append(finding("driver_crash", "kernel oops in the NVIDIA driver at %s (%d time(s))" % (
+                frame, r["count"]), evidence=r["evidence"], source=sref(r["line"])))
+        for dev, r in sorted(self.iommu.items(), key=lambda kv: kv[1]["line"]):
+            out.append(finding("iommu_fault", "the IOMMU refused %d DMA access(es) by device %s" % (r["count"], dev),
+                               evidence=r["evidence"], source=sref(r["line"])))
         for cls in ("uncorrected", "corrected"):
             r = self.mce.get(cls)
             if r is None:

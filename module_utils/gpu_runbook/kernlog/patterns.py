@@ -51,6 +51,12 @@ AER_DEV_RE = re.compile(r"\b(?P<drv>nvidia|mlx5_core) (?P<pci>[0-9a-fA-F]{4}:[0-
 OOM_RE = re.compile(r"of memory: Kill(?:ed)? process (?P<pid>\d{1,10})(?:, UID \d{1,10},)? \((?P<comm>[^)]{0,64})\)")
 # The kill's summary (4.19+): 'oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=..,task=python,pid=1234,uid=0'
 NV_FRAME_RE = re.compile(r"[\w.]{1,80}\+0x[0-9a-f]{1,10}/0x[0-9a-f]{1,10} \[nvidia\w{0,12}\]")
+NV_RIP_RE = re.compile(r"\bRIP: [0-9a-f]{4}:(" + r"[\w.]{1,80}\+0x[0-9a-f]{1,10}/0x[0-9a-f]{1,10} \[nvidia\w{0,12}\])")
+# AMD 'nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=..' (older: '[IO_PAGE_FAULT
+# device=07:00.0 domain=..'), Intel 'DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr'
+IOMMU_RE = re.compile(r"(?:(\w{4}:\w\w:\w\w\.\w): AMD-Vi: Event logged \[IO_PAGE_FAULT|"
+                      r"\[IO_PAGE_FAULT device=(\w{1,4}:\w\w\.\w)|"
+                      r"DMAR: \[DMA \w{1,8}[^\]]{0,20}\] Request device \[(\w{1,4}:\w\w\.\w)\])")
 OOM_INVOKED_RE = re.compile(r"(?:^|\] |kernel: )(?P<comm>[^\]\n]{1,64}?) invoked oom-killer\b")
 OOM_CONSTRAINT_RE = re.compile(r"oom-kill:constraint=(?P<c>[A-Z_]{1,40})")
 OOM_TASK_RE = re.compile(r",task=(?P<task>[^,]{1,64}),pid=(?P<pid>\d{1,10})\b")

@@ -23,10 +23,11 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # machine checks, "probe with driver"/"probe of " the driver core's probe failures (no NVRM on them),
 # "recovery action" Xid 154's action when the journal wrapped it onto a line of its own,
 # "invoked oom-killer" the head of an OOM report whose kill line was cut or rate-limited,
-# "[nvidia" a call-trace frame in the NVIDIA driver (a hung task stuck inside it).
+# "[nvidia" a call-trace frame in the NVIDIA driver (a hung task stuck inside it, an oops in it),
+# "IO_PAGE_FAULT"/"DMAR: [DMA" the IOMMU refusing a device's DMA (AMD, Intel).
 NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC",
            "oom-kill:", "Hardware Error]", "probe with driver", "probe of ", "recovery action",
-           "invoked oom-killer", "[nvidia")
+           "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA")
 
 
 def prefilter(block, start=0, end=None):

@@ -182,7 +182,8 @@ class KernelLogScanner:
         if "AER:" in line:  # also 'mlx5_core <pci>: AER: ...' from the HCA itself
             self._pcie_aer(ctx)
         elif ("of memory: Kill" in line or "oom-kill:" in line or "blocked for more than" in line
-              or "Hardware Error]" in line or "invoked oom-killer" in line or "[nvidia" in line):
+              or "Hardware Error]" in line or "invoked oom-killer" in line or "[nvidia" in line
+              or "IO_PAGE_FAULT" in line or "DMAR: [DMA" in line):
             self._note(ctx, self._node.feed(ctx, self._in_window))
         elif "SXid" in line:
             self._note(ctx, self._drv.sxid(ctx, self._in_window))

@@ -152,6 +152,10 @@ STEPS = {
     "kernel_read_stack": (None, "Read the stack trace after the line: nvidia, mlx5 or NFS frames name the culprit.",
                           "해당 줄 뒤의 스택 트레이스를 읽으십시오: nvidia, mlx5, NFS 프레임이 원인을 "
                           "가리킵니다."),
+    "kernel_check_iommu": (None, "Check the node's IOMMU setting for GPU peer-to-peer and GPUDirect RDMA "
+                                 "(`iommu=pt` or off on the kernel command line, ACS off on the PCIe switches).",
+                           "GPU peer-to-peer와 GPUDirect RDMA를 위한 노드의 IOMMU 설정을 확인하십시오 (커널 명령줄의 "
+                           "`iommu=pt` 또는 off, PCIe 스위치의 ACS 비활성화)."),
     "kernel_drain_if_stuck": ("drain", "Drain the node if the task stays in D state.",
                               "태스크가 D 상태에 머물러 있으면 노드를 drain 하십시오."),
     # ---- the log itself
@@ -297,6 +301,14 @@ KINDS = {
         "unknown", "info", "none", ("kernel_trend_mce",),
         "corrected machine check events (host CPU or memory): a trend to watch",
         "정정된 머신 체크 이벤트 (호스트 CPU 또는 메모리): 추이를 지켜볼 것"),
+    "driver_crash": kind(
+        "driver", "critical", "reboot", ("drain_node", "reboot_node", "check_driver"),
+        "the kernel crashed (oops) inside the NVIDIA driver: its state is lost until the node reboots",
+        "NVIDIA 드라이버 안에서 커널이 크래시(oops)함: 노드를 재부팅할 때까지 드라이버 상태가 손상됨"),
+    "iommu_fault": kind(
+        "unknown", "warning", "none", ("kernel_check_iommu",),
+        "the IOMMU blocked DMA by a device: GPU peer-to-peer or GPUDirect RDMA through it fails or hangs",
+        "IOMMU가 장치의 DMA를 차단함: 이를 거치는 GPU peer-to-peer 또는 GPUDirect RDMA가 실패하거나 멈춤"),
     "hung_task": kind(
         "unknown", "warning", "drain", ("kernel_read_stack", "kernel_drain_if_stuck"),
         "a task was blocked in the kernel for minutes (D state)",
