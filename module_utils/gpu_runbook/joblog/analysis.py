@@ -8,7 +8,7 @@ from datetime import timedelta
 from . import culprits as C
 from . import nccl_tests
 from .launch_lines import ras_culprits
-from .nccl_words import comm_pid_ranks
+from .nccl_words import fill_process_ranks, settle_nvls
 from .job_findings import job_findings
 from .patterns import RANK_PREFIX
 from .text import line_time, median
@@ -27,7 +27,9 @@ def empty_job():
 
 def analyse(st):
     world, rank_map = world_and_map(st)
-    resolve_event_ranks(st)
+    settle_nvls(st)
+    fill_process_ranks(st, st.events)
+    fill_process_ranks(st, st.nccl_words)
     for ev in st.events:
         if ev.get("host") is None and ev.get("rank") is not None and ev["rank"] in rank_map:
             ev["host"] = rank_map[ev["rank"]]["host"]
@@ -152,17 +154,6 @@ def _sub_communicators(st, rank_map):
         r = st.pid_rank.get((c["host"], c["pid"])) if c["host"] else None
         if r is not None and r in rank_map and rank_map[r]["local_rank"] is None and c["local_rank"] is None:
             rank_map[r]["local_rank"] = c["dev"]
-
-
-def resolve_event_ranks(st):
-    """An event NCCL logged as host:pid gets the rank that process has: from a rank-prefixed
-    line, else from its own communicator records (the largest communicator is the world's)."""
-    by_comm = comm_pid_ranks(st)
-    for ev in st.events:
-        if ev.get("rank") is None and ev.get("host") and ev.get("pid") is not None:
-            key = (ev["host"], ev["pid"])
-            ev["rank"] = st.pid_rank.get(key, by_comm.get(key))
-
 
 
 def iteration(st):

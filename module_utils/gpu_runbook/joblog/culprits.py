@@ -9,7 +9,8 @@ DataLoader error first. An IB peer named by several reporters is the suspect hos
 from collections import Counter
 
 from .launch_lines import ras_culprits
-from .nccl_words import DEATH_KINDS, async_port_hosts, died_of_own_error, host_side_hosts, mismatch_ranks, setup_failed
+from .nccl_words import (DEATH_KINDS, async_port_hosts, died_of_own_error, host_side_hosts, mismatch_ranks,
+                         setup_failed)
 
 _FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("cuda_oom", "host_oom"),
                       ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_timeout",

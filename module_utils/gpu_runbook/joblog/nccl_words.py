@@ -322,14 +322,9 @@ def word_findings(st, findings):
     memory registration, Fabric Manager), or a rank that logged why it died, makes the other
     ranks' lost connections and generic NCCL errors its consequence: they are lowered to
     warning, in place."""
-    settle_nvls(st)
     out = []
     specific = any(r["kind"] in SETUP_KINDS and r["kind"] != "nccl_invalid_usage" for r in st.nccl_words)
-    by_comm = comm_pid_ranks(st)
     for rec in st.nccl_words:
-        if rec.get("rank") is None and rec.get("host") and rec.get("pid") is not None:
-            key = (rec["host"], rec["pid"])
-            rec["rank"] = st.pid_rank.get(key, by_comm.get(key))
         build = _BUILD.get(rec["kind"])
         if build is None or (rec["kind"] == "nccl_invalid_usage" and specific):
             continue
@@ -371,22 +366,27 @@ def died_of_own_error(st):
     return any(e["kind"] in DEATH_KINDS for e in st.events)
 
 
-def comm_pid_ranks(st):
-    """(host, pid) -> the rank that process has in its largest communicator (the world's)."""
+def fill_process_ranks(st, records):
+    """A record NCCL logged as host:pid gets the rank that process has: from a rank-prefixed
+    line, else from its own communicator records (the largest communicator is the world's)."""
     best = {}
     for c in st.comm:
         if c.get("host") and c.get("pid") is not None:
             key = (c["host"], c["pid"])
             if key not in best or c["nranks"] > best[key][0]:
                 best[key] = (c["nranks"], c["rank"])
-    return {k: v[1] for k, v in best.items()}
+    for r in records:
+        if r.get("rank") is None and r.get("host") and r.get("pid") is not None:
+            key = (r["host"], r["pid"])
+            r["rank"] = st.pid_rank.get(key, best.get(key, (None, None))[1])
 
 
 def settle_nvls(st):
     """CUDA refusing NVLS ('invalid argument') reads the same whether the node's fabric state is
     broken (Fabric Manager restarted without a GPU reset, NVIDIA/nccl#1488) or the job's
     environment cannot use multicast (a container without /dev/nvidia-caps): one named host
-    among the job's is that node; several hosts, or none named, is the job's environment."""
+    among the job's is that node; several hosts, or none named, is the job's environment.
+    Run once, when the job's lines are all read (analysis.analyse)."""
     recs = [r for r in st.nccl_words if r["kind"] == "nccl_nvls_unavailable"]
     hosts = set(r.get("host") for r in recs)
     if len(hosts) == 1 and None not in hosts:
@@ -396,7 +396,6 @@ def settle_nvls(st):
 
 def host_side_hosts(st):
     """Hosts whose own node setup NCCL's words blame (Fabric Manager, memory registration)."""
-    settle_nvls(st)
     out = []
     for r in st.nccl_words:
         if r["kind"] in HOST_SIDE_KINDS and r.get("host") and r["host"] not in out:

@@ -14,16 +14,13 @@ import re
 
 from ..findings import finding
 from ..textio import TextChunks
-from .hosts import _NOT_HOSTS, GREP_FILE, MAX_HOSTS, HostDemux, field_host
+from .hosts import _NOT_HOSTS, MAX_HOSTS, SYSLOG_HOST, HostDemux, field_host
 from .prefilter import MAX_LINE, SAMPLE_LINES, has_needle
 from .scanner import KernelLogScanner
 from .timestamps import TS_RE
 
 _CHUNK = 16 * 1024 * 1024
-_SYSLOG_HOST_RE = re.compile(
-    r"^" + GREP_FILE + r"(?:<\d{1,3}>)?(?:(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월]) {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?"
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?) {1,4}"
-    r"([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:(?: |$)", re.M)
+_SYSLOG_HOST_RE = re.compile(r"^" + SYSLOG_HOST, re.M)
 # any line that could be a pdsh/clush prefix, a prompt, a block header or RFC 5424
 _MARK_RE = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}: |[^\s@]{1,80}@[A-Za-z0-9]|\[[^\s@\]]{1,64}@|-{3}|<\d{1,3}>\d"

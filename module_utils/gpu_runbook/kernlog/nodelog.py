@@ -22,6 +22,25 @@ TRACE_NEAR = 60     # lines of a hung task's call trace read for the driver's fr
 OOM_NEAR = 10       # lines between a kill's summary and its 'Killed process' line (and a repeat)
 
 
+def count_line(table, key, ctx, limit, init):
+    """Count one line (ctx: line number, text, ..., time) under ``key`` in ``table``: the
+    record keeps the count, first and last time, first line and its evidence. None when the
+    table already holds ``limit`` other keys."""
+    rec = table.get(key)
+    if rec is None:
+        if len(table) >= limit:
+            return None
+        rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
+        rec.update(init)
+        table[key] = rec
+    rec["count"] += 1
+    if ctx[3] is not None:
+        if rec["first"] is None:
+            rec["first"] = ctx[3]
+        rec["last"] = ctx[3]
+    return rec
+
+
 class KeyedTables:
     """Tables of records keyed by what they count, each capped at ``max_keys`` keys (garbage
     must not grow memory: what does not fit is counted in ``overflow``)."""
@@ -31,18 +50,9 @@ class KeyedTables:
 
     def _rec(self, table, key, ctx, **init):
         """Count one line (ctx: line number, text, ..., time) under ``key``; None when full."""
-        rec = table.get(key)
+        rec = count_line(table, key, ctx, self.max_keys, init)
         if rec is None:
-            if len(table) >= self.max_keys:
-                self.overflow += 1
-                return None
-            rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
-            rec.update(init)
-            table[key] = rec
-        rec["count"] += 1
-        if ctx[3] is not None:
-            rec["first"] = rec["first"] or ctx[3]
-            rec["last"] = ctx[3]
+            self.overflow += 1
         return rec
 
 

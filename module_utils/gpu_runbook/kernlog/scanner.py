@@ -12,7 +12,7 @@ from ..timeutil import UTC, iso, parse_tz
 from . import derive
 from .driverlog import DriverLog
 from .identity import GpuIdentities
-from .nodelog import NodeLog
+from .nodelog import NodeLog, count_line
 from .patterns import (AER_CLASS, AER_DEV_RE, AER_RE, AER_SEV_RE, GPU_IDX_RE, MLX_RE, NVRM_PCI_RE, PCI_FULL_RE,
                        PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
@@ -218,19 +218,9 @@ class KernelLogScanner:
 
     def _bump(self, table, key, ctx, **init):
         """Count one occurrence under key (first/last time, first line); None when full."""
-        rec = table.get(key)
+        rec = count_line(table, key, ctx, MAX_KEYS, init)
         if rec is None:
-            if len(table) >= MAX_KEYS:
-                self._overflow += 1
-                return None
-            rec = dict(count=0, first=ctx[3], last=ctx[3], line=ctx[0], evidence=ctx[1][:1000])
-            rec.update(init)
-            table[key] = rec
-        rec["count"] += 1
-        if ctx[3] is not None:
-            if rec["first"] is None:
-                rec["first"] = ctx[3]
-            rec["last"] = ctx[3]
+            self._overflow += 1
         return rec
 
     def _nvrm(self, ctx):
