@@ -122,14 +122,16 @@ ansible_facts:
   contains:
     gpu_health:
       description: The host's analysis.
+      returned: always
       type: dict
       contains:
-        host: {description: Host name., type: str}
+        host: {description: Host name., returned: always, type: str}
         verdict:
           description: healthy, gpu_hardware, driver, ib_network, nccl_config, nccl_deadlock,
             application, dataloader, memory_leak or unknown.
+          returned: always
           type: str
-        severity: {description: "ok, info, warning or critical.", type: str}
+        severity: {description: "ok, info, warning or critical.", returned: always, type: str}
         confidence:
           description:
             - How sure the verdict is - high, medium or low. High is a critical finding read from a primary
@@ -138,28 +140,32 @@ ansible_facts:
               medium is one warning-level finding or a host only the job log names; low is an unknown cause, a
               single odd reading or an inference from absence. The remediation ladder acts on a node only
               on high.
+          returned: always
           type: str
-        confidence_reason: {description: "One sentence naming the evidence that set the confidence.", type: str}
-        confidence_basis: {description: "The rule and fields behind the reason (for reports in other languages).", type: dict}
+        confidence_reason: {description: "One sentence naming the evidence that set the confidence.", returned: always, type: str}
+        confidence_basis: {description: "The rule and fields behind the reason (for reports in other languages).", returned: always, type: dict}
         rung:
           description: Next ladder rung (none, drain, nccl_env, timeout, gpu_reset, ib_restart,
             reboot, rma, fix_application).
+          returned: always
           type: str
         findings:
           description: Findings, most important first, each with category, severity, kind,
             xid, gpu, ib, rank, source, evidence, message, action and rung.
+          returned: always
           type: list
           elements: dict
-        facts: {description: Parsed data per source (gpu, kernel_log, ib, compute_apps)., type: dict}
-        probes: {description: Per-source probe status., type: dict}
-        timings: {description: "Seconds each probe took (a probe that hit the deadline: how long it was waited for).", type: dict}
-        mode: {description: live or capture., type: str}
+        facts: {description: "Parsed data per source (gpu, kernel_log, ib, compute_apps).", returned: always, type: dict}
+        probes: {description: Per-source probe status., returned: always, type: dict}
+        timings: {description: "Seconds each probe took (a probe that hit the deadline: how long it was waited for).", returned: always, type: dict}
+        mode: {description: live or capture., returned: always, type: str}
         window:
           description:
             - The kernel-log window asked for - C(since) and C(not_before) as read (UTC ISO 8601, or
               C(since) as given when it is not a time), C(start) (the later of the two, null for the
               whole log) and C(bound) (C(since), C(not_before), or null when neither was given; a tie
               is C(since)).
+          returned: always
           type: dict
           sample: {"since": "2026-12-02T09:00:00+00:00", "not_before": "2026-12-02T11:42:10+00:00",
                    "start": "2026-12-02T11:42:10+00:00", "bound": "not_before"}

@@ -78,8 +78,8 @@ plan:
   returned: always
   type: dict
   contains:
-    schema: {description: gpu-runbook/plan/v1., type: str}
-    incident_id: {description: The incident id that goes into every Slurm reason., type: str}
+    schema: {description: gpu-runbook/plan/v1., returned: always, type: str}
+    incident_id: {description: The incident id that goes into every Slurm reason., returned: always, type: str}
     hosts:
       description: >-
         One entry per host, the hosts to act on first: host, verdict, confidence and
@@ -90,16 +90,18 @@ plan:
         listed, blocked, with the reason ("confidence medium - ..."), and nothing is drained,
         reset or restarted; a job-scoped rung (nccl_env, timeout) needs medium, and on low
         nothing acts.
+      returned: always
       type: list
       elements: dict
-    incidents: {description: Correlated failures (a failure domain or a rail) that stop drains., type: list, elements: dict}
-    job: {description: "The job's share: env for its next run, notes, application fixes to report.", type: dict}
-    commands: {description: "Every planned command in order: host, rung, argv.", type: list, elements: dict}
+    incidents: {description: Correlated failures (a failure domain or a rail) that stop drains., returned: always, type: list, elements: dict}
+    job: {description: "The job's share: env for its next run, notes, application fixes to report.", returned: always, type: dict}
+    commands: {description: "Every planned command in order: host, rung, argv.", returned: always, type: list, elements: dict}
     summary:
       description: "Counts for an AWX approval node: act, review, blocked, skip, report_only, hosts, incidents,
         commands, drains, disruptive, already_drained."
+      returned: always
       type: dict
-    errors: {description: Input the plan had to leave out., type: list, elements: str}
+    errors: {description: Input the plan had to leave out., returned: always, type: list, elements: str}
 lines:
   description: >-
     Console lines: a header, one line per host that is not skipped (decision, rungs it would
@@ -113,13 +115,22 @@ summary:
   returned: always
   type: dict
   contains:
-    incident_id: {description: The incident id., type: str}
-    act: {description: Number of hosts the ladder would act on., type: int}
-    blocked: {description: Number of hosts whose drain is blocked (caps, foreign drain, incident)., type: int}
-    hosts_act: {description: Hosts the ladder would act on., type: list, elements: str}
-    hosts_blocked: {description: Hosts whose drain is blocked., type: list, elements: str}
-    plan_only: {description: "True unless confirm=yes outside check mode (then the ladder acts on hosts_act).", type: bool}
-    files: {description: Paths of plan.json and plan.md when written., type: list, elements: str}
+    incident_id: {description: The incident id., returned: always, type: str}
+    act: {description: Number of hosts the ladder would act on., returned: always, type: int}
+    blocked: {description: "Number of hosts whose drain is blocked (caps, foreign drain, incident).", returned: always, type: int}
+    hosts_act: {description: Hosts the ladder would act on., returned: always, type: list, elements: str}
+    hosts_blocked: {description: Hosts whose drain is blocked., returned: always, type: list, elements: str}
+    plan_only: {description: "True unless confirm=yes outside check mode (then the ladder acts on hosts_act).", returned: always, type: bool}
+    files: {description: Paths of plan.json and plan.md when written., returned: always, type: list, elements: str}
+    review: {description: Number of hosts left for a person to review (their verdict is not sure enough to act)., returned: always, type: int}
+    skip: {description: Number of hosts with nothing to do., returned: always, type: int}
+    report_only: {description: "Number of hosts whose fix is the application's (reported, nothing run).", returned: always, type: int}
+    hosts: {description: Number of hosts in the plan., returned: always, type: int}
+    incidents: {description: Number of correlated failures (a failure domain or a rail) that stop drains., returned: always, type: int}
+    commands: {description: Number of planned commands., returned: always, type: int}
+    drains: {description: Number of planned drains., returned: always, type: int}
+    disruptive: {description: "Number of planned disruptive rungs (reset, restart, reboot).", returned: always, type: int}
+    already_drained: {description: Number of hosts already drained before the plan., returned: always, type: int}
 """
 
 import json

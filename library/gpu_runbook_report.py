@@ -26,7 +26,10 @@ options:
     choices: [en, ko]
     default: en
   report_dir:
-    description: Directory to write report.json, report.md and report.html into (created if missing).
+    description:
+      - Directory to write report.json, report.md and report.html into (created if missing).
+      - A relative path is relative to the module's working directory; the diagnosis_report role resolves it
+        against the directory ansible-playbook was run from before passing it.
     type: path
   job:
     description: The job as M(gpu_runbook_job) returned it (Slurm nodes, start, StdOut/StdErr).
@@ -51,20 +54,102 @@ EXAMPLES = r"""
 
 RETURN = r"""
 analysis:
-  description: >-
-    The analysis (schema gpu-runbook/analysis/v1) with its cluster section. Every host and the
-    job carry confidence (high, medium or low) and confidence_reason: how sure their verdict is.
+  description:
+    - The analysis (schema gpu-runbook/analysis/v1) with its cluster section, as written to report.json.
+    - Every host and the job carry C(confidence) (high, medium or low) and C(confidence_reason).
   returned: always
   type: dict
+  contains:
+    schema:
+      description: Version of this shape; a consumer checks it before reading the rest.
+      type: str
+      returned: always
+      sample: gpu-runbook/analysis/v1
+    tool:
+      description: The tool that wrote it (C(name), C(version)).
+      type: dict
+      returned: always
+      sample: {"name": "gpu-runbook", "version": "0.1.0"}
+    generated:
+      description: When the analysis was made (UTC ISO 8601).
+      type: str
+      returned: always
+      sample: "2026-12-02T15:00:00+00:00"
+    hosts:
+      description:
+        - One entry per host, most suspect first - C(host), C(verdict), C(severity), C(rung), C(confidence),
+          C(confidence_reason), C(confidence_basis) and C(findings).
+        - A finding has C(kind), C(category), C(severity), C(rung), C(message), C(action), C(evidence),
+          C(source), C(xid), C(gpu), C(ib), C(rank); one that aggregates log lines has C(count), C(first) and
+          C(last); counter findings have C(counters) (numbers, not strings).
+      type: list
+      returned: always
+      elements: dict
+    job:
+      description:
+        - The job when its logs or Slurm record were given, else null - C(verdict), C(failed_at) (epoch, progress),
+          C(collective) (op, seq), C(timed_out_ranks), C(world_size), C(culprits) (rank, host, gpu_pci,
+          explained_by), C(iteration_rate) (by_epoch, trend), C(events), C(findings), C(job_id), C(slurm),
+          C(log_problems).
+      type: dict
+      returned: always
+    cluster:
+      description: C(suspects) (hosts, ordered), C(healthy), C(remediate), cross-host C(findings) and the C(timeline).
+      type: dict
+      returned: always
+      sample: {"hosts": 8, "suspects": ["gpu-r3-n02"], "healthy": ["gpu-r3-n01"], "remediate": ["gpu-r3-n02"],
+               "findings": [], "timeline": [{"time": "2026-12-02T14:02:58+00:00", "host": "gpu-r3-n02",
+                                             "kind": "xid_79", "text": "...", "first_fault": true}]}
+    inputs:
+      description: Per host the sources read and not read (with why), whether it was reached; the job's log files
+        read (name, lines) and the problems reading them.
+      type: dict
+      returned: always
+      sample: {"hosts": {"gpu-r3-n01": {"reached": true, "mode": "capture", "read": ["kern.log"], "not_read": []}},
+               "job_logs": {"read": [{"name": "slurm-48213.out", "lines": 1200}], "problems": []}}
+    window:
+      description: The time the evidence covers - C(since) (the kernel logs' start, null for the whole log),
+        C(job_start) and C(generated).
+      type: dict
+      returned: always
+      sample: {"since": "2026-12-02T09:00:00+00:00", "job_start": "2026-12-02T09:00:00",
+               "generated": "2026-12-02T15:00:00+00:00"}
 lines:
-  description: One console line per suspect host, then one line for the healthy ones.
+  description: What the play prints - the job and its culprit, one line per suspect host, the healthy hosts in
+    one line, the summary count line and, when reports were written, the report's path.
   returned: always
   type: list
   elements: str
+  sample: ["job: GPU hardware; culprit rank 11 -> gpu-r3-n02 GPU 0000:5d:00.0 -> Xid 79",
+           "healthy (3): gpu-r3-n01, gpu-r3-n03, gpu-r3-n04"]
 summary:
   description: Counts, suspects and hosts to remediate (for set_stats / AWX workflows).
   returned: always
   type: dict
+  contains:
+    hosts: {description: Hosts analysed., returned: always, type: int, sample: 8}
+    critical: {description: Hosts with a critical finding., returned: always, type: int, sample: 1}
+    warning: {description: Hosts whose worst finding is a warning., returned: always, type: int, sample: 0}
+    healthy: {description: The other hosts., returned: always, type: int, sample: 7}
+    suspects: {description: "Suspect hosts, most suspect first.", returned: always, type: list, elements: str,
+               sample: ["gpu-r3-n02"]}
+    remediate: {description: Hosts a node-scoped rung may act on., returned: always, type: list, elements: str,
+                sample: ["gpu-r3-n02"]}
+    verdicts:
+      description: Per suspect host its verdict and rung.
+      type: dict
+      returned: always
+      sample: {"gpu-r3-n02": {"verdict": "gpu_hardware", "rung": "reboot"}}
+    job_verdict: {description: The job's verdict (null without a job)., returned: always, type: str,
+                  sample: gpu_hardware}
+    culprit_hosts: {description: Hosts of the job's culprit ranks., returned: always, type: list, elements: str,
+                    sample: ["gpu-r3-n02"]}
+    report_files:
+      description: Paths (absolute) of report.json, report.md and report.html when O(report_dir) was set.
+      type: list
+      elements: str
+      returned: when O(report_dir) is set and not in check mode
+      sample: ["/var/tmp/inc42/report.json", "/var/tmp/inc42/report.md", "/var/tmp/inc42/report.html"]
 """
 
 import datetime
@@ -73,6 +158,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.diagnose import console_lines, diagnose, summary as make_summary
 from ansible.module_utils.gpu_runbook.probes import read_tail
+from ansible.module_utils.gpu_runbook.reports import annotate, describe_inputs, describe_window, write_reports
+from ansible.module_utils.gpu_runbook.safewrite import WriteRefused
 
 _MAX_LOG = 256 * 1024 * 1024
 
@@ -112,22 +199,28 @@ def main():
         supports_check_mode=True,
     )
     lang = module.params["lang"]
+    results = module.params["results"]
     logs, problems = _read_logs(module.params["job_log_dir"], module.params["job_log_files"])
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    analysis = diagnose(module.params["results"], job_logs=logs, slurm_job=module.params["job"],
+    analysis = diagnose(results, job_logs=logs, slurm_job=module.params["job"],
                         log_problems=problems, generated=now)
-    lines = console_lines(analysis, lang)
+    inputs = describe_inputs(results, logs, problems)
+    annotate(analysis, inputs=inputs, window=describe_window(inputs, module.params["job"], now))
     summary = make_summary(analysis)
+    report_dir = module.params["report_dir"]
+    report_path = None
     changed = False
-    if module.params["report_dir"] and not module.check_mode:
+    if report_dir and not module.check_mode:
+        report_dir = os.path.abspath(report_dir)
         try:
-            from ansible.module_utils.gpu_runbook.reports import write_reports
-            summary["report_files"] = write_reports(analysis, module.params["report_dir"], lang)
-        except ImportError as exc:
+            summary["report_files"] = write_reports(analysis, report_dir, lang)
+        except ImportError as exc:  # the HTML's template engine, imported when it is rendered
             module.fail_json(msg="report_dir needs jinja2 on the controller's Python: %s" % exc)
-        except OSError as exc:
-            module.fail_json(msg="cannot write reports to %s: %s" % (module.params["report_dir"], exc))
+        except (OSError, WriteRefused) as exc:
+            module.fail_json(msg="cannot write reports to %s: %s" % (report_dir, exc))
+        report_path = next((p for p in summary["report_files"] if p.endswith(".html")), None)
         changed = True
+    lines = console_lines(analysis, lang, report_path=report_path)
     module.exit_json(changed=changed, analysis=analysis, lines=lines, summary=summary)
 
 

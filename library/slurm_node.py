@@ -121,14 +121,14 @@ EXAMPLES = r"""
 RETURN = r"""
 name: {description: The node., returned: always, type: str}
 state: {description: "Slurm state, base + flags (IDLE+DRAIN, MIXED+DRAIN, DOWN+DRAIN+NOT_RESPONDING).", returned: success, type: str}
-base_state: {description: IDLE, MIXED, ALLOCATED, DOWN ..., returned: success, type: str}
-flags: {description: DRAIN, NOT_RESPONDING, COMPLETING ..., returned: success, type: list, elements: str}
+base_state: {description: "IDLE, MIXED, ALLOCATED, DOWN ...", returned: success, type: str}
+flags: {description: "DRAIN, NOT_RESPONDING, COMPLETING ...", returned: success, type: list, elements: str}
 drain: {description: "DRAINED (no jobs left), DRAINING (jobs still run) or null.", returned: success, type: str}
 drained: {description: Drain set and no jobs left., returned: success, type: bool}
 reason: {description: The node's reason (ours or not)., returned: success, type: str}
 reason_user: {description: Who set the reason (Slurm's reason_set_by_user)., returned: success, type: str}
 reason_time: {description: When (reason_changed_at)., returned: success, type: str}
-owned: {description: The drain is ours by the record (all of reason, user and time match)., returned: success, type: bool}
+owned: {description: "The drain is ours by the record (all of reason, user and time match).", returned: success, type: bool}
 record: {description: Path of our ownership record for the node., returned: success, type: str}
 reboot: {description: "The reboot under way: REBOOT_REQUESTED, REBOOT_ISSUED (sent to the node) or null.", returned: success, type: str}
 jobs: {description: Jobs still on the node when the wait for DRAINED ran out., returned: when wait_drained timed out, type: list}

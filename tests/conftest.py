@@ -70,7 +70,7 @@ def write_tool(bindir, name, body):
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
-HEALTHY_SYSFS = os.path.join(DEMO, "captures", "gpu-r3-n01", "ib-sysfs.txt")
+HEALTHY_SYSFS = os.path.join(REPO, "inventory-examples", "demo-captures", "nodes", "gpu-r3-n01", "ib-sysfs.txt")
 
 
 def make_live_host(tmp_path):

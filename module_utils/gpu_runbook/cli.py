@@ -2,13 +2,12 @@
 
     gpu-runbook analyze PATH... [--format json|text] [--lang en|ko] [--since ISO] [--tz ZONE]
 
-Exit status: 0 nothing at warning or above, 1 warnings, 2 critical, 3 unusable input (bad
-arguments, or no input gave usable evidence; an input that could not be used beside others
-that could is reported on stderr and listed as an unknown host).
+Exit status and inputs: see INPUTS_AND_EXIT_STATUS (what `analyze --help` prints).
 """
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -19,6 +18,30 @@ from .diagnose import diagnose
 from .timeutil import local_tz, parse_time, parse_tz
 
 EXIT_UNUSABLE = 3
+
+# The epilog of `analyze --help`. The job-log names are canonical_name()'s and the contents
+# DETECTORS' (sources.py); the codes are exit_status()'s plus EXIT_UNUSABLE: the tests hold
+# this text to that behaviour.
+INPUTS_AND_EXIT_STATUS = """\
+inputs:
+  host captures   a directory of one host's files (kern.log or dmesg.txt, nvidia-smi-q.txt
+                  or .xml, ib-sysfs.txt, ibstat.txt, perfquery.txt, nvidia-bug-report.log,
+                  ...), a directory of such per-host directories, or one file; files are
+                  also recognised by their content, and may be gzipped.
+  job logs        the training job's output, one combined file or one file per rank, in any
+                  of those directories: files named nccl.log, *.out, *.err, rank-*, rank_*
+                  or slurm-* (.gz too), or any file whose start shows NCCL INFO/WARN lines,
+                  ProcessGroupNCCL, "Watchdog caught collective" or a tqdm progress bar.
+                  They fill the job section: the rank the others waited for, its host and
+                  GPU, and the host finding that explains it.
+
+exit status:
+  0  nothing at warning or above
+  1  warnings
+  2  critical (a host or the job)
+  3  unusable input: a bad argument or a missing path (one line on stderr, nothing
+     analysed), or no input gave usable evidence
+"""
 
 
 class UsageError(Exception):
@@ -34,19 +57,23 @@ def _build_parser():
     p = _Parser(prog="gpu-runbook", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version="gpu-runbook " + __version__)
     sub = p.add_subparsers(dest="command")
-    a = sub.add_parser("analyze", help="analyze captured outputs of one or more hosts")
+    a = sub.add_parser("analyze", help="analyze captured outputs of one or more hosts and the job's logs",
+                       description="Analyze captured outputs of one or more hosts and the job's logs.",
+                       epilog=INPUTS_AND_EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a directory of one host's captures (or of per-host subdirectories), or a single file")
-    a.add_argument("--format", choices=("json", "text"), default="text")
-    a.add_argument("--lang", choices=("en", "ko"), default="en")
-    a.add_argument("--since", type=_iso_time,
+                   help="a directory of one host's captures (or of per-host subdirectories), "
+                        "a directory of job logs, or a single file")
+    a.add_argument("--format", choices=("json", "text"), default="text", help="text (default) or json")
+    a.add_argument("--lang", choices=("en", "ko"), default="en", help="language of the text: en (default) or ko")
+    a.add_argument("--since", type=_iso_time, metavar="TIME",
                    help="only kernel-log events at/after this time (ISO 8601, e.g. the job start; "
                         "without a zone it is in --tz)")
-    a.add_argument("--tz", type=_zone, default=None,
+    a.add_argument("--tz", type=_zone, default=None, metavar="ZONE",
                    help="zone of times written without one, in the captures (dmesg -T, syslog) and --since: "
                         "an offset like +09:00 or an IANA name (default: this machine's local zone)")
-    a.add_argument("--expected-gpus", type=_positive(int), help="GPUs every host should have (e.g. 8)")
-    a.add_argument("--expected-ib-rate", type=_positive(float), help="expected IB port rate in Gb/s (e.g. 400)")
+    a.add_argument("--expected-gpus", type=_positive(int), metavar="N", help="GPUs every host should have (e.g. 8)")
+    a.add_argument("--expected-ib-rate", type=_positive(float), metavar="GBPS",
+                   help="expected IB port rate in Gb/s (e.g. 400)")
     a.add_argument("--facts", action="store_true", help="include parsed facts in the JSON")
     return p
 
@@ -71,6 +98,8 @@ def _positive(kind):
         try:
             number = kind(value)
         except ValueError:
+            raise argparse.ArgumentTypeError("not a number: %r" % value)
+        if not math.isfinite(number):  # float('nan') and 'inf' parse, but compare as no rate
             raise argparse.ArgumentTypeError("not a number: %r" % value)
         if number <= 0:
             raise argparse.ArgumentTypeError("must be greater than 0: %r" % value)
@@ -127,7 +156,7 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
                 h["host"] = host
                 results[host] = {"ansible_facts": {"gpu_health": h}}
     analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts)
-    return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"]}
+    return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"], "cluster": analysis["cluster"]}
 
 
 def main(argv=None):
@@ -136,6 +165,7 @@ def main(argv=None):
         args = parser.parse_args(argv)
         if args.command != "analyze":
             raise UsageError("usage: gpu-runbook analyze PATH... [--format json|text] [--lang en|ko]")
+        _check_paths(args.paths)
         analysis = analyze_paths(args.paths, since=args.since, expected_gpus=args.expected_gpus,
                                  expected_ib_rate=args.expected_ib_rate, include_facts=args.facts,
                                  tz=args.tz if args.tz is not None else local_tz())
@@ -156,11 +186,15 @@ def main(argv=None):
     else:
         from .render import render_text
         print(render_text(analysis, lang=args.lang))
-    status = exit_status(analysis["hosts"])
-    job = analysis.get("job") or {}
-    for f in job.get("findings", []):
-        status = max(status, {"warning": 1, "critical": 2}.get(f["severity"], 0))
-    return status
+    # the job's findings weigh like a host's: a job that hung on no sick host is still critical
+    return exit_status(analysis["hosts"] + list((analysis.get("job") or {}).get("findings") or []))
+
+
+def _check_paths(paths):
+    """Every path exists, before any is read: a typo in the third path costs no analysis."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise UsageError("%s: no such file or directory" % path)
 
 
 def _unusable(analysis):

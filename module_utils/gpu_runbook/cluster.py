@@ -101,8 +101,9 @@ def _stragglers(hosts):
             "straggler", "slower than its %d peers: %s; every collective waits for this host" % (len(hosts) - 1, reason),
             category="gpu_hardware" if why and why["category"] == "gpu_hardware" else "unknown",
             evidence=why["evidence"] if why else "", source=why["source"] if why else "cluster",
-            gpu=why.get("gpu") if why else None))
-        out.append(finding("straggler", "%s is a straggler: %s" % (h["host"], reason), source="cluster"))
+            gpu=why.get("gpu") if why else None, name=h["host"]))
+        out.append(finding("straggler", "%s is a straggler: %s" % (h["host"], reason), source="cluster",
+                           name=h["host"]))
     return out
 
 
@@ -127,8 +128,9 @@ def _shared_rails(hosts):
             if h["host"] in by_host:
                 first = by_host[h["host"]][0]
                 h["findings"].append(finding("shared_rail_errors", msg, evidence=first["evidence"],
-                                             source="cluster", ib=first.get("ib")))
-        out.append(finding("shared_rail_errors", msg, ib={"device": dev, "port": None}, source="cluster"))
+                                             source="cluster", ib=first.get("ib"), name=", ".join(names)))
+        out.append(finding("shared_rail_errors", msg, ib={"device": dev, "port": None}, source="cluster",
+                           name=", ".join(names)))
     return out
 
 
@@ -141,8 +143,68 @@ def decide(hosts):
         h.update(host_confidence(h["verdict"], h["findings"], h.get("probes")))
 
 
-def suspect_order(h):
-    return (SEVERITY_RANK[h["severity"]], SUSPICION.get(h["verdict"], 0))
+# How much a host explains the job's failure (higher first): the host of a culprit rank, one
+# the job's logs name (a peer with IB or connection errors), another of the job's nodes (or any
+# host when the job's nodes are unknown), a host outside the job.
+CULPRIT_HOST, NAMED_BY_JOB, IN_JOB, NOT_IN_JOB = 3, 2, 1, 0
+
+
+def _shorts(names):
+    return {_short(str(n)) for n in names if n}
+
+
+def job_nodes(job):
+    """Short names of the job's nodes: Slurm's node list, else the hosts of its logs' rank map
+    when that map places every rank of the world. None when neither is known: a host the logs
+    do not name may still have run the job, so nobody is called outside it."""
+    job = job or {}
+    nodes = _shorts((job.get("slurm") or {}).get("nodes") or [])
+    if nodes:
+        return nodes
+    rank_map, world = job.get("rank_map") or {}, job.get("world_size")
+    hosts = {}
+    for rank, info in rank_map.items():
+        if isinstance(info, dict) and info.get("host"):
+            hosts[str(rank)] = info["host"]
+    if isinstance(world, int) and world > 0 and all(str(r) in hosts for r in range(world)):
+        return _shorts(hosts.values())
+    return None
+
+
+def job_named_hosts(job):
+    """Short names of the hosts the job's logs tie to the failure besides the culprit ranks'
+    own: the network suspects, the hosts and peers of its NCCL / IB errors, the hosts of the
+    ranks its serious findings name."""
+    job = job or {}
+    names = set(job.get("culprit_hosts") or [])
+    for e in (job.get("nccl") or {}).get("errors") or []:
+        if isinstance(e, dict):
+            names.update(x for x in (e.get("host"), e.get("peer")) if isinstance(x, str))
+    rank_map = job.get("rank_map") or {}
+    for f in job.get("findings") or []:
+        if isinstance(f, dict) and f.get("severity") in ("warning", "critical") and f.get("rank") is not None:
+            info = rank_map.get(f["rank"], rank_map.get(str(f["rank"]))) or {}
+            names.add(info.get("host") if isinstance(info, dict) else None)
+    return _shorts(names)
+
+
+def job_relation(h, job):
+    """CULPRIT_HOST, NAMED_BY_JOB, IN_JOB or NOT_IN_JOB: how host ``h`` stands to the job."""
+    if not job:
+        return IN_JOB
+    name = _short(str(h.get("host") or ""))
+    if name in _shorts(c.get("host") for c in job.get("culprits") or [] if isinstance(c, dict)):
+        return CULPRIT_HOST
+    if name in job_named_hosts(job):
+        return NAMED_BY_JOB
+    nodes = job_nodes(job)
+    return IN_JOB if nodes is None or name in nodes else NOT_IN_JOB
+
+
+def suspect_order(h, job=None):
+    """Sort key (higher first): how much the host explains the job's failure, then its
+    severity, then the field's suspicion order of its verdict."""
+    return (job_relation(h, job), SEVERITY_RANK[h["severity"]], SUSPICION.get(h["verdict"], 0))
 
 
 def build_cluster(results, job=None, generated=None, keep_facts=False):
@@ -159,7 +221,7 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
     if job:
         job.update(job_confidence(job, hosts))
     timeline = build_timeline(hosts, job)
-    hosts.sort(key=suspect_order, reverse=True)
+    hosts.sort(key=lambda h: suspect_order(h, job), reverse=True)
     suspects = [h["host"] for h in hosts if SEVERITY_RANK[h["severity"]] >= SEVERITY_RANK["warning"]]
     # hosts a node-scoped rung can act on (job-scoped rungs change the next run, not a node)
     remediate = [h["host"] for h in hosts
@@ -314,29 +376,48 @@ def _unchecked_job_nodes(hosts, job):
         out.append(finding(
             "job_culprit_node_not_checked" if culprit else "job_node_not_checked",
             "%s ran this job%s but was not checked (not in the inventory or outside --limit)"
-            % (node, " and hosts a culprit rank" if culprit else ""), source="cluster"))
+            % (node, " and hosts a culprit rank" if culprit else ""), source="cluster", name=node))
     return out
 
 
 # ---------------------------------------------------------------- timeline
-def build_timeline(hosts, job, limit=400):
-    """Merge each host's kernel-log events and the job's events into one ordered list."""
+def build_timeline(hosts, job, per_host=60):
+    """Merge each host's kernel-log events and the job's events into one ordered list. A
+    host that logged hundreds of events keeps its first and last ``per_host`` // 2 (the
+    onset and the end), so one noisy host cannot push the others or the job's watchdog
+    out; the earliest host event that is not a recovery (a link coming up) is marked
+    ``first_fault``. When the job's start is known (Slurm's, else the first time its log
+    carries), events before it are marked ``before_job`` and cannot be the first fault: an
+    Xid the evening before did not stop this job."""
     events = []
     for h in hosts:
         kl = (h.get("facts") or {}).get("kernel_log") or {}
+        mine = []
         for e in kl.get("events") or []:
-            t = e.get("time")
-            if isinstance(t, str) and len(t) >= 10 and t[4] == "-":
-                events.append({"time": t, "host": h["host"], "kind": e.get("kind", ""),
-                               "text": (e.get("text") or "")[:300]})
+            if isinstance(e, dict) and to_utc(e.get("time")):
+                mine.append({"time": e["time"], "host": h["host"], "kind": e.get("kind", ""),
+                             "text": (e.get("text") or "")[:300]})
+        mine.sort(key=lambda e: to_utc(e["time"]))
+        if len(mine) > per_host:
+            mine = mine[:per_host // 2] + mine[-(per_host // 2):]
+        events.extend(mine)
     for e in (job or {}).get("events") or []:
-        if e.get("time"):
+        if isinstance(e, dict) and to_utc(e.get("time")):
             events.append({"time": e["time"], "host": "job", "kind": e.get("kind", ""),
                            "text": (e.get("text") or "")[:300]})
-    events = [e for e in events if to_utc(e["time"])]
     events.sort(key=lambda e: to_utc(e["time"]))
-    for e in events:
-        if e["host"] != "job":
-            e["first_fault"] = True
-            break
-    return events[:limit]
+    start = job_start(job)
+    faults = [e for e in events if e["host"] != "job" and not str(e["kind"]).endswith("_up")]
+    for e in faults:
+        if start is not None and to_utc(e["time"]) < start:
+            e["before_job"] = True
+    during = [e for e in faults if not e.get("before_job")]
+    if during or faults:
+        (during or faults)[0]["first_fault"] = True
+    return events
+
+
+def job_start(job):
+    """When the job began (UTC), from Slurm, else the earliest time its log carries; None."""
+    job = job or {}
+    return to_utc((job.get("slurm") or {}).get("start")) or to_utc(job.get("log_start"))

@@ -35,7 +35,7 @@ RULES = {
                         "읽은 범위에서는 정상이지만 {sources}을(를) 읽거나 해석하지 못함"),
     "healthy_unrecorded": (MEDIUM, "healthy, but which sources were read is not recorded",
                            "정상이지만 어떤 소스를 읽었는지 기록되지 않음"),
-    "no_evidence": (LOW, "no source gave usable evidence: {what}", "쓸 수 있는 근거가 없음: {what}"),
+    "no_evidence": (LOW, "no source gave usable evidence: {what}", "쓸 수 있는 근거가 없음: {what_ko}"),
     "unknown_category": (LOW, "the cause is not established: {what} ({source}) names no category",
                          "원인이 확인되지 않음: {what} ({source})는 범주를 특정하지 않음"),
     "weak": (LOW, "{why}: {what} ({source}), and nothing else confirms it",
@@ -57,13 +57,13 @@ RULES = {
     "job_unknown": (LOW, "the job's logs do not establish a cause", "작업 로그로는 원인이 확인되지 않음"),
     "job_host_agrees": (HIGH, "culprit rank {rank} runs on {host}, whose own {what} explains it: the job log and "
                               "the host agree",
-                        "원인 랭크 {rank}가 실행된 {host}의 자체 근거 {what}가 이를 설명함: 작업 로그와 호스트가 일치함"),
+                        "원인 랭크 {rank}가 실행된 {host}의 자체 근거 {what_ko}가 이를 설명함: 작업 로그와 호스트가 일치함"),
     "job_host_evidence": (HIGH, "the job log's {what} and host {host}'s {what2} agree",
-                          "작업 로그의 {what}와(과) 호스트 {host}의 {what2}가 일치함"),
+                          "작업 로그의 {what_ko}와(과) 호스트 {host}의 {what2}가 일치함"),
     "job_log_only": (MEDIUM, "job-log evidence only: {what}; no host evidence confirms it",
-                     "작업 로그 근거뿐: {what}; 이를 확인하는 호스트 근거 없음"),
-    "job_states_it": (HIGH, "the job's own log states it: {what}", "작업 자체 로그가 명시함: {what}"),
-    "job_warning": (MEDIUM, "one warning-level job finding: {what}", "경고 수준 작업 발견 하나: {what}"),
+                     "작업 로그 근거뿐: {what_ko}; 이를 확인하는 호스트 근거 없음"),
+    "job_states_it": (HIGH, "the job's own log states it: {what}", "작업 자체 로그가 명시함: {what_ko}"),
+    "job_warning": (MEDIUM, "one warning-level job finding: {what}", "경고 수준 작업 발견 하나: {what_ko}"),
     "job_inferred": (LOW, "inferred from {why}; no finding states the cause",
                      "{why_ko}에서 추정함; 원인을 명시한 발견 없음"),
 }
@@ -121,6 +121,8 @@ def reason_text(result, lang="en"):
     row = RULES.get(basis.get("rule"))
     if lang == "en" or row is None:
         return (result or {}).get("confidence_reason") or ""
+    basis = dict(basis)
+    basis.setdefault("what_ko", basis.get("what", ""))  # a basis recorded before what_ko existed
     try:
         return row[2].format(**basis)
     except (KeyError, IndexError, ValueError):
@@ -161,10 +163,11 @@ def host_confidence(verdict, findings, probes=None):
     findings = [f for f in findings or [] if isinstance(f, dict) and f.get("severity") in _SERIOUS]
     if verdict == "healthy" or not findings:
         return _healthy(probes) if verdict in ("healthy", None) else _result(
-            "no_evidence", what="no finding behind the verdict")
+            "no_evidence", what="no finding behind the verdict", what_ko="판정을 뒷받침하는 발견 없음")
     top = primary_finding(findings)
     if top is None or top["kind"] == "no_evidence":
-        return _result("no_evidence", what=(top or {}).get("message") or "health unknown")
+        what = (top or {}).get("message")
+        return _result("no_evidence", what=what or "health unknown", what_ko=what or "상태 알 수 없음")
     if top["kind"] in WEAK_KINDS and top["category"] == "unknown":
         why, why_ko = WEAK_KINDS[top["kind"]]
         return _result("weak", why=why, why_ko=why_ko, what=_what(top), source=_where(top))
@@ -205,9 +208,11 @@ _INFERRED = {
 }
 
 
-def _job_what(f):
+def _job_what(f, lang="en"):
     rank = f.get("rank")
-    return "%s%s" % (_what(f), " on rank %s" % rank if rank is not None else "")
+    if rank is None:
+        return _what(f)
+    return ("랭크 %s의 %s" % (rank, _what(f))) if lang == "ko" else "%s on rank %s" % (_what(f), rank)
 
 
 def job_confidence(job, hosts=()):
@@ -224,7 +229,7 @@ def job_confidence(job, hosts=()):
         h = by_name.get(c.get("host"))
         if h and c.get("category") == verdict and h.get("confidence") == HIGH:
             return _result("job_host_agrees", what=c.get("explained_by") or "the host's finding",
-                           host=h.get("host"), rank=c.get("rank"))
+                           what_ko=c.get("explained_by") or "호스트의 발견", host=h.get("host"), rank=c.get("rank"))
     own = [f for f in job.get("findings") or [] if isinstance(f, dict)
            and f.get("severity") in _SERIOUS and f.get("category") == verdict]
     if own:
@@ -233,16 +238,19 @@ def job_confidence(job, hosts=()):
             confirm = _host_confirming(top, verdict, by_name, job.get("rank_map"))
             if confirm is not None:
                 h, hf = confirm
-                return _result("job_host_evidence", what=_job_what(top), host=h, what2=_what(hf))
-            return _result("job_log_only", what=_job_what(top))
+                return _result("job_host_evidence", what=_job_what(top), what_ko=_job_what(top, "ko"), host=h,
+                               what2=_what(hf))
+            return _result("job_log_only", what=_job_what(top), what_ko=_job_what(top, "ko"))
         # NCCL's own words about its configuration (NET/Socket, the HCA list) state the cause
         if top["severity"] == "critical" or verdict == "nccl_config":
-            return _result("job_states_it", what=_job_what(top))
-        return _result("job_warning", what=_job_what(top))
+            return _result("job_states_it", what=_job_what(top), what_ko=_job_what(top, "ko"))
+        return _result("job_warning", what=_job_what(top), what_ko=_job_what(top, "ko"))
     if any(c.get("category") == verdict for c in job.get("culprits") or []):
         c = next(c for c in job["culprits"] if c.get("category") == verdict)
         return _result("job_log_only", what="culprit rank %s on %s (%s)" % (
-            c.get("rank"), c.get("host") or "?", c.get("explained_by") or "no host finding"))
+            c.get("rank"), c.get("host") or "?", c.get("explained_by") or "no host finding"),
+            what_ko="%s의 원인 랭크 %s (%s)" % (c.get("host") or "?", c.get("rank"),
+                                            c.get("explained_by") or "호스트 발견 없음"))
     why, why_ko = _INFERRED.get(verdict, ("the run's shape", "실행 양상"))
     return _result("job_inferred", why=why, why_ko=why_ko)
 

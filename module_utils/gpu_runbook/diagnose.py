@@ -3,8 +3,7 @@ the console lines and the workflow summary. The CLI and the playbook's report st
 call it, so offline and live diagnoses cannot drift apart."""
 
 from .cluster import build_cluster
-from .i18n import finding_message, text
-from .render import job_line, one_line, summary_counts
+from .render import render_lines, summary_counts
 
 
 def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=None, generated=None,
@@ -22,18 +21,11 @@ def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=No
     return build_cluster(results, job=job, generated=generated, keep_facts=keep_facts)
 
 
-def console_lines(analysis, lang="en"):
-    """One line per suspect host, one for the healthy ones, the cluster findings, the job."""
-    cluster = analysis["cluster"]
-    lines = [one_line(h, lang) for h in analysis["hosts"] if h["host"] in cluster["suspects"]]
-    if cluster["healthy"]:
-        lines.append(text(lang, "healthy_hosts", n=len(cluster["healthy"]), hosts=", ".join(cluster["healthy"])))
-    for f in cluster["findings"]:
-        if f["severity"] in ("warning", "critical"):
-            lines.append("cluster: %s" % finding_message(f, lang)[0])
-    if analysis["job"]:
-        lines.append(job_line(analysis["job"], lang))
-    return lines
+def console_lines(analysis, lang="en", report_path=None):
+    """What the playbook prints: the job and its culprit chain (in job mode), one line per
+    suspect host with the finding behind its next step, the cluster's findings, the healthy
+    hosts in one line, one summary count line, and ``report_path`` last when reports were written."""
+    return render_lines(analysis, lang, verbose=False, report_path=report_path)
 
 
 def summary(analysis):

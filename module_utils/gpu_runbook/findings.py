@@ -16,7 +16,10 @@ A finding is a plain dict (JSON-ready, safe to return from an Ansible module):
      "steps": [step ids],               # the action, as steps of the taxonomy
      "action": "the steps in English",  # (+ the note)
      "note": str | None,                # extra advice kept verbatim in every language
-     "name": str | None}                # the subject the kind's meaning names
+     "name": str | None,                # the subject the kind's meaning names
+     # numbers as numbers, only where the finding has them:
+     "count": int, "first": ISO 8601 | None, "last": ISO 8601 | None,  # repeated log lines
+     "counters": {name: int}, "threshold": number}  # the counters judged, the limit crossed
 
 Build one with ``finding(kind, message, ...)``: the kind's row in the taxonomy gives its
 category, severity, rung and steps. Parsers are pure:
@@ -34,14 +37,18 @@ _PCI_RE = re.compile(
 
 
 def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, rank=None,
-            severity=None, category=None, rung=None, steps=None, note=None, name=None):
+            severity=None, category=None, rung=None, steps=None, note=None, name=None,
+            count=None, first=None, last=None, counters=None, threshold=None):
     """Build a finding of a declared kind (taxonomy/kinds_*.py).
 
     Category, severity, rung and the action come from the kind's row; a finding may set its
     own severity, one of the kind's categories, and (only for kinds whose rung is decided per
     finding) its rung and steps. ``note`` is extra English advice kept verbatim in every
     language (NVIDIA's own words for an Xid). ``message`` says what was seen, in English.
-    Anything that contradicts the table raises ValueError: a bug, caught by the tests."""
+    Anything that contradicts the table raises ValueError: a bug, caught by the tests.
+    ``count`` (with ``first``/``last``: ISO 8601 times, None when the log had none),
+    ``counters`` and ``threshold`` are the numbers the message states, kept as numbers for
+    JSON readers; a finding without them has no such keys."""
     info = kind_info(kind)
     severity = severity or info["severity"]
     if severity not in SEVERITIES:
@@ -51,13 +58,20 @@ def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, 
         raise ValueError("kind %r cannot be category %r" % (kind, category))
     rung, steps = steps_for(kind, rung, steps)
     action = action_text(steps, "en") + (" " + note if note else "")
-    return {
+    out = {
         "category": category, "severity": severity, "kind": kind,
         "xid": xid, "gpu": gpu, "ib": ib, "rank": rank,
         "source": source, "evidence": evidence,
         "message": message, "action": action, "rung": rung,
         "steps": list(steps), "note": note, "name": name,
     }
+    if count is not None:
+        out.update(count=int(count), first=first, last=last)
+    if counters is not None:
+        out["counters"] = dict(counters)
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
 
 
 def never_raise(fn, label, /, *args, **kwargs):

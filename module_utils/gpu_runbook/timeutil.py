@@ -72,3 +72,57 @@ def to_utc(value, tz=None):
 def iso(dt):
     """An aware datetime -> ISO 8601 with its offset; None stays None."""
     return dt.isoformat() if dt is not None else None
+
+
+def _clock(dt, with_date):
+    return dt.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S")
+
+
+def _times(count, ko):
+    """'once' / '3x' ('1회' / '3회'); '' for no count, zero, a negative or junk."""
+    try:
+        n = int(count) if count is not None and not isinstance(count, bool) else None
+    except (TypeError, ValueError, OverflowError):
+        n = None
+    if n is None or n < 1:
+        return ""
+    if n == 1:
+        return "1회" if ko else "once"
+    return ("%d회" % n) if ko else ("%dx" % n)
+
+
+def span_text(count, first=None, last=None, lang="en"):
+    """How often and when, as a person says it: '3x between 2026-12-02 07:09:51 and 07:12:03 UTC',
+    'once at 2026-12-02 07:09:51 UTC', '3x' (the log had no times). The date is named
+    once (twice across midnight); both ends are shown in the first time's zone. A time
+    that is not one is left out. Never raises on odd input."""
+    ko = lang == "ko"
+    times = _times(count, ko)
+    a, b = _aware(first), _aware(last)
+    a, b = a or b, b or a
+    try:
+        b = b.astimezone(a.tzinfo) if a is not None else None
+        if b is not None and b < a:
+            a, b = b, a  # written in the other order: still earliest first
+        zone = (a.tzname() or "") if a is not None else ""
+        zone = "UTC" if zone == "UTC+00:00" else zone  # fixed offsets name themselves 'UTC+09:00'
+        if a is None:
+            return times
+        if _clock(b, True) == _clock(a, True):  # within one second: one time
+            at = "%s %s" % (_clock(a, True), zone)
+            return ("%s %s" % (at, times)).strip() if ko else ("%s at %s" % (times, at)).strip()
+        start, end = _clock(a, True), _clock(b, a.date() != b.date())
+    except (TypeError, ValueError, OverflowError):  # a year the clock cannot show
+        return times
+    if ko:
+        return ("%s ~ %s %s %s" % (start, end, zone, times)).strip()
+    return ("%s between %s and %s %s" % (times, start, end, zone)).strip()
+
+
+def _aware(value):
+    if value is None or value == "" or isinstance(value, (bool, int, float)):
+        return None  # seconds since boot are no wall-clock time
+    try:
+        return parse_time(value)
+    except (ValueError, TypeError, OverflowError):
+        return None

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import DEMO, REPO, make_live_host, run_playbook, write_tool
 
-DEMO_CAPTURES = os.path.join(DEMO, "captures")
+DEMO_CAPTURES = os.path.join(REPO, "inventory-examples", "demo-captures", "nodes")
 HEALTHY_SMI = os.path.join(DEMO_CAPTURES, "gpu-r3-n01", "nvidia-smi-q.txt")
 
 

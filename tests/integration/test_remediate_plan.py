@@ -15,7 +15,7 @@ N03, N05, N06 = "gpu-r3-n03", "gpu-r3-n05", "gpu-r3-n06"
 HEALTHY = ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n04", "gpu-r3-n07", "gpu-r3-n08"]
 WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8"]
 PLAN_TASK = "Plan the remediation from the fresh diagnosis"
-HEALTHY_SMI = os.path.join(DEMO, "captures", "gpu-r3-n01", "nvidia-smi-q.txt")
+HEALTHY_SMI = os.path.join(REPO, "inventory-examples", "demo-captures", "nodes", "gpu-r3-n01", "nvidia-smi-q.txt")
 PLAN_KEYS = {"schema", "incident_id", "generated", "policy", "hosts", "incidents", "job", "commands", "summary",
              "errors"}
 HOST_KEYS = {"host", "verdict", "severity", "rung", "confidence", "confidence_reason", "evidence", "slurm", "decision",

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 from gpu_runbook.cli import main
 from tests.conftest import DEMO
 
-CAPS = os.path.join(DEMO, "captures")
+CAPS = os.path.join(os.path.dirname(DEMO), "demo-captures", "nodes")
 
 
 def run_cli(capsys, *args):
@@ -152,3 +153,104 @@ def test_single_file_of_several_hosts_gives_one_result_each(capsys, tmp_path):
     rc, out, _ = run_cli(capsys, "analyze", str(log), "--format", "json")
     hosts = {h["host"]: {f.get("xid") for f in h["findings"]} - {None} for h in json.loads(out)["hosts"]}
     assert hosts == {"n1": {79}, "n2": {48}} and rc == 2
+
+
+# ---------------------------------------------------------------- help, bad arguments (issue 10)
+
+def _help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["analyze", "--help"])
+    out, _ = capsys.readouterr()
+    assert exc.value.code == 0
+    return " ".join(out.split())  # argparse wraps lines; words matter
+
+
+def test_help_documents_every_exit_status_the_cli_returns(capsys):
+    from gpu_runbook.analyze import exit_status
+    from gpu_runbook.cli import EXIT_UNUSABLE
+    text = _help(capsys)
+    documented = {int(code) for code in re.findall(r"(?:exit status: | )([0-9]) (?=[a-z])", text.split("exit status:")[1])}
+    returned = {exit_status([{"severity": s}]) for s in ("ok", "info", "warning", "critical")} | {EXIT_UNUSABLE}
+    assert documented == returned == {0, 1, 2, 3}
+    assert "0 nothing at warning or above" in text and "1 warnings" in text and "2 critical" in text
+    assert "3 unusable input" in text
+
+
+def _job_log_names(text):
+    """The file names the help says are read as job logs, each made concrete."""
+    named = re.search(r"files named (.+?) \(\.gz too\)", text).group(1)
+    globs = [g.strip() for g in re.split(r",| or ", named) if g.strip()]
+    return [g.replace("*", "7.log") if g.endswith("*") else g.replace("*", "train") for g in globs]
+
+
+def test_help_names_the_job_log_files_and_those_are_read_as_job_logs(capsys, tmp_path):
+    text = _help(capsys)
+    names = _job_log_names(text)
+    assert {"nccl.log", "train.out", "train.err", "rank-7.log", "rank_7.log", "slurm-7.log"} == set(names)
+    # text no content rule knows: only the name makes it a job log
+    plain = "step 1200 loss 2.31\n"
+    for name in names + [names[0] + ".gz"]:
+        d = tmp_path / name.replace(".", "_")
+        d.mkdir()
+        if name.endswith(".gz"):
+            import gzip
+            with gzip.open(d / name, "wt") as fh:
+                fh.write(plain)
+        else:
+            (d / name).write_text(plain)
+        rc, out, err = run_cli(capsys, "analyze", str(d), "--format", "json")
+        assert rc != 3 and json.loads(out)["job"] is not None, (name, err)
+    # the same text under another name is not a job log
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text(plain)
+    rc, _, err = run_cli(capsys, "analyze", str(tmp_path / "other"))
+    assert rc == 3 and "no recognisable capture" in err
+
+
+@pytest.mark.parametrize("line", [
+    "[rank3]:n1:100:200 [3] NCCL WARN NET/IB : Got completion with error 12",
+    "[rank3]:[E1202 09:40:12 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout",
+    "Epoch 35:  64%|######4   | 640/1000 [07:09<03:21,  1.79it/s]",
+])
+def test_help_content_rule_reads_any_name_as_a_job_log(capsys, tmp_path, line):
+    text = _help(capsys)
+    assert "NCCL INFO/WARN" in text and "ProcessGroupNCCL" in text and "tqdm progress bar" in text
+    (tmp_path / "train.log").write_text(line + "\n")
+    rc, out, err = run_cli(capsys, "analyze", str(tmp_path), "--format", "json")
+    assert json.loads(out)["job"] is not None, err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--since", "yesterday"], "--since: not an ISO 8601 time: 'yesterday'"),
+    (["--expected-gpus", "-1"], "--expected-gpus: must be greater than 0: '-1'"),
+    (["--expected-gpus", "0"], "--expected-gpus: must be greater than 0: '0'"),
+    (["--expected-gpus", "2.5"], "--expected-gpus: not a number: '2.5'"),
+    (["--expected-ib-rate", "-400"], "--expected-ib-rate: must be greater than 0: '-400'"),
+    (["--expected-ib-rate", "nan"], "--expected-ib-rate: not a number: 'nan'"),
+    (["--expected-ib-rate", "inf"], "--expected-ib-rate: not a number: 'inf'"),
+    (["--tz", "Mars/Base"], "--tz: unknown time zone 'Mars/Base'"),
+    (["--tz", "+25:00"], "--tz: not a UTC offset"),
+    (["--lang", "fr"], "--lang: invalid choice: 'fr'"),
+])
+def test_bad_arguments_are_refused_before_any_work_with_one_line(capsys, args, needle):
+    rc, out, err = run_cli(capsys, "analyze", CAPS, *args)
+    assert rc == 3
+    assert out == ""  # nothing analysed, nothing printed
+    assert err.strip().splitlines() == [err.strip()] and needle in err, err
+    assert "Traceback" not in err and "usage:" not in err
+
+
+@pytest.mark.parametrize("order", ["missing_last", "missing_first"])
+def test_a_missing_path_is_refused_before_the_others_are_read(capsys, tmp_path, order):
+    missing = str(tmp_path / "no-such-capture")
+    paths = [CAPS, missing] if order == "missing_last" else [missing, CAPS]
+    rc, out, err = run_cli(capsys, "analyze", *paths)
+    assert rc == 3 and out == ""
+    assert err.strip() == "gpu-runbook: %s: no such file or directory" % missing
+
+
+def test_console_script_help_shows_exit_status_and_job_logs():
+    exe = os.path.join(os.path.dirname(sys.executable), "gpu-runbook")
+    proc = subprocess.run([exe, "analyze", "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "exit status:" in proc.stdout and "job logs" in proc.stdout and "--since TIME" in proc.stdout

@@ -15,7 +15,7 @@ from gpu_runbook.cluster import build_cluster
 from gpu_runbook.findings import finding, gpu_ref, ib_ref
 from gpu_runbook.plan import SCHEMA, make_plan
 
-DEMO = os.path.join(os.path.dirname(__file__), "..", "..", "inventory-examples", "demo", "captures")
+DEMO = os.path.join(os.path.dirname(__file__), "..", "..", "inventory-examples", "demo-captures", "nodes")
 GENERATED = "2026-12-02T07:30:00+00:00"
 N03, N05, N06 = "gpu-r3-n03", "gpu-r3-n05", "gpu-r3-n06"
 WIDE = {"max_drain": 8, "max_drain_percent": 100}  # caps out of the way
@@ -140,7 +140,7 @@ def test_flapping_port_is_drained_then_gets_one_ib_restart_before_the_cable(rack
     assert [r["rung"] for r in host(off, N05)["rungs"]] == ["drain"]
     assert rung(plan, N05, "drain")["scope"] == "host" and rung(plan, N05, "drain")["disruptive"] is False
     assert n05["evidence"] == "mlx5_4/1: port flapping: the link went down 37 times since the counters were " \
-                              "last cleared"
+                              "last cleared; 5 or more is critical"
 
 
 def test_healthy_hosts_and_hosts_outside_remediate_get_nothing(rack):

@@ -100,6 +100,7 @@ GENERIC_KIND = "ib_counter_threshold"
 # what an override may change; anything else (an old "rung_warning", a typo) is ignored
 _OVERRIDABLE = ("info", "warning", "critical", "what", "critical_what", "kind")
 _LEVELS = ("critical", "warning", "info")
+_SAYS = {"critical": "critical", "warning": "a warning", "info": "worth noting"}  # '10 or more is a warning'
 
 
 def _ib_kind(name):
@@ -170,12 +171,21 @@ def counter_findings(h, ports, thresholds, data_path):
             rule = rules.get(name)
             if rule is None or value is None:
                 continue
-            severity = _level(rule, value)
-            if severity is None:
+            level = _level(rule, value)
+            if level is None:
                 continue
+            severity, limit = level, _whole(rule[level])
+            why = "%s or more is %s" % (limit, _SAYS[level])
             if severity != "info" and p["link_layer"] == "Ethernet" and not data_path(p):
                 severity = "info"
+                why += ", but not on a front-end port"
             ln, line = h.cev.get((p["device"], p["port"], name), (0, ""))
             h.findings.append(finding(
-                rule["kind"], "%s/%s: %s" % (p["device"], p["port"], _what(rule, name, value, severity)),
-                evidence=line, source=h.src(ln), ib=ib_ref(p["device"], p["port"]), severity=severity))
+                rule["kind"], "%s/%s: %s; %s" % (p["device"], p["port"], _what(rule, name, value, level), why),
+                evidence=line, source=h.src(ln), ib=ib_ref(p["device"], p["port"]), severity=severity,
+                counters={name: _whole(value)}, threshold=limit))
+
+
+def _whole(n):
+    """10.0 -> 10 (a threshold read from text); other numbers as they are."""
+    return int(n) if isinstance(n, float) and n.is_integer() else n

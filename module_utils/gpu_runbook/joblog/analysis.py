@@ -20,7 +20,7 @@ _NCCL_ERROR_KEYS = ("kind", "rank", "host", "peer", "status", "status_name", "st
 def empty_job():
     return {"timed_out_ranks": [], "culprit_ranks": [], "culprit_hosts": [], "collective": None,
             "failed_at": None, "rank_map": {}, "world_size": None,
-            "iteration_rate": {"by_epoch": {}, "trend": "unknown"}, "phase": "unknown", "events": [],
+            "iteration_rate": {"by_epoch": {}, "trend": "unknown"}, "phase": "unknown", "events": [], "log_start": None,
             "culprit_evidence": None,
             "nccl": {"transport": "unknown", "ib_devices": [], "errors": []}}
 
@@ -74,6 +74,7 @@ def analyse(st):
         "iteration_rate": {"by_epoch": dict(rates), "trend": trend},
         "phase": phase(failed_at, run_frac, coll),
         "events": timeline(st),
+        "log_start": st.first_time.isoformat() if st.first_time is not None else None,
         "nccl_tests": nccl_tests.summary(st),
         "nccl": {"transport": transport(st), "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
                  "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},

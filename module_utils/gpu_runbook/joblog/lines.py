@@ -68,6 +68,8 @@ def read_line(raw, src, fs, st):
             t = line_time(head, st.since_dt.year, st.since_dt)
         if t is not None and t < st.since_dt:
             return None
+    if st.time_tries < FIRST_TIME_TRIES:
+        _note_time(text, head, st)
     m = GLOG.match(text) or GLOG_OLD.match(text)
     if m:
         text = text[m.end():]
@@ -84,6 +86,18 @@ def read_line(raw, src, fs, st):
         if host and prefixed:
             st.rank_host_weak.setdefault(rank, host)
     return Line(src, raw, text, rank, prefixed, host, ip)
+
+
+FIRST_TIME_TRIES = 2000  # lines per job searched for a time: enough past a banner, cheap on a log without times
+
+
+def _note_time(text, head, st):
+    """Keep the earliest line time seen (what the timeline calls the job's start when Slurm
+    did not give one); faults before it did not happen to this job."""
+    st.time_tries += 1
+    t = line_time(text, st.year, st.since_dt) or (line_time(head, st.year, st.since_dt) if head else None)
+    if t is not None and (st.first_time is None or t < st.first_time):
+        st.first_time = t
 
 
 def _prefixes(raw):

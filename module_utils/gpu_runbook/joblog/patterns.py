@@ -48,7 +48,9 @@ TORCHRUN_GLOBAL = re.compile(r"^\[(\d{1,6})\]:\s?")
 # PyTorch's own '[rankN]:' after something a collector put first (a line number, '<host> [stderr] ',
 # a viewer's time): only within the first 200 characters, and only as a bracketed word
 TORCHRUN_RANK_LATE = re.compile(r"(?:^|[\s\]|:])\[rank(\d{1,6})\]:\s?")
-GLOG = re.compile(r"^\[?([EWIF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.\d+)?\s+\d+\s+[^\]\s]+:\d+\]\s?")
+# glog 'E1202 14:13:17.795997 41006 file.cpp:616]'; c10's own logger (PyTorch >= 2.3) writes
+# nanoseconds and no thread id: 'E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607]'.
+GLOG = re.compile(r"^\[?([EWIF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.\d+)?\s+(?:\d+\s+)?[^\]\s]+:\d+\]\s?")
 GLOG_OLD = re.compile(r"^\[([EWIF]) [\w.]+:\d+\]\s?")
 ISO_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})")
 

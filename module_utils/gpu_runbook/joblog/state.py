@@ -10,6 +10,8 @@ class JobState(object):
     def __init__(self, since_dt=None, year=None):
         self.since_dt = since_dt
         self.year = year
+        self.first_time = None     # the earliest time a line of the log carries (the job ran since then)
+        self.time_tries = 0        # lines tried for it: a log without times stops being searched
         self.comm = []             # dicts from NCCL comm lines
         self.rank_host = {}        # rank -> host from [rankN]: + NCCL prefix / srun
         self.rank_host_weak = {}   # rank -> host from srun error lines / torchrun failure summary

@@ -4,9 +4,11 @@ the scanner's tables; ``sref(line)`` names the file and line a record came from.
 
 from ..findings import finding, gpu_ref, ib_ref
 from ..xid_catalog import UNKNOWN_XID, component_of, lookup, remedy, severity_of
+from .nodelog import count_line, seen, seen_text
 from .patterns import XID_CAUSE_RE
 
 AER_STORM = 25  # corrected errors in one log that make a marginal link, not noise
+SEEN_KEYS = 64  # mlx5 event kinds counted per HCA (a handful exist)
 
 
 def xid_findings(xids, ids, sref, gsp_trouble=False):
@@ -29,15 +31,15 @@ def xid_findings(xids, ids, sref, gsp_trouble=False):
 def _xid_finding(r, ids, app_first, sref, gsp_trouble=False, before=()):
     code, pci = r["xid"], r["pci"]
     where = dict(evidence=r["evidence"], source=sref(r["line"]), xid=code,
-                 gpu=ids.ref(gpu_ref(pci, index=r["index"])) if pci else None)
+                 gpu=ids.ref(gpu_ref(pci, index=r["index"])) if pci else None, **seen(r))
     odd = ("; odd: " + "; ".join(r["odd"])) if r.get("odd") else ""
-    when = "" if r["first"] is None else (" first %s, last %s" % (r["first"], r["last"]))
+    when = seen_text(r)
     proc = (", process %s" % r["process"]) if r["process"] else ""
     e = lookup(code)
     if e is None:
         u = UNKNOWN_XID
-        return finding("xid", "unknown Xid %d, not in catalog, on GPU %s x%d%s%s: %s%s" % (
-            code, pci, r["count"], when, proc, r["message"][:200], odd),
+        return finding("xid", "unknown Xid %d, not in catalog, on GPU %s %s%s: %s%s" % (
+            code, pci or "(address elided)", when, proc, r["message"][:200], odd),
             severity=u["severity"], category=u["category"], rung=u["rung"], steps=u["steps"], **where)
     category, echo = e["category"], ""
     rung, steps, note = remedy(e, r["message"])
@@ -57,8 +59,8 @@ def _xid_finding(r, ids, app_first, sref, gsp_trouble=False, before=()):
         severity, component = "warning", component_of(ce["xid"])
     elif code == 154 and any(c == "driver" for _, c in before):
         category, echo = "driver", " (after a driver/firmware Xid on the same GPU)"
-    msg = "Xid %d (%s) on GPU %s x%d%s%s%s: %s%s" % (
-        code, e["name"], pci or "(address elided)", r["count"], when, proc, echo, r["message"][:200], odd)
+    msg = "Xid %d (%s) on GPU %s %s%s%s: %s%s" % (
+        code, e["name"], pci or "(address elided)", when, proc, echo, r["message"][:200], odd)
     f = finding("xid", msg, severity=severity, category=category, rung=rung, steps=steps, note=note, **where)
     if component:
         f["component"] = component
@@ -66,9 +68,10 @@ def _xid_finding(r, ids, app_first, sref, gsp_trouble=False, before=()):
 
 
 def bad_xid_finding(bad, sref):
-    n, line, ev = bad
-    return finding("xid_unparsed", "%d NVRM Xid line(s) could not be parsed (truncated or unknown format)" % n,
-                   evidence=ev, source=sref(line))
+    """``bad``: the counted record of the Xid lines that could not be read."""
+    return finding("xid_unparsed", "NVRM Xid line(s) that could not be parsed (truncated or unknown format), "
+                   "seen %s" % seen_text(bad),
+                   evidence=bad["evidence"], source=sref(bad["line"]), **seen(bad))
 
 
 def gpu_event_findings(events, ids, sref):
@@ -78,10 +81,11 @@ def gpu_event_findings(events, ids, sref):
         gpu = ids.ref(gpu_ref(pci)) if pci else None
         where = pci or "unknown PCI address"
         if kind == "gpu_fallen_off_bus":
-            msg = "GPU %s has fallen off the bus (%d line(s))" % (where, r["count"])
+            msg = "GPU %s has fallen off the bus, reported %s" % (where, seen_text(r))
         else:
-            msg = "NVIDIA driver failed to initialise GPU %s (RmInitAdapter failed, %d line(s))" % (where, r["count"])
-        out.append(finding(kind, msg, evidence=r["evidence"], source=sref(r["line"]), gpu=gpu))
+            msg = "NVIDIA driver failed to initialise GPU %s (RmInitAdapter failed), reported %s" % (
+                where, seen_text(r))
+        out.append(finding(kind, msg, evidence=r["evidence"], source=sref(r["line"]), gpu=gpu, **seen(r)))
     return out
 
 
@@ -108,29 +112,33 @@ def _hca_findings(name, pci, r, sref):
     ib = ib_ref(name, r["port"])
     label = name if name == pci else "%s (%s)" % (name, pci)
 
-    def add(kind, msg, key, **kw):
-        out.append(finding(kind, msg, evidence=ev[key], source=sref(fl[key]), ib=ib, **kw))
+    def add(kind, msg, key, counted=True, **kw):
+        nums = seen(r["seen"][key]) if counted and key in r["seen"] else {}
+        out.append(finding(kind, msg, evidence=ev[key], source=sref(fl[key]), ib=ib, **dict(nums, **kw)))
+
+    def when(key):
+        return seen_text(r["seen"][key]) if key in r["seen"] else ""
 
     out = []
     if c.get("health"):
-        add("ib_hca_health", "HCA %s reported a firmware/health fault (%d line(s))" % (label, c["health"]), "health")
+        add("ib_hca_health", "HCA %s reported a firmware/health fault %s" % (label, when("health")), "health")
     if c.get("cable_error"):
-        add("ib_cable_error", "HCA %s port module (cable/transceiver) error (%d event(s))" % (
-            label, c["cable_error"]), "cable_error")
+        add("ib_cable_error", "HCA %s port module (cable/transceiver) error, %s" % (
+            label, when("cable_error")), "cable_error")
     if r["unplugs"]:
-        add("ib_cable_unplugged", "HCA %s: cable unplugged %d time(s) after being plugged" % (
-            label, r["unplugs"]), "unplug")
+        add("ib_cable_unplugged", "HCA %s: cable unplugged after being plugged, %s" % (
+            label, when("unplug")), "unplug")
     if r["drops"]:
         add("ib_link_flap" if r["drops"] > 1 else "ib_link_dropped",
-            "HCA %s link dropped %d time(s) (down %d, up %d); last state %s" % (
-                label, r["drops"], c.get("link_down", 0), c.get("link_up", 0), r["last_state"]),
+            "HCA %s link dropped %s (down %d, up %d); last state %s" % (
+                label, when("drop"), c.get("link_down", 0), c.get("link_up", 0), r["last_state"]),
             "drop", severity="critical" if r["last_state"] == "down" else "warning")
     elif c.get("link_down") or c.get("cable_unplugged"):
         first = min((fl[k], k) for k in ("link_down", "cable_unplugged") if k in fl)
-        add("ib_port_never_up", "HCA %s port was never up in this log (no cable / unused port?)" % label, first[1])
+        add("ib_port_never_up", "HCA %s port was never up in this log (no cable / unused port?)" % label, first[1],
+            counted=False)
     if c.get("cmd_timeout"):
-        add("ib_cmd_timeout", "HCA %s firmware command timeout (%d line(s))" % (label, c["cmd_timeout"]),
-            "cmd_timeout")
+        add("ib_cmd_timeout", "HCA %s firmware command timeout, %s" % (label, when("cmd_timeout")), "cmd_timeout")
     return out
 
 
@@ -151,17 +159,18 @@ def aer_findings(aer, gpu_pcis, sref, ids=None, hcas=(frozenset(), {})):
             where += " (%s %s below it)" % ("GPU" if gpu else ("HCA" if ib else "device"), dev)
         kw = dict(evidence=r["evidence"], source=sref(r["line"]), gpu=gpu, ib=ib,
                   category="gpu_hardware" if gpu else ("ib_network" if ib else "unknown"))
+        kw.update(seen(r))
         if cls in ("fatal", "surprise_down"):
             what = "Surprise Down (link lost)" if cls == "surprise_down" else "uncorrected fatal"
-            out.append(finding("pcie_aer_fatal", "PCIe AER %s error on %s (%d report(s))" % (
-                what, where, r["count"]), **kw))
+            out.append(finding("pcie_aer_fatal", "PCIe AER %s error on %s, reported %s" % (
+                what, where, seen_text(r)), **kw))
         elif cls == "nonfatal":
-            out.append(finding("pcie_aer_nonfatal", "PCIe AER uncorrected non-fatal error on %s (%d report(s))" % (
-                where, r["count"]), **kw))
+            out.append(finding("pcie_aer_nonfatal", "PCIe AER uncorrected non-fatal error on %s, reported %s" % (
+                where, seen_text(r)), **kw))
         else:
             storm = r["count"] >= AER_STORM
-            out.append(finding("pcie_aer_corrected", "PCIe AER corrected error(s) on %s (%d report(s))%s" % (
-                where, r["count"], ": a storm, the link is marginal" if storm else ""),
+            out.append(finding("pcie_aer_corrected", "PCIe AER corrected error(s) on %s, reported %s%s" % (
+                where, seen_text(r), ": a storm, the link is marginal" if storm else ""),
                 severity="warning" if storm else "info", **kw))
     return out
 
@@ -176,6 +185,7 @@ def link_transition(rec, kind, ctx):
             rec["drops"] += 1
             rec["evidence"].setdefault("drop", line[:1000])
             rec["first_line"].setdefault("drop", ctx[0])
+            count_line(rec["seen"], "drop", ctx, SEEN_KEYS, {})
         rec["last_state"] = "down"
     elif kind == "link_up":
         rec["last_state"] = "up"
@@ -186,4 +196,5 @@ def link_transition(rec, kind, ctx):
             rec["unplugs"] += 1
             rec["evidence"].setdefault("unplug", line[:1000])
             rec["first_line"].setdefault("unplug", ctx[0])
+            count_line(rec["seen"], "unplug", ctx, SEEN_KEYS, {})
         rec["cable"] = "unplugged"

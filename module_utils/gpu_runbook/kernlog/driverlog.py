@@ -14,7 +14,7 @@
 """
 
 from ..findings import finding, gpu_ref, normalize_pci
-from .nodelog import KeyedTables
+from .nodelog import KeyedTables, seen, seen_text
 from .patterns import (API_MISMATCH_RE, DRIVER_RELEASE_RE, EDAC_COUNT_RE, EDAC_MC_RE, KPROBE_FAIL_RE, NVRM_PCI_RE,
                        NVSWITCH_RE, PROBE_COUNT_RE, SXID_RE, UNSUPPORTED_RE, XID_PCI_RE, nvrm_driver_event,
                        sxid_fatal)
@@ -142,18 +142,21 @@ class DriverLog(KeyedTables):
             f = _driver_finding(kind, pci, r, ids, xid_codes)
             if f is not None:
                 f["source"] = sref(r["line"])
+                f.update(seen(r))
                 out.append(f)
         for (code, pci), r in sorted(self.sxids.items(), key=lambda kv: kv[1]["line"]):
             out.append(_sxid_finding(code, pci, r, sref))
         for (typ, mc), r in sorted(self.dimm.items(), key=lambda kv: kv[1]["line"]):
             where = ("memory controller MC%s" % mc) if mc is not None else "a memory controller"
+            nums = dict(seen(r), counters={typ.lower(): r["errors"]})
             if typ == "UE":
-                f = finding("host_memory_ue", "EDAC: %d uncorrectable host memory error(s) on %s (%d line(s))" % (
-                    r["errors"], where, r["count"]), evidence=r["evidence"], source=sref(r["line"]))
+                f = finding("host_memory_ue", "EDAC: %d uncorrectable host memory error(s) on %s, logged %s" % (
+                    r["errors"], where, seen_text(r)), evidence=r["evidence"], source=sref(r["line"]), **nums)
             else:
-                f = finding("host_memory_ce", "EDAC: %d correctable host memory error(s) on %s (%d line(s))" % (
-                    r["errors"], where, r["count"]), evidence=r["evidence"], source=sref(r["line"]),
-                    severity="warning" if r["errors"] >= EDAC_CE_WARN else None)
+                f = finding("host_memory_ce", "EDAC: %d correctable host memory error(s) on %s, logged %s" % (
+                    r["errors"], where, seen_text(r)), evidence=r["evidence"], source=sref(r["line"]),
+                    severity="warning" if r["errors"] >= EDAC_CE_WARN else None,
+                    threshold=EDAC_CE_WARN, **nums)
             f["component"] = "host_memory"
             out.append(f)
         return out
@@ -180,15 +183,15 @@ def _body(line):
 
 
 def _driver_finding(kind, pci, r, ids, xid_codes):
-    text, n = r["text"], r["count"]
+    text = r["text"]
     gpu = ids.ref(gpu_ref(pci)) if pci else None
     where = ("GPU %s" % pci) if pci else "the node"
     kw = dict(evidence=r["evidence"], gpu=gpu)
     if kind == "driver_version_mismatch":
         m = API_MISMATCH_RE.search(text)
         vers = (": user space %s, kernel module %s" % (m.group("client"), m.group("module"))) if m else ""
-        return finding(kind, "NVIDIA driver and library versions differ (API mismatch, %d report(s))%s" % (n, vers),
-                       **kw)
+        return finding(kind, "NVIDIA driver and library versions differ (API mismatch, reported %s)%s" % (
+            seen_text(r), vers), **kw)
     if kind == "driver_conflict":
         m = PROBE_COUNT_RE.search(text)
         return finding(kind, "the NVIDIA driver could not claim %s device(s): another driver (nouveau?) owns them" % (
@@ -196,7 +199,8 @@ def _driver_finding(kind, pci, r, ids, xid_codes):
     if kind == "gpu_probe_failed":
         m = PROBE_COUNT_RE.search(text)
         if m is None and pci:
-            return finding(kind, "the NVIDIA driver's probe of %s failed (%s, %d report(s))" % (where, text, n), **kw)
+            return finding(kind, "the NVIDIA driver's probe of %s failed (%s), reported %s" % (
+                where, text, seen_text(r)), **kw)
         return finding(kind, "the NVIDIA driver's probe failed (%s device(s)): no GPU initialised" % (
             m.group("n") if m else "?"), **kw)
     if kind == "gpu_unsupported":
@@ -215,7 +219,7 @@ def _driver_finding(kind, pci, r, ids, xid_codes):
     if kind == "gsp_error":
         if xid_codes & {119, 120}:
             return None  # the Xid finding says it
-        return finding(kind, "GSP firmware of %s timed out or halted (%d line(s))" % (where, n), **kw)
+        return finding(kind, "GSP firmware of %s timed out or halted, reported %s" % (where, seen_text(r)), **kw)
     return None
 
 
@@ -223,14 +227,15 @@ def _sxid_finding(code, pci, r, sref):
     sw = r["switch"] or "an NVSwitch"
     fatal = r["fatal"]
     what = "fatal" if fatal else ("non-fatal" if fatal is False else "")
-    msg = "NVSwitch %s (%s) SXid %d%s x%d: %s" % (sw, pci or "PCI address elided", code,
-                                                  (" " + what) if what else "", r["count"], r["message"][:200])
+    msg = "NVSwitch %s (%s) SXid %d%s %s: %s" % (sw, pci or "PCI address elided", code,
+                                                 (" " + what) if what else "", seen_text(r), r["message"][:200])
     if fatal:
         f = finding("nvswitch_sxid", msg, evidence=r["evidence"], source=sref(r["line"]), severity="critical",
-                    rung="reboot", steps=("drain_node", "sxid_reset_fabric", "reboot_node", "contact_support_if_recurs"))
+                    rung="reboot", steps=("drain_node", "sxid_reset_fabric", "reboot_node", "contact_support_if_recurs"),
+                    **seen(r))
     else:
         f = finding("nvswitch_sxid", msg, evidence=r["evidence"], source=sref(r["line"]), severity="warning",
-                    rung="none", steps=("no_action", "sxid_watch_links"))
+                    rung="none", steps=("no_action", "sxid_watch_links"), **seen(r))
     f["component"] = "nvlink_fabric"
     f["sxid"] = code
     return f

@@ -14,7 +14,10 @@
   required.'): host CPU/memory hardware; corrected ones are a trend, uncorrected ones the node.
 """
 
+from datetime import datetime
+
 from ..findings import finding
+from ..timeutil import UTC, span_text, to_utc
 from .patterns import (DATA_TASK_RE, DRIVER_TASK_RE, HUNG_RE, IOMMU_RE, MCE_FATAL_RE, NV_FRAME_RE, NV_RIP_RE,
                        OOM_CONSTRAINT_RE, OOM_INVOKED_RE, OOM_RE, OOM_TASK_RE)
 
@@ -24,21 +27,57 @@ OOM_NEAR = 10       # lines between a kill's summary and its 'Killed process' li
 
 def count_line(table, key, ctx, limit, init):
     """Count one line (ctx: line number, text, ..., time) under ``key`` in ``table``: the
-    record keeps the count, first and last time, first line and its evidence. None when the
-    table already holds ``limit`` other keys."""
+    record keeps the count, first and last time (an ISO time or dmesg's seconds since boot),
+    the first and last wall-clock time (ISO only: ``first_wall``/``last_wall``), first line
+    and its evidence. None when the table already holds ``limit`` other keys."""
     rec = table.get(key)
     if rec is None:
         if len(table) >= limit:
             return None
-        rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000])
+        rec = dict(count=0, line=ctx[0], first=ctx[3], last=ctx[3], evidence=ctx[1][:1000],
+                   first_wall=None, last_wall=None)
         rec.update(init)
         table[key] = rec
     rec["count"] += 1
-    if ctx[3] is not None:
+    when = ctx[3]
+    if when is not None:
         if rec["first"] is None:
-            rec["first"] = ctx[3]
-        rec["last"] = ctx[3]
+            rec["first"] = when
+        rec["last"] = when
+        if isinstance(when, str):
+            rec["first_wall"] = rec["first_wall"] or when
+            rec["last_wall"] = when
     return rec
+
+
+def seen(rec):
+    """A counted record's numbers as a finding carries them: count, first, last (ISO, or None
+    when the log had no wall-clock times)."""
+    return {"count": rec["count"], "first": rec.get("first_wall"), "last": rec.get("last_wall")}
+
+
+def seen_text(rec):
+    """How often and when, for a message: '3x between 2026-12-02 07:09:51 and 07:12:03 UTC';
+    from a dmesg without wall-clock times, '3x, 12.5 to 97.0 s after boot'."""
+    n = seen(rec)
+    text = span_text(n["count"], n["first"], n["last"])
+    up0, up1 = rec.get("first"), rec.get("last")
+    if n["first"] is None and isinstance(up0, float):
+        up1 = up1 if isinstance(up1, float) else up0
+        boot = ("%s s" % up0) if up1 == up0 else ("%s to %s s" % (up0, up1))
+        text = "%s, %s after boot" % (text, boot) if text else "%s after boot" % boot
+    return text
+
+
+def merged(records):
+    """Several counted records as one (their total, earliest and latest time)."""
+    records = list(records)
+    walls = sorted((t for r in records for t in (r.get("first_wall"), r.get("last_wall")) if t),
+                   key=lambda t: to_utc(t) or datetime.min.replace(tzinfo=UTC))
+    ups = [t for r in records for t in (r.get("first"), r.get("last")) if isinstance(t, float)]
+    return {"count": sum(r["count"] for r in records),
+            "first_wall": walls[0] if walls else None, "last_wall": walls[-1] if walls else None,
+            "first": min(ups) if ups else None, "last": max(ups) if ups else None}
 
 
 class KeyedTables:
@@ -199,45 +238,46 @@ class NodeLog(KeyedTables):
             cg = r["scope"] == "cgroup"
             out.append(finding(
                 "oom_kill_cgroup" if cg else "oom_kill",
-                "%s killed %s %d time(s) (pid %s)%s" % (
+                "%s killed %s %s (pid %s)%s" % (
                     "memory cgroup OOM" if cg else "kernel OOM killer",
-                    r["comm"], r["count"], ", ".join(str(p) for p in r["pids"][:5]),
+                    r["comm"], seen_text(r), ", ".join(str(p) for p in r["pids"][:5]),
                     ": the job's own memory limit, not the node's" if cg else ": the host ran out of memory"),
-                evidence=r["evidence"], source=sref(r["line"])))
+                evidence=r["evidence"], source=sref(r["line"]), **seen(r)))
         if self.invoked and not self.oom:
             # the report's head survived but not its kill line (a cut log, printk rate limit):
             # the OOM killer ran, so memory ran out; which scope is not known
             r = min(self.invoked.values(), key=lambda r: r["line"])
+            every = merged(self.invoked.values())
             out.append(finding(
-                "oom_kill", "the kernel OOM killer was invoked %d time(s) (first by %s); the lines saying "
-                "what it killed are not in the log" % (sum(v["count"] for v in self.invoked.values()), r["comm"]),
-                evidence=r["evidence"], source=sref(r["line"])))
+                "oom_kill", "the kernel OOM killer was invoked %s (first by %s); the lines saying "
+                "what it killed are not in the log" % (seen_text(every), r["comm"]),
+                evidence=r["evidence"], source=sref(r["line"]), **seen(every)))
         for comm, r in sorted(self.hung.items(), key=lambda kv: kv[1]["line"]):
             drv = bool(DRIVER_TASK_RE.match(comm)) or bool(r.get("frame"))
             data = bool(DATA_TASK_RE.match(comm))
-            out.append(finding("hung_task", "task %s blocked in the kernel for more than %d s (%d report(s))%s" % (
-                comm, r["secs"], r["count"],
+            out.append(finding("hung_task", "task %s blocked in the kernel for more than %d s, reported %s%s" % (
+                comm, r["secs"], seen_text(r),
                 ": stuck inside the NVIDIA driver (%s)" % r["frame"] if r.get("frame") else
                 ": a DataLoader worker stuck on I/O (NFS/Lustre?) starves its rank" if data else ""),
                 category="driver" if drv else ("dataloader" if data else "unknown"),
-                evidence=r["evidence"], source=sref(r["line"])))
+                evidence=r["evidence"], source=sref(r["line"]), **seen(r)))
         for frame, r in sorted(self.crash.items(), key=lambda kv: kv[1]["line"]):
-            out.append(finding("driver_crash", "kernel oops in the NVIDIA driver at %s (%d time(s))" % (
-                frame, r["count"]), evidence=r["evidence"], source=sref(r["line"])))
+            out.append(finding("driver_crash", "kernel oops in the NVIDIA driver at %s, %s" % (
+                frame, seen_text(r)), evidence=r["evidence"], source=sref(r["line"]), **seen(r)))
         for dev, r in sorted(self.iommu.items(), key=lambda kv: kv[1]["line"]):
-            out.append(finding("iommu_fault", "the IOMMU refused %d DMA access(es) by device %s" % (r["count"], dev),
-                               evidence=r["evidence"], source=sref(r["line"])))
+            out.append(finding("iommu_fault", "the IOMMU refused DMA by device %s %s" % (dev, seen_text(r)),
+                               evidence=r["evidence"], source=sref(r["line"]), **seen(r)))
         for cls in ("uncorrected", "corrected"):
             r = self.mce.get(cls)
             if r is None:
                 continue
             if cls == "uncorrected":
-                f = finding("host_mce_uncorrected", "machine check: uncorrected host hardware error (%d line(s))" % (
-                    r["count"]), evidence=r["evidence"], source=sref(r["line"]))
+                f = finding("host_mce_uncorrected", "machine check: uncorrected host hardware error, logged %s" % (
+                    seen_text(r)), evidence=r["evidence"], source=sref(r["line"]), **seen(r))
             else:
-                f = finding("host_mce_corrected", "machine check: corrected host hardware error(s) logged "
-                                                  "(%d line(s))" % r["count"],
-                            evidence=r["evidence"], source=sref(r["line"]))
+                f = finding("host_mce_corrected", "machine check: corrected host hardware error(s), logged "
+                                                  "%s" % seen_text(r),
+                            evidence=r["evidence"], source=sref(r["line"]), **seen(r))
             f["component"] = "host_cpu_memory"
             out.append(f)
         return out

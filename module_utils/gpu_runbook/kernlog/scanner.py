@@ -51,7 +51,7 @@ class KernelLogScanner:
         self._formats = {}
         self._hostname = None
         self._xids = {}             # (code, pci) -> record
-        self._bad_xid = None        # [count, line, evidence]
+        self._bad_xid = {}          # None -> the counted record of Xid lines that could not be read
         self._ids = GpuIdentities(MAX_KEYS)  # pci -> GPU uuid and board serial
         self._gpu_pcis = set()
         self._gpu_events = {}       # (kind, pci) -> record (off the bus, init failed)
@@ -263,9 +263,7 @@ class KernelLogScanner:
         m = XID_RE.search(line)
         if not m:
             if "Xid" in line and self._in_window(ctx):
-                if self._bad_xid is None:
-                    self._bad_xid = [0, ctx[0], line[:1000]]
-                self._bad_xid[0] += 1
+                count_line(self._bad_xid, None, (ctx[0], line) + ctx[2:], 1, {})
                 self._event(ctx, "xid_unparsed")
             return
         if not self._in_window(ctx):
@@ -337,13 +335,14 @@ class KernelLogScanner:
                 return
             rec = self._ib[pci] = {"pci": pci, "port": None, "netdev": None, "last_state": None,
                                    "cable": None, "drops": 0, "unplugs": 0,
-                                   "first_line": {}, "evidence": {}, "counts": {}}
+                                   "first_line": {}, "evidence": {}, "counts": {}, "seen": {}}
         if dev and not dev.startswith("mlx5_"):
             rec["netdev"] = rec["netdev"] or dev
         pm = PORT_RE.search(msg)
         if pm and rec["port"] is None:
             rec["port"] = int(pm.group(1))
         rec["counts"][kind] = rec["counts"].get(kind, 0) + 1
+        count_line(rec["seen"], kind, ctx, derive.SEEN_KEYS, {})  # how often and when, for the findings
         if kind not in rec["first_line"]:
             rec["first_line"][kind] = ctx[0]
             rec["evidence"][kind] = line[:1000]
@@ -409,7 +408,7 @@ class KernelLogScanner:
         gsp = any(k == "gsp_error" for k, _ in self._drv.events)
         findings = derive.xid_findings(xids, self._ids, sref, gsp_trouble=gsp)
         if self._bad_xid:
-            findings.append(derive.bad_xid_finding(self._bad_xid, sref))
+            findings.append(derive.bad_xid_finding(self._bad_xid[None], sref))
         findings.extend(derive.gpu_event_findings(self._gpu_events, self._ids, sref))
         findings.extend(self._drv.findings(sref, self._ids, {r["xid"] for r in xids}))
         ib_findings, ib_devices = derive.ib_findings(self._ib, self._ib_names, sref)

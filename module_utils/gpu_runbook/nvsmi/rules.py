@@ -32,6 +32,35 @@ _ERR_HW_FIELDS = _ERR_ID_FIELDS + _ERR_READINGS
 # NVML recovery action (normalised) -> kind; anything else asks for a reset
 _RECOVERY_KINDS = {"reboot": "gpu_recovery_reboot", "drain_p2p": "gpu_recovery_drain_p2p"}
 
+# a finding's ``counters`` name -> where the GPU record keeps it (flags count as 0 / 1)
+_COUNTERS = {
+    "volatile_uncorrectable": ("ecc", "volatile", "uncorrectable"),
+    "aggregate_uncorrectable": ("ecc", "aggregate", "uncorrectable"),
+    "aggregate_sram_uncorrectable": ("ecc", "aggregate", "sram_uncorrectable"),
+    "remapped_correctable": ("remapped_rows", "correctable"),
+    "remapped_uncorrectable": ("remapped_rows", "uncorrectable"),
+    "remap_pending": ("remapped_rows", "pending"),
+    "remap_failure": ("remapped_rows", "failure"),
+    "retired_single_bit": ("retired_pages", "single_bit"),
+    "retired_double_bit": ("retired_pages", "double_bit"),
+    "retired_pending": ("retired_pages", "pending"),
+}
+_REMAP = ("remapped_correctable", "remapped_uncorrectable", "remap_pending", "remap_failure")
+_RETIRED = ("retired_single_bit", "retired_double_bit", "retired_pending")
+
+
+def counters(g, *names):
+    """{name: int} of the GPU's memory counters named (see _COUNTERS) that nvidia-smi showed;
+    None when it showed none of them."""
+    out = {}
+    for name in names:
+        v = g
+        for key in _COUNTERS[name]:
+            v = v.get(key) if isinstance(v, dict) else None
+        if isinstance(v, (bool, int)):
+            out[name] = int(v)
+    return out or None
+
 
 def _memory_findings(g, th, add, label):
     """ECC, row remapping, page retirement and the Blackwell repair flags."""
@@ -39,27 +68,32 @@ def _memory_findings(g, th, add, label):
     vu = ecc["volatile"].get("uncorrectable")
     if vu:
         add("ecc.volatile.uncorrectable", "ecc_uncorrectable_volatile",
-            "%s has %d uncorrectable ECC error(s) since the driver loaded (volatile)" % (label, vu))
+            "%s has %d uncorrectable ECC error(s) since the driver loaded (volatile)" % (label, vu),
+            counters=counters(g, "volatile_uncorrectable", "aggregate_uncorrectable"))
     if rr.get("failure"):
         add("remap.failure", "row_remap_failure",
-            "%s: row remapping failure occurred (no spare rows left for a bad memory row)" % label)
+            "%s: row remapping failure occurred (no spare rows left for a bad memory row)" % label,
+            counters=counters(g, *_REMAP))
     if rr.get("pending"):
         add("remap.pending", "row_remap_pending",
-            "%s: a row remap is pending; reset GPU to apply the pending row remap" % label)
+            "%s: a row remap is pending; reset GPU to apply the pending row remap" % label,
+            counters=counters(g, *_REMAP))
     if rp.get("pending"):
         crit = bool(vu) or bool(rp.get("double_bit"))
         add("retired.pending", "retired_pages_pending",
             "%s: page retirement is pending (a bad memory page stays in use until the GPU is reset)" % label,
-            severity="critical" if crit else "warning")
+            severity="critical" if crit else "warning", counters=counters(g, *_RETIRED + ("volatile_uncorrectable",)))
     nret = (rp.get("single_bit") or 0) + (rp.get("double_bit") or 0)
     if nret and nret >= th["retired_pages_rma"]:
         add("retired.double_bit" if rp.get("double_bit") else "retired.single_bit", "retired_pages_limit",
-            "%s has %d retired pages (RMA threshold %d)" % (label, nret, th["retired_pages_rma"]))
+            "%s has %d retired pages (RMA threshold %d)" % (label, nret, th["retired_pages_rma"]),
+            counters=counters(g, *_RETIRED), threshold=th["retired_pages_rma"])
     agg_sram = ecc["aggregate"].get("sram_uncorrectable")
     if agg_sram is not None and agg_sram > th["sram_uncorrectable_rma"]:
         add("ecc.aggregate.sram_uncorrectable", "ecc_sram_uncorrectable_rma",
             "%s has %d aggregate (lifetime) uncorrectable SRAM ECC errors, above the RMA threshold of %d"
-            % (label, agg_sram, th["sram_uncorrectable_rma"]))
+            % (label, agg_sram, th["sram_uncorrectable_rma"]),
+            counters=counters(g, "aggregate_sram_uncorrectable"), threshold=th["sram_uncorrectable_rma"])
     if ecc.get("sram_threshold_exceeded"):
         add("ecc.flag.sram_threshold_exceeded", "ecc_sram_threshold_exceeded",
             "%s reports 'SRAM Threshold Exceeded': too many uncorrectable SRAM errors" % label)
@@ -91,7 +125,8 @@ def _state_findings(g, th, add, label):
     t = g.get("temperature_c")
     if t is not None and t >= th["temperature_c"]:
         add("temperature_c", "gpu_temperature_high",
-            "%s temperature %d C is at or above %d C" % (label, t, th["temperature_c"]))
+            "%s temperature %d C is at or above %d C" % (label, t, th["temperature_c"]),
+            counters={"temperature_c": t}, threshold=th["temperature_c"])
 
 
 def _odd_reading(g, err_gpus):
@@ -127,7 +162,9 @@ def _error_findings(g, add, label, err_gpus=1):
     if counted:
         add("nvlink_errors", "nvlink_errors", "%s: NVLink error counters are not zero: %s" % (
             label, "; ".join("link %d %s" % (link, ", ".join("%s %d" % kv for kv in sorted(c.items())))
-                             for link, c in sorted(counted.items())[:8])))
+                             for link, c in sorted(counted.items())[:8])),
+            counters={"link%d_%s" % (link, re.sub(r"\W+", "_", name.lower()).strip("_")): n
+                      for link, c in sorted(counted.items()) for name, n in c.items()})
     inactive = g.get("nvlink_inactive")
     if inactive:
         add("nvlink", "nvlink_inactive",
@@ -145,9 +182,10 @@ def gpu_findings(g, source, th, err_gpus=1):
     out = []
     gref = ref(g)
 
-    def add(key, kind, message, severity=None):
+    def add(key, kind, message, severity=None, **numbers):
         ln, evidence = ev(g, key)
-        out.append(finding(kind, message, evidence=evidence, source=src(source, ln), gpu=gref, severity=severity))
+        out.append(finding(kind, message, evidence=evidence, source=src(source, ln), gpu=gref, severity=severity,
+                           **numbers))
 
     label = gpu_label(g)
     _memory_findings(g, th, add, label)

@@ -22,7 +22,7 @@ STEPS = {
     "gpu_check_memory_health": (
         None, "Then check remapped rows, retired pages and the aggregate ECC counters "
               "(`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`).",
-        "이후 remapped row, retired page, 누적(aggregate) ECC 카운터를 확인하십시오 "
+        "이후 리매핑된 row, 폐기된(retired) 페이지, 누적(aggregate) ECC 카운터를 확인하십시오 "
         "(`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`)."),
     "gpu_rma_if_row_fails_again": (
         None, "Replace the GPU (RMA) if the same row fails again (Xid 64) after the reset.",

@@ -33,21 +33,21 @@ KINDS = {
         "모든 호스트에서 Xid {xid} 발생: GPU 하나의 고장이 아니라 애플리케이션/드라이버 문제"),
     "straggler": kind(
         "unknown", "warning", "drain", ("drain_node", "check_clocks_cooling"),
-        "slower than its peers: every collective waits for this host",
-        "다른 노드보다 느린 노드(straggler): 모든 collective가 이 노드를 기다림",
+        "{name} is slower than its peers: every collective waits for this host",
+        "{name}: 다른 노드보다 느린 노드(straggler): 모든 collective가 이 노드를 기다림",
         also=("gpu_hardware",)),
     "shared_rail_errors": kind(
         "ib_network", "warning", "drain", ("drain_node", "check_leaf_switch"),
-        "link errors on rail {ib} on several hosts: the rail's leaf switch, not each HCA",
-        "같은 레일 {ib}에서 여러 호스트에 링크 오류: HCA가 아니라 해당 레일의 리프 스위치 쪽 문제"),
+        "link errors on rail {ib} on several hosts ({name}): the rail's leaf switch, not each HCA",
+        "같은 레일 {ib}에서 여러 호스트({name})에 링크 오류: HCA가 아니라 해당 레일의 리프 스위치 쪽 문제"),
     "job_node_not_checked": kind(
         "unknown", "warning", "none", ("widen_inventory",),
-        "a node of the job was not checked (not in the inventory or outside --limit)",
-        "작업의 노드 하나를 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
+        "{name}, a node of the job, was not checked (not in the inventory or outside --limit)",
+        "작업의 노드 {name}을(를) 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
     "job_culprit_node_not_checked": kind(
         "unknown", "critical", "drain", ("drain_node", "widen_inventory"),
-        "the node of a culprit rank was not checked (not in the inventory or outside --limit)",
-        "원인 랭크의 노드를 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
+        "{name}, the node of a culprit rank, was not checked (not in the inventory or outside --limit)",
+        "원인 랭크의 노드 {name}을(를) 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
     "job_culprit": kind(
         "nccl_deadlock", "critical", None, (),
         "rank {rank} is the rank the others waited for (GPU {gpu})",

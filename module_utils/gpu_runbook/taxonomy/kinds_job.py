@@ -216,7 +216,7 @@ KINDS = {
         "nccl_config", "critical", "nccl_env", ("job_same_nccl_env",),
         "NET/IB collective mismatch: the two ends disagree on the transfer size (NCCL versions/settings differ "
         "across nodes, or the ranks call different collectives)",
-        "NET/IB collective mismatch: 양 끝이 전송 크기에 합의하지 못함 (노드 간 NCCL 버전/설정이 다르거나 랭크들이 "
+        "NCCL 'NET/IB collective mismatch': 양 끝이 전송 크기에 합의하지 못함 (노드 간 NCCL 버전/설정이 다르거나 랭크들이 "
         "서로 다른 collective를 호출함)"),
     # ---- launchers, nccl-tests, NCCL RAS
     "launch_rendezvous_timeout": kind(

@@ -1,0 +1,1 @@
+"""Maintenance scripts for the test data (not collected by pytest)."""
