@@ -166,7 +166,7 @@ def test_commands_follow_the_cheapest_first_order(rack):
 
 def test_cli_analysis_without_a_cluster_section_plans_the_same_hosts():
     a = analyze_paths([DEMO])
-    assert "cluster" not in a
+    a.pop("cluster")  # an analysis saved by an older CLI had none: the plan must not need it
     plan = make_plan(a, WIDE)
     assert {h["host"] for h in plan["hosts"] if h["rungs"]} == {N03, N05, N06}
     assert plan["incident_id"].startswith("gr-") and plan["incident_id"] == make_plan(a, WIDE)["incident_id"]
