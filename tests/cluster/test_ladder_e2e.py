@@ -32,6 +32,12 @@ def slurm_view(tb):
     return {h: {k: node(tb, h).get(k) for k in ("state", "reason", "reason_user", "reason_time")} for h in tb.hosts}
 
 
+def admin_view(view):
+    """A Slurm view without what jobs change: the drain flag, the reason and who set it."""
+    return {h: {"drain": "drain" in (v.get("state") or "").lower(), "reason": v.get("reason"),
+                "reason_user": v.get("reason_user"), "reason_time": v.get("reason_time")} for h, v in view.items()}
+
+
 def jobs_on(tb, name):
     out = tb.slurm("squeue", "-h", "-w", name, "-o", "%i %T").stdout
     return [ln.split() for ln in out.splitlines() if ln.strip()]
@@ -141,7 +147,8 @@ def test_plan_mode_changes_nothing(story):
     run = story["plan"]
     _ok(run)
     assert run.changed_total() == 1  # plan.json/plan.md written on the controller, nothing else
-    assert story["after_plan"] == story["before_plan"]
+    # what we could change: drains and reasons; a job ending meanwhile (short-eval on n02) is not ours
+    assert admin_view(story["after_plan"]) == admin_view(story["before_plan"])
     assert all(calls == [] for calls in story["calls_after_plan"].values()), story["calls_after_plan"]
     assert run.result is None
     decisions = {h["host"]: h["decision"] for h in run.plan["hosts"]}
