@@ -11,7 +11,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SYSTEM_PACKAGES := openssh-server slurmctld slurmd slurm-client munge iproute2 util-linux procps chromium
 SYSTEM_BINARIES := /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/sbin/munged /usr/bin/unshare /usr/bin/chromium
 
-.PHONY: demo test unit lint cluster-test system-deps venv clean bench score
+.PHONY: demo test unit lint cluster-test system-deps venv clean bench score fuzz
 
 venv: $(STAMP)
 
@@ -46,6 +46,12 @@ unit: $(STAMP)
 
 test: $(STAMP) system-deps lint
 	$(BIN)/python -m pytest
+
+# Every parser fed FUZZ_EXAMPLES generated hostile inputs (random, not the fixed CI seed);
+# `make test` runs the same tests with a small derandomized profile.
+FUZZ_EXAMPLES ?= 10000
+fuzz: $(STAMP)
+	GPURB_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/fuzz -m fuzz -q -p no:cacheprovider
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_kernlog.py

@@ -181,6 +181,7 @@ from ansible.module_utils.gpu_runbook.probes import ALL_PROBES, DEFAULT_PROBES, 
 from ansible.module_utils.gpu_runbook.findings import finding
 from ansible.module_utils.gpu_runbook.sources import KERNEL_LOG, NOTES
 from ansible.module_utils.gpu_runbook.timeutil import UTC, iso, local_tz, parse_time, parse_tz
+from ansible.module_utils.gpu_runbook.validate import check_text, problems
 
 
 def _read_time(value, tz):
@@ -240,6 +241,11 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    refused = problems(p, {"capture_dir": "path", "sysfs_root": "path", "kern_log_path": "path",
+                           "expected_ib_devices": "hca"})
+    refused += [why for why in [p["hostname"] and check_text("hostname", p["hostname"], cap=255)] if why]
+    if refused:
+        module.fail_json(msg="; ".join(refused))
     if p["probe_timeout"] < 1:
         module.fail_json(msg="probe_timeout must be at least 1 second")
     try:

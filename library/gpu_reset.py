@@ -236,7 +236,6 @@ would_run:
 import errno
 import glob
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.nvsmi import parse_compute_apps_csv, parse_nvidia_smi, parse_nvidia_smi_failure
@@ -244,6 +243,7 @@ from ansible.module_utils.gpu_runbook.nvsmi.reset import (IDENTITY_FIELDS, after
                                                          parse_gpu_id, parse_identity_csv,
                                                          parse_persistence_output, parse_reset_output,
                                                          reset_cannot_fix, says_lost, says_not_found)
+from ansible.module_utils.gpu_runbook.validate import problems
 from ansible.module_utils.gpu_runbook.nvsmi.holders import (DRM_MODULE, FABRIC_MANAGER_UNIT, MONITOR_UNITS,
                                                            classify_holders, drm_state, fabric_verdict, generation,
                                                            monitor_refusal, not_restored, nvlink_peer_list,
@@ -253,7 +253,6 @@ from ansible.module_utils.gpu_runbook.nvsmi.holders import (DRM_MODULE, FABRIC_M
 APPS_FIELDS = ("pid", "process_name", "gpu_bus_id")
 _REFUSAL_NAMES = {"in_use": "gpu_in_use", "gpu_lost": "gpu_lost", "no_permission": "no_permission",
                   "timeout": "nvidia_smi_hang", "failed": "reset_failed"}
-_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.@-]{1,200}$")
 
 
 class Refusal(Exception):
@@ -658,10 +657,15 @@ def main():
     p = module.params
     if p["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second", blocked_by=["bad_timeout"], changed=False)
-    bad_units = [u for u in p["monitor_units"] + [p["fabric_manager_unit"]] if not _UNIT_RE.match(u or "")]
+    # unit names reach systemctl's argv: none may read as an option or hold a newline
+    bad_units = problems(dict(p, fabric_manager_unit=[p["fabric_manager_unit"]]),
+                         {"monitor_units": "unit", "fabric_manager_unit": "unit"})
     if bad_units:
-        module.fail_json(msg="not a systemd unit name: %s" % ", ".join(repr(u)[:80] for u in bad_units),
+        module.fail_json(msg="; ".join(bad_units),
                          blocked_by=["bad_unit_name"], changed=False)
+    bad_paths = problems(p, {"proc_root": "path", "dev_root": "path"})
+    if bad_paths:
+        module.fail_json(msg="; ".join(bad_paths), blocked_by=["bad_parameter"], changed=False)
     smi = Smi(module, p["timeout"])
     node = Node(module, p, smi.changes)
     try:

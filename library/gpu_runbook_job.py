@@ -122,6 +122,12 @@ job:
       type: str
       returned: when Slurm answered
       sample: /shared/run7/slurm-12345.err
+    user:
+      description: The job's owner as Slurm's UserId prints it, name and uid (scontrol only); the report reads
+        the job's StdOut/StdErr only where this user could.
+      type: str
+      returned: when Slurm answered
+      sample: alice(1001)
     workdir:
       description: The job's working directory.
       type: str
@@ -143,6 +149,7 @@ hosts:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.probes import run_argv
 from ansible.module_utils.gpu_runbook.slurm import expand_hostlist, parse_sacct, parse_scontrol_show_job
+from ansible.module_utils.gpu_runbook.validate import problems
 
 SACCT_FIELDS = "JobID,JobName,State,Start,End,NodeList,WorkDir"
 WITHOUT_SLURM = ("to go on without Slurm, name the job's nodes and logs: -e job_nodes='NODES' -e job_log_dir=DIR "
@@ -214,8 +221,10 @@ def main():
     )
     job_id = (module.params["job_id"] or "").strip()
     nodes = (module.params["nodes"] or "").strip()
-    if job_id and not job_id.replace("_", "").replace(".", "").isalnum():
-        module.fail_json(msg="job_id %r is not a Slurm job id" % job_id)
+    # the job id reaches scontrol's and sacct's argv: digits only, never an option
+    refused = problems({"job_id": job_id, "nodes": nodes}, {"job_id": "job_id", "nodes": "hostlist"})
+    if refused:
+        module.fail_json(msg="; ".join(refused))
     if nodes:
         job = given_nodes(job_id, nodes)
         if not job["nodes"]:

@@ -178,6 +178,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.plan.envfile import EnvError, update
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, check_target, write_atomic
+from ansible.module_utils.gpu_runbook.validate import problems
 
 NAMES = (("env", "nccl.env"), ("sbatch", "nccl.sbatch"), ("record", "excluded-rails.json"))
 
@@ -254,6 +255,10 @@ def main():
         ),
         supports_check_mode=True,
     )
+    # the incident goes into a file a job's shell sources: one id, never a second line
+    refused = problems(module.params, {"dir": "path", "incident": "incident"})
+    if refused:
+        module.fail_json(msg="job env not written: %s" % "; ".join(refused))
     try:
         result = run(module)
     except EnvError as exc:

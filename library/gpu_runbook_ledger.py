@@ -247,6 +247,7 @@ from ansible.module_utils.gpu_runbook.ledger import (AUDIT_FILE, HISTORY_FILE, L
                                                      remedy_entry, resolved)
 from ansible.module_utils.gpu_runbook.ledger.lock import is_stale, owner_text
 from ansible.module_utils.gpu_runbook.timeutil import UTC, to_utc
+from ansible.module_utils.gpu_runbook.validate import problems
 
 
 def _cmdline(pid):
@@ -438,6 +439,10 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = problems(module.params, {"state_dir": "path", "incident": "incident", "lock_id": "text",
+                                       "job_id": "text", "hosts": "text", "now": "text"})
+    if refused:
+        module.fail_json(msg="; ".join(refused), changed=False)
     try:
         res = run(module)
     except LedgerError as exc:

@@ -140,6 +140,7 @@ import shlex
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.plan import make_plan
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
+from ansible.module_utils.gpu_runbook.validate import problems
 
 PLAN_ONLY = "plan only: nothing was changed (-e confirm=yes acts)"
 ACTING = "confirm=yes: the ladder acts on the hosts marked ACT, one serial batch at a time"
@@ -283,6 +284,9 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    refused = problems(p, {"plan_dir": "path"})
+    if refused:
+        module.fail_json(msg="; ".join(refused))
     plan = make_plan(p["analysis"], policy=p["policy"], facts=_host_facts(p["facts"]))
     if plan["errors"] and not plan["hosts"]:
         module.fail_json(msg="cannot plan: %s" % "; ".join(plan["errors"]), plan=plan)

@@ -154,35 +154,65 @@ summary:
 
 import datetime
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.diagnose import console_lines, diagnose, summary as make_summary
 from ansible.module_utils.gpu_runbook.probes import read_tail
 from ansible.module_utils.gpu_runbook.reports import annotate, describe_inputs, describe_window, write_reports
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused
+from ansible.module_utils.gpu_runbook.textio import printable, why_not_readable_by
+from ansible.module_utils.gpu_runbook import validate
 
 _MAX_LOG = 256 * 1024 * 1024
 
 
-def _read_logs(log_dir, files):
-    """{name: text} of the job's logs; unreadable files are reported, not fatal."""
+def _job_uid(job):
+    """The job owner's uid from Slurm's UserId ('alice(1001)', '1001' or 'alice'); None if unknown."""
+    user = str((job or {}).get("user") or "").strip()
+    m = re.search(r"\((\d+)\)$", user) or re.match(r"(\d+)$", user)
+    if m:
+        return int(m.group(1))
+    try:
+        import pwd
+        return pwd.getpwnam(user).pw_uid if user else None
+    except KeyError:
+        return None
+
+
+def _read_logs(log_dir, files, job=None):
+    """{name: text} of the job's logs; unreadable files are reported, not fatal.
+
+    The job's files are named by its owner (Slurm's StdOut/StdErr, what the job wrote), but
+    read here as root: each is read only as its owner could -- for Slurm's paths the job's
+    user, for a file in the log directory the owner of its name (who made the link; an
+    operator's root-owned copy is root's) -- and only when it is a regular file (a FIFO,
+    /dev/zero or /proc/kmsg would block or never end)."""
     found, problems = {}, []
     paths = list(files or [])
+    slurm_paths = set(paths)
     if log_dir:
         if not os.path.isdir(log_dir):
             problems.append("job_log_dir %s is not a directory" % log_dir)
         else:
             for root, _dirs, names in os.walk(log_dir):
                 paths += [os.path.join(root, n) for n in sorted(names)]
+    job_uid = _job_uid(job)
     for path in paths:
-        if not os.path.isfile(path):
+        if not os.path.lexists(path):
             problems.append("%s: not found" % path)
             continue
         try:
+            as_uid = job_uid if path in slurm_paths and job_uid is not None else os.lstat(path).st_uid
+            why = why_not_readable_by(path, as_uid)
+            if why:
+                problems.append("%s: %s" % (path, why))
+                continue
             name = os.path.relpath(path, log_dir) if log_dir and path.startswith(log_dir) else os.path.basename(path)
-            found[name] = read_tail(path, _MAX_LOG)
+            # the checked real path, its last step not followed: a link swapped in since is refused
+            found[name] = read_tail(os.path.realpath(path), _MAX_LOG, nofollow=True)
         except OSError as exc:
-            problems.append("%s: %s" % (path, exc.strerror))
+            problems.append("%s: %s" % (path, exc.strerror or exc))
     return found, problems
 
 
@@ -198,9 +228,12 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = validate.problems(module.params, {"report_dir": "path", "job_log_dir": "path", "job_log_files": "path"})
+    if refused:
+        module.fail_json(msg="; ".join(refused))
     lang = module.params["lang"]
     results = module.params["results"]
-    logs, problems = _read_logs(module.params["job_log_dir"], module.params["job_log_files"])
+    logs, problems = _read_logs(module.params["job_log_dir"], module.params["job_log_files"], module.params["job"])
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     analysis = diagnose(results, job_logs=logs, slurm_job=module.params["job"],
                         log_problems=problems, generated=now)
@@ -220,7 +253,8 @@ def main():
             module.fail_json(msg="cannot write reports to %s: %s" % (report_dir, exc))
         report_path = next((p for p in summary["report_files"] if p.endswith(".html")), None)
         changed = True
-    lines = console_lines(analysis, lang, report_path=report_path)
+    # the play prints these: a log's terminal escapes are shown escaped, never acted on
+    lines = [printable(line) for line in console_lines(analysis, lang, report_path=report_path)]
     module.exit_json(changed=changed, analysis=analysis, lines=lines, summary=summary)
 
 

@@ -164,7 +164,6 @@ warnings_lines:
 
 import json
 import os
-import re
 from datetime import datetime
 
 from ansible.module_utils.basic import AnsibleModule
@@ -173,8 +172,8 @@ from ansible.module_utils.gpu_runbook.plan.rma import markdown, rma_bundle
 from ansible.module_utils.gpu_runbook.plan.verify import assess, gpu_catalog
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
 from ansible.module_utils.gpu_runbook.timeutil import UTC, iso, to_utc
+from ansible.module_utils.gpu_runbook.validate import check
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$")
 
 
 class Refused(Exception):
@@ -182,8 +181,9 @@ class Refused(Exception):
 
 
 def _name(what, value):
-    if not _NAME_RE.match(value or "") or ".." in value:
-        raise Refused("%s %r cannot name a file (letters, digits and _.:@+- only, no '..')" % (what, value))
+    why = check("file_name", what, value)
+    if why:
+        raise Refused("%s: it cannot name a file (no '..')" % why)
     return value
 
 
@@ -249,6 +249,10 @@ def run(module):
     host = (p["host"] or "").strip()
     if not host:
         raise Refused("host is required")
+    # both name the bundle's files, written or not: refused before anything is read
+    _name("host", host)
+    if p["incident"]:
+        _name("incident", p["incident"])
     history, attempts = list(p["history"]), list(p["attempts"])
     warn = _read_ledger(p["state_dir"], history, attempts)
     findings = list((p["analysis_host"] or {}).get("findings") or []) + list(p["earlier_findings"])

@@ -224,12 +224,13 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.infiniband import parse_ib_sysfs
 from ansible.module_utils.gpu_runbook.infiniband.restart import (
-    PEERMEM, UNIT_RE, blockers, blocking_modules, default_expected, escalation, ib_ports, parse_port_specs,
+    PEERMEM, blockers, blocking_modules, default_expected, escalation, ib_ports, parse_port_specs,
     parse_proc_modules, plan_argv, port_summary, ports_back, running_daemons, select_ports, still_rising,
     unreadable_ports)
 from ansible.module_utils.gpu_runbook.infiniband.reload import (
     METHODS, parse_module_table, reload_argv, reload_plan, unit_presence)
 from ansible.module_utils.gpu_runbook.probes import read_ib_sysfs
+from ansible.module_utils.gpu_runbook.validate import problems
 
 
 class Refusal(Exception):
@@ -594,12 +595,15 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    bad = None
-    if not UNIT_RE.match(p["unit"] or ""):
-        bad = "unit must be a systemd unit name, not %r" % p["unit"]
-    elif p["wait"] < 0 or p["soak"] < 0 or p["wait"] > 3600 or p["soak"] > 3600:
+    # the unit reaches systemctl's argv: it may not read as an option or hold a newline
+    bad = "; ".join(problems(dict(p, unit=[p["unit"]]), {"unit": "unit", "sysfs_root": "path", "proc_root": "path"}))
+    bad_ports = problems(p, {"expected_ports": "ib_port"})
+    if bad_ports and not bad:
+        module.fail_json(msg="%s: give ports as mlx5_N/1 or a device name" % bad_ports[0],
+                         blocked_by=["bad_expected_ports"], changed=False, verified=False, commands=[])
+    if not bad and (p["wait"] < 0 or p["soak"] < 0 or p["wait"] > 3600 or p["soak"] > 3600):
         bad = "wait and soak are seconds between 0 and 3600"
-    elif p["expected_rate"] is not None and p["expected_rate"] <= 0:
+    elif not bad and p["expected_rate"] is not None and p["expected_rate"] <= 0:
         bad = "expected_rate is a link rate in Gb/s, above 0"
     if bad:
         module.fail_json(msg=bad, blocked_by=["bad_parameter"], changed=False, verified=False, commands=[])

@@ -137,17 +137,16 @@ msg: {description: What was done or why the node was left alone., returned: alwa
 
 import json
 import os
-import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.probes import run_argv
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
 from ansible.module_utils.gpu_runbook.slurm import (
-    drain_reason, drain_status, owns, ownership_record, parse_node_state, parse_scontrol_show_node, plan_node,
-    reboot_flag, slurm_error_kind)
+    MAX_REASON, drain_reason, drain_status, owns, ownership_record, parse_node_state, parse_scontrol_show_node,
+    plan_node, reboot_flag, slurm_error_kind)
+from ansible.module_utils.gpu_runbook.validate import check, check_text, problems
 
-_NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_WAIT = 86400
 
 
@@ -319,8 +318,12 @@ def result_of(node, owned, rec_path):
 def run(module):
     p = module.params
     name = (p["name"] or "").strip()
-    if not _NODE_RE.match(name):
-        raise SlurmError("name %r is not one Slurm node name (no hostlists, spaces or slashes)" % p["name"])
+    # every value that reaches scontrol or a file name, checked before anything runs
+    refused = [why for why in (check("node", "name", name),
+                               p["reason"] is not None and check_text("reason", p["reason"], cap=MAX_REASON)) if why]
+    refused += problems(p, {"incident": "incident", "state_dir": "path"})
+    if refused:
+        raise SlurmError("; ".join(refused))
     if not 0 <= p["wait_drained"] <= MAX_WAIT:
         raise SlurmError("wait_drained must be between 0 and %d seconds, not %d" % (MAX_WAIT, p["wait_drained"]))
     if p["timeout"] < 1:

@@ -15,13 +15,14 @@ Those findings travel in ``sources["_notes"]`` (analyze adds them to the host's 
 """
 
 import collections
+import datetime
 import os
 import stat
 import zlib
 
 from .findings import finding, never_raise
 from .sources import BUG_REPORT, JOB_LOG, KERNEL_LOG, NOTES, canonical_name, detect_source
-from .textio import TextChunks, decode, is_gzip
+from .textio import TextChunks, decode, is_gzip, open_regular
 
 _MAX_READ = 64 * 1024 * 1024  # characters of one non-kernel source held in memory
 _HEAD = 65536  # what content detection looks at (sources.detect_source)
@@ -101,7 +102,8 @@ def _unreadable(entry, full, exc):
 def _head(full):
     """The first ``_HEAD`` bytes of a file as text, decompressed when it is gzip (by magic,
     whatever the name), decoded as UTF-8 or UTF-16. Never more than that is decompressed."""
-    with open(full, "rb") as fh:
+    fd, _st = open_regular(full)  # checked again on the open file: it may have been swapped
+    with os.fdopen(fd, "rb") as fh:
         raw = fh.read(_HEAD)
         if not is_gzip(raw):
             return decode(raw)
@@ -171,7 +173,7 @@ def stream_large_sources(sources, since=None, year=None, tz=None):
 
 def _scan(name, paths, since, year, tz):
     from .kernlog import scan_kernel_log_files
-    kwargs = {"since": since, "year": year}
+    kwargs = {"since": since, "year": year if year is not None else _captured_at(paths)}
     if tz is not None:
         kwargs["tz"] = tz
     try:
@@ -180,6 +182,17 @@ def _scan(name, paths, since, year, tz):
         return {}, [finding("capture_unreadable", "%s could not be read: %s" % (name, exc),
                             evidence=" ".join(paths), source=name)]
 
+
+def _captured_at(paths):
+    """The capture's own time (its newest file's mtime, UTC): a year-less syslog line is never
+    dated after it. None when no file can be stat'ed."""
+    times = []
+    for path in paths:
+        try:
+            times.append(os.stat(path).st_mtime)
+        except OSError:
+            continue
+    return datetime.datetime.fromtimestamp(max(times), datetime.timezone.utc) if times else None
 
 
 def split_hosts(sources, since=None, year=None, tz=None):
@@ -256,7 +269,8 @@ def _split_kernel(value, since, year, tz):
         if not demux_needed:
             return {}, next(iter(names)) if names else None
         per_host, _demux = scan_by_host([(p, os.path.basename(p)) for p in paths], None,
-                                        since=since, year=year, tz=tz)
+                                        since=since, year=year if year is not None else _captured_at(paths),
+                                        tz=tz)
     except Exception:  # noqa: BLE001 -- a bug here must not lose the log: the plain scan reads it
         return {}, None
     return per_host, None

@@ -15,9 +15,13 @@ from . import __version__
 from .analyze import SCHEMA, analyze_host, exit_status
 from .capture import load_capture_dir, split_hosts, stream_large_sources
 from .diagnose import diagnose
+from .findings import finding
+from .sources import NOTES
+from .textio import printable, printable_json
 from .timeutil import local_tz, parse_time, parse_tz
 
 EXIT_UNUSABLE = 3
+EXIT_OUTPUT_FAILED = 4
 
 # The epilog of `analyze --help`. The job-log names are canonical_name()'s and the contents
 # DETECTORS' (sources.py); the codes are exit_status()'s plus EXIT_UNUSABLE: the tests hold
@@ -41,6 +45,12 @@ exit status:
   2  critical (a host or the job)
   3  unusable input: a bad argument or a missing path (one line on stderr, nothing
      analysed), or no input gave usable evidence
+  4  the output could not be written (a closed pipe, as in `| head`, or a full disk):
+     one line on stderr
+
+A host directory that cannot be listed does not stop the others: it is reported as a
+host with no usable evidence, saying why. Control characters in the logs' text (terminal
+escapes) are printed escaped, as \x1b.
 """
 
 
@@ -123,7 +133,11 @@ def _host_dirs(path):
     for entry in sorted(os.listdir(path)):
         sub = os.path.join(path, entry)
         if os.path.isdir(sub):
-            s, j, i = load_capture_dir(sub)
+            try:
+                s, j, i = load_capture_dir(sub)
+            except OSError as exc:  # one host's directory unreadable: the others are still analysed
+                why = "%s could not be read: %s" % (entry, exc.strerror or exc)
+                s, j, i = {NOTES: [finding("capture_unreadable", why, evidence=sub, source=entry)]}, {}, []
             if s or j:
                 out.append((entry, s, j, i))
     return out
@@ -177,17 +191,34 @@ def main(argv=None):
         return EXIT_UNUSABLE
     unusable = _unusable(analysis)
     for host, why in unusable:
-        print("gpu-runbook: %s: no usable evidence: %s" % (host, why), file=sys.stderr)
+        print(printable("gpu-runbook: %s: no usable evidence: %s" % (host, why)), file=sys.stderr)
     if unusable and len(unusable) == len(analysis["hosts"]) and not analysis.get("job"):
         return EXIT_UNUSABLE
     if args.format == "json":
-        json.dump(analysis, sys.stdout, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write("\n")
+        out = printable_json(json.dumps(analysis, indent=2, ensure_ascii=False, default=str)) + "\n"
     else:
         from .render import render_text
-        print(render_text(analysis, lang=args.lang))
+        out = render_text(analysis, lang=args.lang) + "\n"
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()  # here, not at exit: a full disk or closed pipe is seen and said once
+    except OSError as exc:
+        _silence_stdout()
+        print("gpu-runbook: output could not be written: %s" % (exc.strerror or exc), file=sys.stderr)
+        return EXIT_OUTPUT_FAILED
     # the job's findings weigh like a host's: a job that hung on no sick host is still critical
     return exit_status(analysis["hosts"] + list((analysis.get("job") or {}).get("findings") or []))
+
+
+def _silence_stdout():
+    """Point stdout at /dev/null: what Python still holds for it is dropped at exit, not
+    reported a second time as a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout already closed or not a real file (a test's StringIO)
+        pass
 
 
 def _check_paths(paths):

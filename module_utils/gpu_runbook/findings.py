@@ -31,7 +31,7 @@ import re
 from .taxonomy import (CATEGORIES, RUNG_RANK, RUNGS, SEVERITIES, SEVERITY_RANK, action_text,  # noqa: F401
                        kind_info, steps_for)
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\](?:[^\x07\x1b]|\x1b(?!\]))*\x07")
 _PCI_RE = re.compile(
     r"^(?:(?P<dom>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})(?:\.(?P<fn>[0-7]))?$")
 

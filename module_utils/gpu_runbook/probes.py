@@ -22,6 +22,7 @@ import time
 
 from .findings import finding
 from .sources import COMPUTE_APPS, KERNEL_LOG, NOTES, NVSMI_SOURCES, detect_source
+from .textio import read_tail_bytes
 
 DEFAULT_PROBES = ("nvidia_smi", "compute_apps", "kernel_log", "ib_sysfs")
 ALL_PROBES = DEFAULT_PROBES + ("ibstat", "perfquery")
@@ -34,6 +35,7 @@ _MAX_SAID = 4096  # what a failed tool said, kept for the finding that names the
 # Where Ansible's get_bin_path also looks: ibstat and perfquery live in sbin, often off PATH.
 _SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 _GRACE = 2.0  # seconds past the deadline for killed probes to report how they ended
+_EXIT_GRACE = 1.0  # seconds after a tool's exit for its pipes to reach their end
 
 
 def find_tool(tool, path=None):
@@ -140,23 +142,33 @@ class _Drain(threading.Thread):
 
 def _run(gather, argv, env=None):
     """Run argv within the gather's deadline -> (rc, stdout, stderr, stdout_cut).
-    TimeoutError when it has not finished (exited AND closed its output) by the deadline:
-    a wedged GPU leaves nvidia-smi in uninterruptible sleep."""
+    TimeoutError when the tool itself has not exited by the deadline: a wedged GPU leaves
+    nvidia-smi in uninterruptible sleep. Only the tool's own exit counts: a child it left
+    holding the pipes (a daemon it spawned) is killed with its process group once what the
+    tool wrote has been read, and is not a hang."""
     proc = gather.spawn(argv, env)
     out, err = _Drain(proc.stdout, _MAX_OUTPUT), _Drain(proc.stderr, _MAX_STDERR)
     try:
         proc.wait(timeout=gather.left())
-        out.join(gather.left())  # a background child may still hold the pipes
-        err.join(gather.left())
-        finished = not (out.is_alive() or err.is_alive())
     except subprocess.TimeoutExpired:
-        finished = False
-    if not finished:
         _kill_group(proc)
         out.join(1)
         err.join(1)
         raise TimeoutError("no answer after %ss" % gather.seconds)
+    if not _drained(out, err, gather):
+        _kill_group(proc)  # what still holds the pipes is a child of the tool: its output is not the tool's
+        _drained(out, err, gather)
     return proc.returncode, out.text(), err.text(), out.truncated
+
+
+def _drained(out, err, gather):
+    """Did both pipes reach their end within a short grace (what the exited tool wrote is
+    already in them)? A child that escaped the process group leaves its reader behind."""
+    # one grace for both pipes; at least a moment, even at the deadline: the tool did answer
+    end = time.monotonic() + max(0.25, min(_EXIT_GRACE, gather.left()))
+    for drain in (out, err):
+        drain.join(max(0.0, end - time.monotonic()))
+    return not (out.is_alive() or err.is_alive())
 
 
 def run_argv(argv, timeout, env=None):
@@ -328,12 +340,11 @@ def _best(alts, answers, final):
     return -1
 
 
-def read_tail(path, limit):
-    """The last ``limit`` bytes of a file as text: the end of a log holds the incident."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, fh.tell() - limit))
-        return fh.read().decode("utf-8", "replace")
+def read_tail(path, limit, nofollow=False):
+    """The last ``limit`` bytes of a file as text: the end of a log holds the incident. Only a
+    regular file is read, without blocking (textio.open_regular): a FIFO, a device or a
+    socket is a NotRegularFile (an OSError)."""
+    return read_tail_bytes(path, limit, nofollow).decode("utf-8", "replace")
 
 
 def read_ib_sysfs(sysfs_root="/sys", status=None):

@@ -11,6 +11,7 @@ from .cluster import CULPRIT_HOST, NAMED_BY_JOB, NOT_IN_JOB, job_relation
 from .findings import SEVERITY_RANK
 from .i18n import (CONFIDENCE_LABEL, RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, display_width, finding_message,
                    how_sure, label, numbers_text, pad, text, wrap, xid_label)
+from .textio import printable
 from .verdict import rank_key
 
 WIDTH = 100          # wrap prose at this many display columns
@@ -256,5 +257,6 @@ def render_lines(analysis, lang="en", verbose=False, report_path=None):
 
 
 def render_text(analysis, lang="en", verbose=True):
-    """The CLI's text output: the console's layout, with every finding and its evidence."""
-    return "\n".join(render_lines(analysis, lang, verbose=verbose))
+    """The CLI's text output: the console's layout, with every finding and its evidence;
+    control characters from the logs escaped (a terminal would act on them)."""
+    return printable("\n".join(render_lines(analysis, lang, verbose=verbose)))

@@ -18,12 +18,14 @@ def check_target(path, what="target"):
         raise WriteRefused("%s %s exists and is not a regular file" % (what, path))
 
 
-def write_atomic(path, text, mode=0o644, fsync=True):
-    """Write ``text`` to ``path`` (checked first); OSError or WriteRefused, never half a file."""
-    check_target(path)
+def write_atomic(path, text, mode=0o644, fsync=True, what="target"):
+    """Write ``text`` to ``path`` (checked first); OSError or WriteRefused, never half a file.
+    The temporary file is created new (O_EXCL, mode 0600) and renamed over ``path``: rename
+    replaces a link made after the check, it never writes through one."""
+    check_target(path, what)
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path) or ".")
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             if fsync:
                 fh.flush()

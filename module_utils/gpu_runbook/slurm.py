@@ -4,6 +4,7 @@ Slurm prints times without a zone, in the local time of the process that printed
 controller running scontrol/sacct): callers pass that zone as ``tz`` and get the start and
 end back as ISO 8601 with the offset, so a node in another zone compares them correctly."""
 
+import itertools
 import re
 
 from .timeutil import parse_time
@@ -12,45 +13,57 @@ _KV_RE = re.compile(r"(?:(?<=\s)|^)([A-Za-z][\w:/]*)=(.*?)(?=\s+[A-Za-z][\w:/]*=
 _RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
-def expand_hostlist(expr):
-    """'gpu-r3-n[01-03,07],ctl' -> ['gpu-r3-n01', 'gpu-r3-n02', 'gpu-r3-n03', 'gpu-r3-n07', 'ctl']."""
+MAX_NODES = 65536  # names one hostlist may expand to: 'n[1-99999999]' must not cost gigabytes
+_MAX_ITEM = 1024   # a longer comma-separated item is no hostlist: kept verbatim
+
+
+def expand_hostlist(expr, limit=MAX_NODES):
+    """'gpu-r3-n[01-03,07],ctl' -> ['gpu-r3-n01', 'gpu-r3-n02', 'gpu-r3-n03', 'gpu-r3-n07', 'ctl'];
+    at most ``limit`` names."""
     if not expr or expr in ("(null)", "None_assigned"):
         return []
-    out, depth, cur = [], 0, ""
+    out, depth, cur = [], 0, []
     for ch in expr:  # split on commas outside brackets
         if ch == "[":
             depth += 1
         elif ch == "]":
             depth -= 1
         if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
+            out.append("".join(cur))
+            cur = []
         else:
-            cur += ch
-    out.append(cur)
+            cur.append(ch)
+    out.append("".join(cur))
     hosts = []
     for item in (x.strip() for x in out):
-        if not item:
-            continue
-        hosts.extend(_expand_one(item))
-    return hosts
+        if item:
+            hosts.extend(_expand_one(item, limit - len(hosts)))
+        if len(hosts) >= limit:
+            break
+    return hosts[:limit]
 
 
-def _expand_one(item):
-    m = re.search(r"\[([^\]]*)\]", item)
-    if not m:
+def _expand_one(item, limit):
+    """One item's names, bracket by bracket (no recursion: 'n[1][1]...' may have thousands),
+    lazily, so a huge range or product stops at ``limit``."""
+    if len(item) > _MAX_ITEM:
         return [item]
-    head, tail = item[:m.start()], item[m.end():]
-    names = []
-    for part in m.group(1).split(","):
-        r = _RANGE_RE.match(part.strip())
-        if not r:
-            return [item]  # not a hostlist we understand: keep it verbatim
-        lo, hi = r.group(1), r.group(2) or r.group(1)
-        width = len(lo)
-        for n in range(int(lo), int(hi) + 1):
-            names.extend(_expand_one("%s%0*d%s" % (head, width, n, tail)))
-    return names
+    pieces, pos = [], 0
+    for m in re.finditer(r"\[([^\][]*)\]", item):
+        numbers = []
+        for part in m.group(1).split(","):
+            r = _RANGE_RE.match(part.strip())
+            if not r or len(r.group(0)) > 40:
+                return [item]  # not a hostlist we understand: keep it verbatim
+            lo, hi = r.group(1), r.group(2) or r.group(1)
+            numbers.append((int(lo), int(hi), len(lo)))
+        pieces.append((item[pos:m.start()], numbers))
+        pos = m.end()
+    names = [""]
+    for lit, numbers in pieces:
+        names = list(itertools.islice((name + lit + "%0*d" % (width, n) for name in names
+                                       for lo, hi, width in numbers for n in range(lo, hi + 1)), limit))
+    return [name + item[pos:] for name in names]
 
 
 def parse_scontrol_show_job(text, tz=None):
@@ -61,9 +74,11 @@ def parse_scontrol_show_job(text, tz=None):
     kv = {}
     for m in _KV_RE.finditer(text.replace("\n", " ")):
         kv.setdefault(m.group(1), m.group(2).strip())
-    return _job(kv.get("JobId"), kv.get("JobName"), kv.get("JobState"), kv.get("NodeList"),
-                kv.get("StartTime"), kv.get("EndTime"), kv.get("StdOut"), kv.get("StdErr"),
-                kv.get("WorkDir"), kv.get("NumNodes"), tz)
+    job = _job(kv.get("JobId"), kv.get("JobName"), kv.get("JobState"), kv.get("NodeList"),
+               kv.get("StartTime"), kv.get("EndTime"), kv.get("StdOut"), kv.get("StdErr"),
+               kv.get("WorkDir"), kv.get("NumNodes"), tz)
+    job["user"] = kv.get("UserId") or None  # 'alice(1001)': the job's StdOut/StdErr are read with its rights
+    return job
 
 
 def parse_sacct(text, job_id=None, tz=None):
@@ -87,13 +102,19 @@ def _with_zone(value, tz):
         return value
 
 
+def _count(value, default):
+    """'5' or '4-8' (a range) -> 5 / 4; ``default`` for anything else ('²', 5000 digits)."""
+    first = (value or "").split("-")[0]
+    return int(first) if first.isascii() and first.isdigit() and len(first) < 19 else default
+
+
 def _job(job_id, name, state, nodelist, start, end, stdout, stderr, workdir, num_nodes, tz=None):
     def clean(v):
         return None if v in (None, "", "(null)", "Unknown", "None") else v
     nodes = expand_hostlist(clean(nodelist) or "")
     return {
         "job_id": clean(job_id), "name": clean(name), "state": clean(state), "nodelist": clean(nodelist),
-        "nodes": nodes, "num_nodes": int(num_nodes.split("-")[0]) if num_nodes and num_nodes.split("-")[0].isdigit() else len(nodes),
+        "nodes": nodes, "num_nodes": _count(num_nodes, len(nodes)),
         "start": _with_zone(clean(start), tz), "end": _with_zone(clean(end), tz), "stdout": clean(stdout), "stderr": clean(stderr),
         "workdir": clean(workdir),
     }
@@ -112,7 +133,7 @@ _BUSY_BASES = ("ALLOCATED", "MIXED")
 # Slurm prints `Reason=<text> [<user>@<time>]` (node_info.c); the time in SLURM_TIME_FORMAT
 # (ISO by default, callers set SLURM_TIME_FORMAT=standard to be sure of it).
 _REASON_KEY_RE = re.compile(r"(?:^|\s)Reason=")
-_REASON_TAIL_RE = re.compile(r"\s*\[([^\s@\[\]]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\](?=\s*$|\s+[A-Z][\w:/]*=)", re.M)
+_REASON_TAIL_RE = re.compile(r"(?<!\s)\s*\[([^\s@\[\]]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\](?=\s*$|\s+[A-Z][\w:/]*=)", re.M)
 
 
 def parse_node_state(state):
@@ -190,7 +211,7 @@ def _parse_node_record(record):
         "name": kv.get("NodeName"), "state": kv.get("State"), "base_state": base, "flags": flags,
         "drain": drain_status(base, flags), "drained": drain_status(base, flags) == "DRAINED",
         "reason": reason, "reason_user": user, "reason_time": when,
-        "cpu_alloc": int(alloc) if alloc.isdigit() else None, "alloc_tres": kv.get("AllocTRES") or None,
+        "cpu_alloc": int(alloc) if alloc.isascii() and alloc.isdigit() and len(alloc) < 19 else None, "alloc_tres": kv.get("AllocTRES") or None,
         "partitions": [p for p in (kv.get("Partitions") or "").split(",") if p],
         "version": kv.get("Version"), "node_addr": kv.get("NodeAddr"),
     }

@@ -33,14 +33,14 @@ ALIASES = {
 DETECTORS = (
     (BUG_REPORT, re.compile(r"nvidia-bug-report\.sh|^_{20,}\s*$", re.M)),
     ("nvidia-smi-q.xml", re.compile(r"<nvidia_smi_log\b")),
-    ("nvidia-smi-q.txt", re.compile(r"=+NVSMI LOG=+|^Attached GPUs\s*:", re.M)),
+    ("nvidia-smi-q.txt", re.compile(r"(?<!=)=+NVSMI LOG=+|^Attached GPUs\s*:", re.M)),
     ("nvidia-smi.txt", re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name|^GPU \d+: [^\n]{1,120}\n\s*Link \d+: ", re.M)),
     ("ib-sysfs.txt", re.compile(r"/ports/\d+/(?:state|counters/\w+):", re.M)),
     ("ibstat.txt", re.compile(r"^CA '[^']+'", re.M)),
     ("ibv_devinfo.txt", re.compile(r"^hca_id:\s*\S+", re.M)),
     ("perfquery.txt", re.compile(r"^# Port (?:extended )?counters:", re.M)),
     (JOB_LOG, re.compile(r"NCCL (?:INFO|WARN)|ProcessGroupNCCL|Watchdog caught collective|"
-                         r"\d+%\|.*it/s\]")),
+                         r"(?<!\d)\d+%\|[^\n%]*?it/s\]")),
     (KERNEL_LOG, re.compile(r"NVRM:|mlx5_core|kernel:|^\[\s*\d+\.\d+\]|^\[\w{3} \w{3} [ \d]\d ", re.M)),
 )
 

@@ -3,6 +3,10 @@ a Windows editor or PowerShell's ``>``), gzip-compressed files. Decoding never f
 undecodable byte becomes U+FFFD, so a bad byte cannot hide the Xid beside it."""
 
 import codecs
+import errno
+import os
+import re
+import stat
 import zlib
 
 _READ = 64 * 1024  # compressed bytes per read: a corrupt block loses at most this much before it
@@ -32,6 +36,122 @@ def decode(data, encoding=None):
     enc = encoding or sniff_encoding(data[:4096])
     text = data.decode(enc, "replace")
     return text[1:] if text.startswith("\ufeff") else text
+
+
+class NotRegularFile(OSError):
+    """A path that is not a plain file: a FIFO, device, socket, directory, or a link where
+    none is followed. ``strerror`` says which (callers print it as any OSError's)."""
+
+    def __init__(self, what):
+        OSError.__init__(self, errno.EINVAL, "skipped: %s, not a regular file" % what)
+
+
+def _kind(mode):
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return what
+    return "a special file"
+
+
+def open_regular(path, nofollow=False):
+    """-> (fd, stat) of ``path`` opened read-only, or NotRegularFile / OSError. Never blocks
+    and never opens a device: the path is stat'ed first (opening /dev/watchdog or a tape has
+    effects), opened non-blocking (a FIFO would wait for a writer; /proc/kmsg then answers
+    EAGAIN instead of waiting for the next kernel message) and fstat'ed again (it may have been
+    swapped since). ``nofollow``: a path someone else could have made -- its last component
+    must not be a link."""
+    st = os.lstat(path) if nofollow else os.stat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise NotRegularFile("a symlink (not followed)")
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(_kind(st.st_mode))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | (os.O_NOFOLLOW if nofollow else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and nofollow:
+            raise NotRegularFile("a symlink (not followed)")
+        if exc.errno == errno.ENXIO:  # a socket
+            raise NotRegularFile("a socket")
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotRegularFile(_kind(st.st_mode))
+    return fd, st
+
+
+def read_tail_bytes(path, limit, nofollow=False):
+    """The last ``limit`` bytes of a regular file (open_regular's rules), never more: a /proc
+    file that reports size 0 and keeps producing stops at ``limit`` too."""
+    fd, st = open_regular(path, nofollow)
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > limit:
+            fh.seek(st.st_size - limit)
+        return fh.read(limit)
+
+
+def _groups(uid):
+    try:
+        import pwd
+        entry = pwd.getpwuid(uid)
+        return set(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    except (ImportError, KeyError, OSError):
+        return set()  # a uid with no passwd entry: owner and other bits only
+
+
+def _grants(st, uid, gids, owner, group, other):
+    if st.st_uid == uid:
+        return bool(st.st_mode & owner)
+    if st.st_gid in gids:
+        return bool(st.st_mode & group)
+    return bool(st.st_mode & other)
+
+
+def why_not_readable_by(path, uid):
+    """None when user ``uid`` could read ``path`` itself -- every directory on its real path
+    searchable, the file readable (owner, group or other bits; ACLs are not consulted) --
+    else why not. Root reads what another user's job named only as that user could."""
+    if uid == 0:
+        return None
+    real = os.path.realpath(path)
+    gids = _groups(uid)
+    parents, d = [], os.path.dirname(real)
+    while True:
+        parents.append(d)
+        if os.path.dirname(d) == d:
+            break
+        d = os.path.dirname(d)
+    for d in reversed(parents):
+        if not _grants(os.stat(d), uid, gids, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH):
+            return "skipped: uid %d cannot enter %s" % (uid, d)
+    if not _grants(os.stat(real), uid, gids, stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH):
+        return "skipped: uid %d may not read %s" % (uid, real)
+    return None
+
+
+# what a terminal acts on instead of showing: every C0 control but newline and tab (ESC starts
+# CSI/OSC 8 links/DCS/ESC c, SO/SI switch charsets, CR and BS overwrite), DEL, the C1 controls
+# (U+009B is a CSI on its own), and the bidirectional overrides that reorder a line on screen
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text):
+    """Text from logs made safe to print: each control character written as its escape
+    (ESC -> \\x1b), so it is seen, never acted on."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def printable_json(text):
+    """JSON text with what json.dumps(ensure_ascii=False) leaves raw (C1 controls, bidi
+    overrides) escaped as \\uXXXX: still the same JSON."""
+    return _UNPRINTABLE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
+def _escape(m):
+    code = ord(m.group())
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
 
 
 def is_gzip(head):
@@ -85,7 +205,8 @@ class TextChunks(object):
                 z = zlib.decompressobj(wbits=31)  # the next gzip member
 
     def __iter__(self):
-        with open(self.path, "rb") as raw:
+        fd, _st = open_regular(self.path)  # a FIFO or device: NotRegularFile, never a hang
+        with os.fdopen(fd, "rb") as raw:
             self.compressed = is_gzip(raw.read(2))
             raw.seek(0)
             dec = None

@@ -167,11 +167,12 @@ def _help(capsys):
 
 def test_help_documents_every_exit_status_the_cli_returns(capsys):
     from gpu_runbook.analyze import exit_status
-    from gpu_runbook.cli import EXIT_UNUSABLE
+    from gpu_runbook.cli import EXIT_OUTPUT_FAILED, EXIT_UNUSABLE
     text = _help(capsys)
     documented = {int(code) for code in re.findall(r"(?:exit status: | )([0-9]) (?=[a-z])", text.split("exit status:")[1])}
-    returned = {exit_status([{"severity": s}]) for s in ("ok", "info", "warning", "critical")} | {EXIT_UNUSABLE}
-    assert documented == returned == {0, 1, 2, 3}
+    returned = {exit_status([{"severity": s}]) for s in ("ok", "info", "warning", "critical")} | {EXIT_UNUSABLE,
+                                                                                                   EXIT_OUTPUT_FAILED}
+    assert documented == returned == {0, 1, 2, 3, 4}
     assert "0 nothing at warning or above" in text and "1 warnings" in text and "2 critical" in text
     assert "3 unusable input" in text
 

@@ -13,7 +13,7 @@ ENGINE = os.path.join(os.path.dirname(__file__), "..", "..", "module_utils", "gp
 # modules of a LOWER layer, or its own package.
 LAYERS = {
     # what everything speaks: the taxonomy, the finding, source names, text and time helpers
-    "taxonomy": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "findings": 1, "xid_catalog": 1,
+    "taxonomy": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "findings": 1, "xid_catalog": 1,
     # the only I/O on a host
     "probes": 2,
     # pure parsers, one per format family

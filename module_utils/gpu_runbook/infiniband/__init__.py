@@ -43,7 +43,7 @@ _SNIFF = (
     ("ibstat", re.compile(r"^\s*CA\s+'[^']+'|^\s*Infiniband device\s+'", re.M | re.I)),
     ("ibv_devinfo", re.compile(r"^\s*hca_id\s*:", re.M)),
     ("perfquery", re.compile(r"^\s*#\s*Port\s+[^:]*:\s*Lid\s+\d+", re.M | re.I)),
-    ("iblinkinfo", re.compile(r"==\(.*\)==>")),
+    ("iblinkinfo", re.compile(r"==\([^\n()]*\)==>")),
 )
 _PARSERS = {"ib-sysfs": parse_ib_sysfs, "ibstat": parse_ibstat, "ibv_devinfo": parse_ibv_devinfo,
             "perfquery": parse_perfquery, "iblinkinfo": parse_iblinkinfo}

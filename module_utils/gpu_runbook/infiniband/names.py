@@ -48,7 +48,7 @@ _PHYS_WORD = {"sleep": "Sleep", "polling": "Polling", "disabled": "Disabled",
 
 _NUM_RE = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _INT_RE = re.compile(r"^\s*(0x[0-9a-fA-F]+|\d+)\s*$")
-WIDTH_RE = re.compile(r"(\d+)\s*[xX]\b")
+WIDTH_RE = re.compile(r"(?<!\d)(\d+)\s*[xX]\b")  # starts where the digits do: linear
 # the key: value lines of ibstat and ibv_devinfo
 KV_RE = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z _/\-]*?)\s*:\s*(?P<val>.*?)\s*$")
 NO_DEVICES_RE = re.compile(r"^\s*(?:No IB devices found|Failed to get IB devices list)", re.I)
@@ -118,7 +118,7 @@ def parse_rate(value):
 
 def gbps(value):
     """'26.5625 Gbps' (ibv_devinfo, iblinkinfo) -> 26.5625; None without a Gbps figure."""
-    m = re.search(r"(\d+(?:\.\d+)?)\s*Gbps", value or "", re.I)
+    m = re.search(r"(?<!\d)(\d+(?:\.\d+)?)\s*Gbps", value or "", re.I)
     return float(m.group(1)) if m else None
 
 

@@ -30,7 +30,7 @@ def parse_module_table(text):
         parts = line.split()
         if not parts or not _NAME.match(parts[0]):
             continue
-        refs = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+        refs = int(parts[2]) if len(parts) > 2 and parts[2].isascii() and parts[2].isdigit() else None  # not '²'
         deps = parts[3] if len(parts) > 3 else "-"
         users = [] if deps in ("-", "") else [u.replace("-", "_") for u in deps.split(",") if _NAME.match(u)]
         out[parts[0].replace("-", "_")] = {"refs": refs, "used_by": users}

@@ -66,7 +66,9 @@ COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)"
 BUSID = re.compile(r"\bbusId (?:0x)?([0-9a-fA-F]{1,12})\b")
 CUDADEV = re.compile(r"\bcudaDev (\d+)")
 NET_IB_USING = re.compile(r"\bNET/IB\w*\s*: Using (.*)$")
-NET_DEV = re.compile(r"([A-Za-z][\w.\-]*):(\d+)/(IB|RoCE)\b")
+# each pattern below that opens with a run of a class starts only where that run starts: a
+# match inside a run implies one at its start, and scanning the run from every start is quadratic
+NET_DEV = re.compile(r"(?<![\w.\-])([A-Za-z][\w.\-]*):(\d+)/(IB|RoCE)\b")
 OOB = re.compile(r"\bOOB ([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 BOOTSTRAP = re.compile(r"\bBootstrap ?: Using ([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
@@ -81,12 +83,13 @@ NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
 IB_COMPLETION = re.compile(
     # older NCCL (2.4-2.8) says "Got completion with error 12, opcode 0, len 0, vendor err 129"
     r"\bNET/IB\w*(?:/\w+)?\s*:\s*Got completion (?:from peer (?P<peer>[^\s<]+)(?:<(?P<port>\d+)>)? )?"
-    r"with (?:status=(?:(?P<stname>[^()]*?)\()?(?P<st>\d+)\)?|error (?P<st2>\d+))")
+    r"with (?:status=(?:(?P<stname>[^()=]*?)\()?(?P<st>\d+)\)?|error (?P<st2>\d+))")
 IB_VENDOR = re.compile(r"vendor[ _]err[ =](\d+)")
 IB_OPCODE = re.compile(r"opcode[= ](?:[A-Za-z_]*\()?(\d+)")
 IB_DIR = re.compile(r"\((Send|Recv|Read|Write|Flush|[A-Za-z]+)\)")
 IB_HCA = re.compile(r"\bhca (\S+)")
-PEER_ADDR = re.compile(r"((?:\d{1,3}\.){3}\d{1,3}|\[?[0-9a-fA-F:]{3,}\]?|[A-Za-z][\w.\-]*)<(\d+)>")
+PEER_ADDR = re.compile(r"(?<![\w.:\-\[])((?:\d{1,3}\.){3}\d{1,3}|\[?[0-9a-fA-F:]{3,}\]?|[A-Za-z][\w.\-]*)"
+                       r"<(\d+)>")
 CONN_ERR = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
                        r"No route to host|Connection timed out)")
 
@@ -97,14 +100,14 @@ OPTYPE = re.compile(r"OpType=(\w+)")
 NUMEL_IN = re.compile(r"NumelIn=(-?\d+)")
 TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
 RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
-MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
+MSG_RANK = re.compile(r"\[(?:PG [^\][]*?)?Rank (\d+)\]")
 # a rank of the default process group (its rank is the global rank): '[Rank 3]', '[PG 0 Rank 3]',
 # '[PG 0 (default_pg) Rank 3]', '[PG ID 0 PG GUID 0(default_pg) Rank 3]', '[PG ID 0 PG GUID 0 Rank 3]'
 MSG_GLOBAL_RANK = re.compile(r"\[(?:PG (?:ID )?0 (?:PG GUID 0 ?)?(?:\(default_pg\) ?)?)?Rank (\d+)\]")
 PG_ID = re.compile(r"\[PG (?:ID )?(\w+)")
 LAST_WORK = re.compile(
     r"(?:detected by watchdog at work|Timeout at NCCL work|watchdog at work sequence id):? (\d+)"
-    r".*?last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)")
+    r".{0,200}?last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)")
 BLOCKING_TIMEOUT = re.compile(r"timed out in blocking wait|Timed out waiting \d+ms for \w+ operation")
 
 DESYNC_MISSING = re.compile(r"ranks \[([\d,\s]*)\] are the lagging ranks")
@@ -134,8 +137,9 @@ HF_EPOCH = re.compile(r"['\"]epoch['\"]\s*:\s*(\d+(?:\.\d+)?)")
 
 # ---------------------------------------------------------------- application / host errors
 
-DL_KILLED = re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal: ?([^.\n]*)")
-DL_EXITED = re.compile(r"DataLoader worker \(pid\(?s?\)?[^)]*\)+ exited unexpectedly")
+# '[^()]': a pid list holds no parenthesis, and each start's scan ends at the next one (linear)
+DL_KILLED = re.compile(r"DataLoader worker \(pid[^()]*\) is killed by signal: ?([^.\n]*)")
+DL_EXITED = re.compile(r"DataLoader worker \(pid\(?s?\)?[^()]*\)+ exited unexpectedly")
 DL_TIMEOUT = re.compile(r"DataLoader timed out after (\d+) seconds")
 DL_BUS = re.compile(r"Unexpected bus error encountered in worker")
 CUDA_DRIVER_OLD = re.compile(r"(CUDA driver version is insufficient for CUDA runtime version|"
@@ -155,7 +159,7 @@ CUDA_ERR = re.compile(r"(uncorrectable ECC error encountered|an illegal memory a
                        r"an illegal instruction was encountered|GPU has fallen off the bus|"
                        r"(?<=CUDA error: )unknown error|(?<=Cuda failure 999 ')unknown error|(?<=Cuda failure ')unknown error)")
 HOST_OOM = re.compile(r"(oom[-_]kill event|OOM Killed|Out of memory: Killed process|"
-                       r"task \S+: Out Of Memory|Killed process \d+ \(\S+\).*oom|oom-kill:)", re.I)
+                       r"task \S+: Out Of Memory|Killed process \d+ \(\S+\)[^(]*oom|oom-kill:)", re.I)
 SRUN_ERR = re.compile(r"srun: error: ([\w.\-]+): tasks? ([\d,\- ]+): (.*)$")
 LIGHTNING_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER: (\d+)/(\d+)")
 WORLD = re.compile(r"\bworld[_ ]size\s*[=:]\s*(\d{1,6})\b", re.I)

@@ -89,11 +89,9 @@ def evidence(line):
 
 
 def physical_lines(text):
-    """(lineno, line): split on \\n only (\\r stays for tqdm), strip trailing \\r, ANSI, NULs."""
-    if "\x1b" in text:
-        text = strip_ansi(text)
-    if "\x00" in text:
-        text = text.replace("\x00", "")
+    """(lineno, line): split on \\n only (\\r stays for tqdm), strip trailing \\r, ANSI, NULs.
+
+    Each line is cleaned on its own: no copy of the whole text, and an escape never spans lines."""
     n, pos, end = 0, 0, len(text)
     while pos < end:
         nl = text.find("\n", pos)
@@ -102,6 +100,10 @@ def physical_lines(text):
         n += 1
         line = text[pos:nl] if nl - pos <= MAX_LINE else text[nl - MAX_LINE:nl]
         pos = nl + 1
+        if "\x1b" in line:
+            line = strip_ansi(line)
+        if "\x00" in line:
+            line = line.replace("\x00", "")
         yield n, line.rstrip("\r")
 
 

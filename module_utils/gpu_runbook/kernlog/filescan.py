@@ -19,11 +19,14 @@ import subprocess
 
 from ..findings import finding, never_raise
 from ..textio import TextChunks, is_gzip, sniff_encoding
-from .prefilter import NEEDLES, SAMPLE_LINES
+from .prefilter import MAX_LINE, NEEDLES, SAMPLE_LINES
 from .scanner import KernelLogScanner
 
 _CHUNK = 16 * 1024 * 1024
 _GREP_BATCH = 4096
+# grep holds a whole line in memory (a 2 GB file of NULs is one line): its address space is capped,
+# and past a line it cannot hold, Python reads the rest in chunks with lines cut at MAX_LINE
+_GREP_MEMORY = 256 * 1024 * 1024
 
 
 def scan_kernel_log_files(paths, since=None, year=None, tz=None, use_grep=True):
@@ -103,11 +106,26 @@ def _read_decoded(sc, path, info):
     info["truncated"] = chunks.error
 
 
-def _read_plain(sc, path):
+def _read_plain(sc, path, skip_lines=0):
+    """Chunks into the scanner; ``skip_lines``: leading lines already read (by grep)."""
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            sc.feed_chunk(chunk)
+            if skip_lines:
+                chunk, skip_lines = _after_lines(chunk, skip_lines)
+            if chunk:
+                sc.feed_chunk(chunk)
     sc.close()
+
+
+def _after_lines(chunk, n):
+    """-> (what follows the first ``n`` newlines of ``chunk``, how many are still to skip)."""
+    count = chunk.count(b"\n")
+    if count < n:
+        return b"", n - count
+    pos = -1
+    for _ in range(n):
+        pos = chunk.index(b"\n", pos + 1)
+    return chunk[pos + 1:], 0
 
 
 def _read_with_grep(sc, path, grep):
@@ -120,20 +138,50 @@ def _read_with_grep(sc, path, grep):
         head = fh.read(16 * 1024).split(b"\n")[:SAMPLE_LINES]
     argv = [grep, "-a", "-n", "-F"] + [x for n in NEEDLES for x in ("-e", n)] + ["--", path]
     start = sc.lines
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    batch, first = [], True
-    for raw in proc.stdout:
+    proc = subprocess.Popen(_memory_capped(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    batch, first, last = [], True, -1
+    for raw in _bounded_lines(proc.stdout):
         num, _, line = raw.partition(b":")
         if not num.isdigit():
             continue
-        batch.append((int(num) - 1, line.rstrip(b"\r\n")))
+        last = int(num) - 1
+        batch.append((last, line.rstrip(b"\r\n")))
         if len(batch) >= _GREP_BATCH:
             sc.feed_prefiltered(0, batch, head if first else ())  # indices from the file's start: lines stay put
             batch, first = [], False
     sc.feed_prefiltered(0, batch, head if first else ())
     proc.stdout.close()
-    proc.wait()
+    if proc.wait() not in (0, 1):  # grep gave up (a line too long for its memory): Python reads on
+        if counter is not None:
+            counter.kill()
+            counter.wait()
+        sc.lines = start + last + 1
+        _read_plain(sc, path, skip_lines=last + 1)
+        return
     sc.lines = start + _count_lines(path, counter)
+
+
+def _memory_capped(argv):
+    """argv run under sh's 'ulimit -v' (grep's address space only). Not preexec_fn: that is unsafe
+    when other threads run (the probes' gather). The argv stays argv: sh gets it as "$0" "$@"."""
+    sh = shutil.which("sh")
+    if not sh:
+        return argv
+    return [sh, "-c", 'ulimit -v %d 2>/dev/null; exec "$0" "$@"' % (_GREP_MEMORY // 1024)] + argv
+
+
+def _bounded_lines(stream):
+    """grep's output lines, each cut at MAX_LINE bytes (the rest of a longer one is skipped unread
+    into memory): one huge matching line costs MAX_LINE, not its size."""
+    while True:
+        raw = stream.readline(MAX_LINE + 32)  # + room for grep's 'NNN:' prefix
+        if not raw:
+            return
+        if not raw.endswith(b"\n"):
+            tail = raw
+            while tail and not tail.endswith(b"\n"):
+                tail = stream.readline(_CHUNK)
+        yield raw
 
 
 def _count_lines(path, counter):

@@ -22,12 +22,15 @@ Pure, stdlib, bounded: at most ``max_hosts`` hosts (the lines of more are counte
 every pattern is linear-time on hostile input.
 """
 
+import itertools
 import re
 
 from ..findings import strip_ansi, unpaste
 
 MAX_HOSTS = 4096
 _MAX_SET = 4096  # names one node-set header may expand to
+_MAX_PART = 1024  # a longer comma-separated part of a node set is no host set
+_NUMBER_RE = re.compile(r"[0-9]{1,18}\Z")
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}"
 _PREFIX_RE = re.compile(r"(" + _NAME + r"): ")
@@ -40,7 +43,7 @@ _DASHES_RE = re.compile(r"-{3,}\s*$")
 # at the start or after a blank line, heads that node's output
 _BARE_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.\-]{0,62}\d[A-Za-z0-9_.\-]{0,62}):?\s*$")
 _SET_LINE_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))?\s*$")
-_SET_INLINE_RE = re.compile(r"-{3,} ([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))? -{3,}\s*$")
+_SET_INLINE_RE = re.compile(r"^-{3,} ([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))? -{3,}\s*$")
 _MONTH = r"(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월])"  # 'Dec', 'déc.', 'Okt', 'sep', '9月', '12월'
 # 'grep -H' of syslog files prefixes the file's name: '/var/log/messages:Jun 17 20:18:08 node kernel: ...'
 GREP_FILE = r"(?:[\w./\-]{0,200}(?:messages|syslog|kern|\.log)[\w.\-]{0,16}:)?"
@@ -111,12 +114,15 @@ def expand_nodeset(text, limit=_MAX_SET):
     """'node[1-3,7],gpu[01-02]-ib' -> the names, at most ``limit`` (never raises)."""
     out = []
     for part in _top_level_split(text):
+        if len(part) > _MAX_PART:
+            continue  # no node set: 4096 copies of a megabyte line would cost gigabytes
         names = [""]
         for lit, group in re.findall(r"([^\[\]]*)(?:\[([^\[\]]*)\])?", part):
             names = [n + lit for n in names]
             if group:
                 items = _range_items(group, limit)
-                names = [n + i for n in names for i in items][:limit]
+                # lazily: two sets of 4096 would otherwise build 16M names before the cut
+                names = list(itertools.islice((n + i for n in names for i in items), limit))
         out.extend(n for n in names if n)
         if len(out) >= limit:
             break
@@ -140,7 +146,8 @@ def _range_items(group, limit):
     items = []
     for piece in group.split(","):
         lo, sep, hi = piece.partition("-")
-        if sep and lo.isdigit() and hi.isdigit() and int(hi) >= int(lo):
+        # ASCII digits only ('²'.isdigit() is true, int('²') fails), and few of them
+        if sep and _NUMBER_RE.match(lo) and _NUMBER_RE.match(hi) and int(hi) >= int(lo):
             width = len(lo) if lo.startswith("0") else 0
             for i in range(int(lo), min(int(hi), int(lo) + limit - 1) + 1):
                 items.append(str(i).zfill(width))

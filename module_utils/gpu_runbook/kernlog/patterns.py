@@ -50,7 +50,7 @@ AER_DEV_RE = re.compile(r"\b(?P<drv>nvidia|mlx5_core) (?P<pci>[0-9a-fA-F]{4}:[0-
 # sacrifice child', RHEL 'Killed process 123, UID 48, (httpd)'; 'Memory cgroup out of memory: ..' the same.
 OOM_RE = re.compile(r"of memory: Kill(?:ed)? process (?P<pid>\d{1,10})(?:, UID \d{1,10},)? \((?P<comm>[^)]{0,64})\)")
 # The kill's summary (4.19+): 'oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=..,task=python,pid=1234,uid=0'
-_NV_FRAME = r"[\w.]{1,80}\+0x[0-9a-f]{1,10}/0x[0-9a-f]{1,10} \[nvidia\w{0,12}\]"  # 'fn+0x1b/0x350 [nvidia]'
+_NV_FRAME = r"(?<![\w.])[\w.]{1,80}\+0x[0-9a-f]{1,10}/0x[0-9a-f]{1,10} \[nvidia\w{0,12}\]"  # 'fn+0x1b/0x350 [nvidia]'
 NV_FRAME_RE = re.compile(_NV_FRAME)
 NV_RIP_RE = re.compile(r"\bRIP: [0-9a-f]{4}:(" + _NV_FRAME + ")")
 # AMD 'nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=..' (older: '[IO_PAGE_FAULT

@@ -5,7 +5,7 @@ Memory is bounded by the distinct keys seen (MAX_KEYS per table), never by the l
 """
 
 from bisect import bisect_left
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..findings import finding, normalize_pci
 from ..timeutil import UTC, iso, parse_tz
@@ -20,6 +20,14 @@ from .timestamps import TS_RE, line_format, parse_since, ts_from_match
 
 MAX_EVENTS = 200        # timeline keeps the first N events, counts the rest
 MAX_KEYS = 4096         # cap on any per-key table (garbage must not grow memory)
+_CLOCK_SLACK = timedelta(days=1)  # a node's clock or zone a little ahead is not next year
+
+
+def _year_before(dt):
+    try:
+        return dt.replace(year=dt.year - 1)
+    except ValueError:  # 29 Feb of a leap year: the year before has none
+        return dt.replace(year=dt.year - 1, day=28)
 
 
 class KernelLogScanner:
@@ -40,10 +48,17 @@ class KernelLogScanner:
             self.since = parse_since(since, self.zone)
         except (ValueError, TypeError, OverflowError) as exc:
             self.since, self.since_error = None, str(exc)
+        # BSD syslog has no year: ``year`` is that year (an int) or the capture's own time (a
+        # datetime, e.g. the file's mtime); a line that would fall later than that time (or
+        # than now) is a year older -- 'Dec 31' read on Jan 1 is last year's
+        self.reference = datetime.now(self.zone)
+        if isinstance(year, datetime):
+            self.reference = min(self.reference, year if year.tzinfo else year.replace(tzinfo=self.zone))
+            year = None if self.since else self.reference.astimezone(self.zone).year
         try:
             self.year = int(year)
         except (TypeError, ValueError):
-            self.year = self.since.astimezone(self.zone).year if self.since else datetime.now(self.zone).year
+            self.year = self.since.astimezone(self.zone).year if self.since else self.reference.year
         self.max_events = max_events
         self.lines = 0
         self._pending = None        # head of a line split across chunks
@@ -163,6 +178,8 @@ class KernelLogScanner:
         m = TS_RE.match(line)
         if m:
             dt, mono, fmt, host = ts_from_match(m, self.year, self.zone)
+            if fmt == "syslog" and dt is not None and dt > self.reference + _CLOCK_SLACK:
+                dt = _year_before(dt)
             if host and self._hostname is None:
                 self._hostname = host
         else:

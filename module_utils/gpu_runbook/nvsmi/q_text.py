@@ -13,7 +13,8 @@ from .model import ECC_FLAGS, PCI_TXT, as_text, assign, ecc_sub, empty_facts, ne
 from .rules import wrap_up
 
 _GPU_HDR_RE = re.compile(r"^\s*GPU\s+(" + PCI_TXT + r")\s*$")
-_KV_RE = re.compile(r"^(\s*)([^:]*?\S)\s*:\s*(.*?)\s*$")
+# no lazy group before '\s*$' or after '(\s*)': each would rescan a run of spaces (quadratic)
+_KV_RE = re.compile(r"^(\s*)(\S(?:[^:]*?\S)?)\s*:\s*(.*\S)?\s*$")
 _Q_GLOBAL_KEYS = ("timestamp", "driver version", "cuda version", "attached gpus", "cuda driver version")
 _THROTTLE_SECTIONS = ("clocks throttle reasons", "clocks event reasons", "clocks_throttle_reasons",
                       "clocks_event_reasons")

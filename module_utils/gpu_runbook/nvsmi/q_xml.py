@@ -17,11 +17,11 @@ _XML_TOKEN_RE = re.compile(
     r"<!--.*?(?:-->|\Z)"
     r"|<\?.*?(?:\?>|\Z)"
     r"|<!\[CDATA\[(?P<cdata>.*?)(?:\]\]>|\Z)"
-    r"|<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>?"
+    r"|<!DOCTYPE[^\[>]*(?:\[.*?(?:\]|\Z))?\s*>?"  # an unclosed subset ends the text, as a comment does
     r"|<(?P<close>/?)(?P<tag>[A-Za-z_][\w.:-]*)(?P<attrs>(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*"
     r"(?P<empty>/?)>",
     re.S)
-_XML_ATTR_RE = re.compile(r"([^\s=/>]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_XML_ATTR_RE = re.compile(r"(?<![^\s=/>])([^\s=/>]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _XML_ENT_RE = re.compile(r"&(#x[0-9A-Fa-f]+|#\d+|amp|lt|gt|quot|apos);")
 _NAMED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 

@@ -31,7 +31,7 @@ def _cells(line):
 
 def _first_row(g, cells, ln, s, m1):
     """'|   0  NVIDIA H100 80GB HBM3   On  |   00000000:19:00.0 Off |   0 |'"""
-    pm = re.match(r"^(.*?)\s+(On|Off|N/A|ERR!)$", m1.group(2))
+    pm = re.match(r"^(.*?)(?<!\s)\s+(On|Off|N/A|ERR!)$", m1.group(2))
     name, pers = (pm.group(1), pm.group(2)) if pm else (m1.group(2), None)
     assign(g, "name", name, ln, s, "Name")
     if pers == "ERR!":

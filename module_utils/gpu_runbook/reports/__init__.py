@@ -18,18 +18,19 @@ __all__ = ["WORDS", "annotate", "describe_inputs", "describe_window", "md_code",
 
 def write_reports(analysis, directory, lang="en"):
     """Write report.json, report.md, report.html into ``directory`` (resolved to an absolute
-    path by the caller); -> list of paths. A target that is a symlink is refused."""
-    from ..safewrite import check_target
+    path by the caller); -> list of paths. Each is written whole to a new temporary file and
+    renamed over its name, never through a link (a symlink there is refused: WriteRefused),
+    readable by no one the directory does not already let in."""
+    from ..safewrite import write_atomic
     os.makedirs(directory, exist_ok=True)
+    mode = 0o644 & os.stat(directory).st_mode
     body = dict(analysis)
     body.setdefault("tool", {"name": "gpu-runbook", "version": __version__})
     paths = []
-    for name, text in (("report.json", json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"),
-                       ("report.md", render_markdown(analysis, lang)),
-                       ("report.html", render_html(analysis, lang))):
+    for name, render in (("report.json", lambda: json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"),
+                         ("report.md", lambda: render_markdown(analysis, lang)),
+                         ("report.html", lambda: render_html(analysis, lang))):
         path = os.path.join(directory, name)
-        check_target(path)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_atomic(path, render(), mode=mode, what="report file")
         paths.append(path)
     return paths

@@ -1,0 +1,95 @@
+"""Seed texts for the fuzzer: the real captures under tests/fixtures, grouped by the parser
+family that reads them, plus short samples of the inputs no fixture holds (Slurm, CSV,
+/proc/modules, env files). Read once, as bytes: the mutations work on bytes and decode them
+the way the engine does (textio.decode)."""
+
+import functools
+import json
+import os
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+
+# file name -> family; a name not here is skipped (case.json, README.md, scripts)
+_FAMILY_BY_NAME = (
+    ("nvidia-smi-q.xml", "nvsmi_xml"), (".xml", "nvsmi_xml"),
+    ("nvidia-smi-q.txt", "nvsmi_q"), ("nvidia-smi-nvlink.txt", "nvsmi_table"), ("nvidia-smi.txt", "nvsmi_table"),
+    ("kern.log", "kernlog"), (".dmesg", "kernlog"), (".syslog", "kernlog"),
+    ("ibstat.txt", "ib"), ("ibv_devinfo.txt", "ib"), ("perfquery.txt", "ib"), ("iblinkinfo.txt", "ib"),
+    ("ib-sysfs.txt", "ib"), ("ibstatus.txt", "ib"),
+    ("nccl.log", "joblog"), (".out", "joblog"), ("rank-", "joblog"), (".json", "joblog"),
+    ("nvidia-bug-report.log", "bugreport"), ("node_", "slurm_node"),
+)
+
+SAMPLES = {
+    "slurm_job": [
+        "JobId=12345 JobName=train-llm\n   UserId=alice(1000) GroupId=alice(1000)\n"
+        "   JobState=FAILED Reason=NonZeroExitCode Dependency=(null)\n"
+        "   StartTime=2026-12-01T20:00:03 EndTime=2026-12-02T07:09:51 Deadline=N/A\n"
+        "   NodeList=gpu-r3-n[01-04,07] BatchHost=gpu-r3-n01\n   NumNodes=5 NumCPUs=10 NumTasks=40\n"
+        "   WorkDir=/home/alice/run7\n   StdErr=/home/alice/run7/slurm-12345.out\n"
+        "   StdOut=/home/alice/run7/slurm-%j.out\n",
+        "12345|train-llm|FAILED|2026-12-01T20:00:03|2026-12-02T07:09:51|gpu-r3-n[01-02]|/w\n"
+        "12345.batch|batch|FAILED|2026-12-01T20:00:03|2026-12-02T07:09:51|gpu-r3-n01|\n",
+    ],
+    "csv": [
+        "index, pci.bus_id, uuid, persistence_mode\n"
+        "0, 00000000:3B:00.0, GPU-1b2c3d4e-0000-1111-2222-333344445555, Enabled\n"
+        "1, 00000000:5E:00.0, GPU-9f8e7d6c-0000-1111-2222-333344445555, Disabled\n",
+        "index, name, pci.bus_id, temperature.gpu, utilization.gpu [%], memory.used [MiB], "
+        "ecc.errors.uncorrected.volatile.total\n"
+        "0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 41, 100 %, 70001 MiB, 0\n"
+        "1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, [GPU requires reset], [N/A], [Unknown Error], 3\n",
+        "pid, process_name, gpu_bus_id, used_gpu_memory [MiB]\n4242, python, 00000000:18:00.0, 70000 MiB\n"
+        "4243, [Insufficient Permissions], 00000000:2A:00.0, [N/A]\n",
+    ],
+    "system": [
+        "nvidia_uvm 1532 2 - Live 0x0000000000000000\nnvidia_drm 77824 4 - Live 0x0\n"
+        "nvidia 56287232 47 nvidia_uvm,nvidia_modeset,nvidia_peermem, Live 0x0\n"
+        "mlx5_ib 446464 0 - Live 0x0\nib_core 421888 8 rdma_ucm,ib_ipoib,mlx5_ib, Live 0x0\n",
+        "Id=nvidia-persistenced.service\nActiveState=active\nSubState=running\nMainPID=1234\nLoadState=loaded\n",
+        "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\tSYS\t0-47\t0\n"
+        "GPU1\tNV18\t X \tNODE\t0-47\t0\nNIC0\tSYS\tNODE\t X \n\nLegend:\n  X    = Self\n",
+        "GPU 00000000:3B:00.0 was successfully reset.\nAll done.\n",
+        "The following GPUs could not be reset:\n  GPU 00000000:3B:00.0: In use by another client\n"
+        "1 device is currently being used by one or more other processes.\n",
+        "Enabled persistence mode for GPU 00000000:3B:00.0.\nAll done.\n",
+        "mlx5_0/1\nmlx5_3\nmlx5_1/2\n",
+        "0000:3b:00.0\nGPU-1b2c3d4e-0000-1111-2222-333344445555\n",
+        "DOWN*+DRAIN\nIDLE+DRAIN\nMIXED\n",
+        "400 Gb/sec (4X NDR)\n25.78125 Gbps\n",
+        "2026-12-01T20:00:03+09:00\nAsia/Seoul\n-0500\nUTC+9\n",
+    ],
+    "envfile": [
+        "# managed by gpu-runbook\nexport OMP_NUM_THREADS=8\n"
+        "# >>> gpu-runbook nccl_env: link errors on mlx5_1 only (incident 2024-05-01)\n"
+        "export NCCL_IB_HCA=^=mlx5_1\n# <<< gpu-runbook nccl_env\n"
+        "# >>> gpu-runbook timeout: retry exceeded\nexport NCCL_IB_TIMEOUT=22\nexport NCCL_IB_RETRY_CNT=7\n"
+        "# <<< gpu-runbook timeout\n",
+        json.dumps({"schema": "gpu-runbook/excluded-rails/v1",
+                    "excluded": [{"host": "gpu-r3-n01", "rail": "mlx5_1", "incident": "x"}], "reverted": []}),
+    ],
+}
+
+
+def _family(name):
+    for pattern, family in _FAMILY_BY_NAME:
+        if name == pattern or (pattern.startswith(".") and name.endswith(pattern)) or \
+                (pattern.endswith("-") or pattern.endswith("_")) and name.startswith(pattern):
+            return family
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def seeds():
+    """{family: (bytes, ...)}: every fixture file's bytes by family, and the samples."""
+    out = {}
+    for dirpath, _dirs, files in sorted(os.walk(FIXTURES)):
+        for name in sorted(files):
+            family = _family(name)
+            if family is None or name in ("case.json", "sources.json"):
+                continue
+            with open(os.path.join(dirpath, name), "rb") as fh:
+                out.setdefault(family, []).append(fh.read())
+    for family, texts in SAMPLES.items():
+        out.setdefault(family, []).extend(t.encode("utf-8") for t in texts)
+    return {k: tuple(v) for k, v in out.items()}

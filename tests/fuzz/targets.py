@@ -1,0 +1,156 @@
+"""Every parser of the engine, with how to call it on a fuzzed text and what it must return.
+
+A parser is a public ``parse_*`` callable of any gpu_runbook module (tests/fuzz/test_fuzz_table.py
+fails when one appears that this table does not list), plus the other functions that read
+untrusted text: host splitting, node sets, bug-report sections, source detection and the
+whole-host analysis. ``raises``: the exceptions a parser documents for bad input (a
+one-line error its caller reports); anything else is a bug."""
+
+from hypothesis import strategies as st
+
+from gpu_runbook import analyze, bugreport, capture, slurm, sources, timeutil
+from gpu_runbook.infiniband import iblinkinfo, ibstat, ibv_devinfo, names, perfquery, reload, restart, sysfs
+from gpu_runbook.infiniband import parse_ib, detect_ib_format
+from gpu_runbook.joblog import parse_job_logs
+from gpu_runbook.joblog.lines import parse_file
+from gpu_runbook.joblog.state import JobState
+from gpu_runbook.kernlog import hosts, parse_kernel_log, timestamps
+from gpu_runbook.nvsmi import apps, dispatch, failed_run, holders, parse_nvidia_smi_failure
+from gpu_runbook.nvsmi import q_text, q_xml, query_csv, reset, table
+from gpu_runbook.plan import envfile
+
+from .mutate import texts
+
+RCS = (None, 0, 1, 2, 4, 6, 9, 15, 124, 137, 255, -9)
+UTC = timeutil.UTC
+
+
+class Target(object):
+    def __init__(self, func, family, call=None, returns=dict, raises=(), args=None):
+        """``family``: the seed texts the fuzzed text comes from (None: the call reads only
+        ``args``); ``call(text, extra)``: the parser's answer, ``extra`` drawn from ``args``."""
+        self.func, self.family, self.returns, self.raises = func, family, returns, raises
+        self.call = call or (lambda text, extra: func(text))
+        self.args = st.sampled_from(RCS) if args is None else args  # the extra argument the call may use (an exit code)
+
+    @property
+    def name(self):
+        return "%s.%s" % (self.func.__module__, self.func.__name__)
+
+
+def _parse_file(text, extra):
+    st_ = JobState(None, 2026)
+    parse_file("rank-%s.log" % (extra or 0), text, st_)
+    return st_
+
+
+def _lines(text):
+    return text.splitlines()[:200]
+
+
+def _each_line(func):
+    """A parser of one short value, fed every line of the text (at most 200)."""
+    def call(text, extra):
+        return [func(line) for line in _lines(text)] + [func(text[:4096])]
+    return call
+
+
+def _each_line_raising(func, exc):
+    """Like _each_line, for a parser whose documented answer to a bad value is ``exc``."""
+    def one(value):
+        try:
+            return func(value)
+        except exc as e:
+            assert str(e), "an error without a message"
+            return None
+    return _each_line(one)
+
+
+# source name -> the family of texts that source holds
+HOST_SOURCES = {
+    "nvidia-smi-q.xml": "nvsmi_xml", "nvidia-smi-q.txt": "nvsmi_q", "nvidia-smi.txt": "nvsmi_table",
+    "nvidia-smi-query-gpu.csv": "csv", "nvidia-smi-compute-apps.csv": "csv", "kern.log": "kernlog",
+    "ib-sysfs.txt": "ib", "ibstat.txt": "ib", "ibv_devinfo.txt": "ib", "perfquery.txt": "ib",
+    "iblinkinfo.txt": "ib", "nvidia-bug-report.log": "bugreport",
+}
+
+
+@st.composite
+def host_sources(draw):
+    """A capture directory's sources: 1-4 of the host sources, each a fuzzed text of its kind."""
+    chosen = draw(st.lists(st.sampled_from(sorted(HOST_SOURCES)), min_size=1, max_size=4, unique=True))
+    return {name: draw(texts(HOST_SOURCES[name])) for name in chosen}
+
+
+@st.composite
+def job_files(draw):
+    """A job's log files: {name: fuzzed job log}, 1-3 files named as ranks or Slurm outputs."""
+    n = draw(st.integers(1, 3))
+    return {draw(st.sampled_from(("rank-%d.log" % i, "slurm-4242.out", "job.log", "x"))) + str(i):
+            draw(texts("joblog")) for i in range(n)}
+
+
+NV = dict(returns=tuple)  # the nvsmi parsers answer (facts, findings)
+TARGETS = [
+    # nvidia-smi
+    Target(dispatch.parse_nvidia_smi, "nvsmi_q", **NV),
+    Target(dispatch.parse_nvidia_smi_xml, "nvsmi_xml", **NV),
+    Target(dispatch.parse_nvidia_smi_q, "nvsmi_q", **NV),
+    Target(dispatch.parse_nvidia_smi_table, "nvsmi_table", **NV),
+    Target(dispatch.parse_query_gpu_csv, "csv", **NV),
+    Target(dispatch.parse_compute_apps_csv, "csv", returns=list),
+    Target(dispatch.parse_compute_apps_csv_findings, "csv", **NV),
+    Target(dispatch.detect_format, "nvsmi_table", returns=(str, type(None))),
+    Target(q_xml.parse_xml, "nvsmi_xml", lambda t, e: q_xml.parse_xml(t, "q.xml", 8, None), **NV),
+    Target(q_text.parse_q, "nvsmi_q", lambda t, e: q_text.parse_q(t, "q.txt", 8, None), **NV),
+    Target(table.parse_table, "nvsmi_table", lambda t, e: table.parse_table(t, "smi.txt", 8, None), **NV),
+    Target(query_csv.parse_csv, "csv", lambda t, e: query_csv.parse_csv(t, "q.csv", 8, None, None), **NV),
+    Target(apps.parse_apps, "csv", lambda t, e: apps.parse_apps(t, "apps.csv", None), returns=tuple),
+    Target(parse_nvidia_smi_failure, "nvsmi_q", lambda t, e: parse_nvidia_smi_failure(t, e), **NV),
+    Target(failed_run.parse_failure, "nvsmi_q", lambda t, e: failed_run.parse_failure(t, e, "q.xml", 8), **NV),
+    Target(reset.parse_gpu_id, "system", _each_line(reset.parse_gpu_id), returns=list),
+    Target(reset.parse_identity_csv, "csv", returns=list),
+    Target(reset.parse_persistence_output, "system", lambda t, e: reset.parse_persistence_output(t, e)),
+    Target(reset.parse_reset_output, "system", lambda t, e: reset.parse_reset_output(t, e)),
+    Target(holders.parse_systemctl_show, "system"),
+    Target(holders.parse_proc_modules, "system"),
+    Target(holders.parse_topo_peers, "system"),
+    # kernel logs and host names in text
+    Target(parse_kernel_log, "kernlog", lambda t, e: parse_kernel_log(t, tz=UTC), returns=tuple),
+    Target(hosts.split_text, "kernlog", returns=tuple),
+    Target(hosts.expand_nodeset, "slurm_job", _each_line(hosts.expand_nodeset), returns=list),
+    Target(timestamps.parse_since, "system", _each_line_raising(timestamps.parse_since, ValueError), returns=list),
+    # InfiniBand
+    Target(parse_ib, "ib", returns=tuple),
+    Target(detect_ib_format, "ib", returns=(str, type(None))),
+    Target(sysfs.parse_ib_sysfs, "ib", returns=tuple),
+    Target(perfquery.parse_perfquery, "ib", returns=tuple),
+    Target(ibstat.parse_ibstat, "ib", returns=tuple),
+    Target(ibv_devinfo.parse_ibv_devinfo, "ib", returns=tuple),
+    Target(iblinkinfo.parse_iblinkinfo, "ib", returns=tuple),
+    Target(names.parse_rate, "system", _each_line(names.parse_rate), returns=list),
+    Target(reload.parse_module_table, "system"),
+    Target(restart.parse_proc_modules, "system", returns=set),
+    Target(restart.parse_port_specs, "system", lambda t, e: restart.parse_port_specs(_lines(t)), returns=tuple),
+    # job logs
+    Target(parse_job_logs, None, lambda t, e: parse_job_logs(e), returns=tuple, args=job_files()),
+    Target(parse_file, "joblog", _parse_file, returns=JobState),
+    # Slurm
+    Target(slurm.parse_scontrol_show_job, "slurm_job", lambda t, e: slurm.parse_scontrol_show_job(t, tz=UTC)),
+    Target(slurm.parse_sacct, "slurm_job", lambda t, e: slurm.parse_sacct(t, "12345", tz=UTC)),
+    Target(slurm.parse_scontrol_show_node, "slurm_node"),
+    Target(slurm.parse_scontrol_show_nodes, "slurm_node", returns=list),
+    Target(slurm.parse_node_state, "system", _each_line(slurm.parse_node_state), returns=list),
+    Target(slurm.expand_hostlist, "slurm_job", _each_line(slurm.expand_hostlist), returns=list),
+    # bug reports, source detection, whole hosts
+    Target(bugreport.split_bug_report, "bugreport"),
+    Target(sources.detect_source, "kernlog", returns=(str, type(None))),
+    Target(analyze.analyze_host, None, lambda t, e: analyze.analyze_host(e, tz=UTC), args=host_sources()),
+    Target(capture.split_hosts, None, lambda t, e: capture.split_hosts(e, tz=UTC), returns=list,
+           args=host_sources()),
+    # plans and their files
+    Target(envfile.parse_env_file, "envfile", raises=(envfile.EnvError,)),
+    Target(envfile.parse_record, "envfile", raises=(envfile.EnvError,)),
+    Target(timeutil.parse_tz, "system", _each_line_raising(timeutil.parse_tz, ValueError), returns=list),
+    Target(timeutil.parse_time, "system", _each_line_raising(timeutil.parse_time, ValueError), returns=list),
+]
