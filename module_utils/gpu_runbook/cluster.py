@@ -201,10 +201,24 @@ def job_relation(h, job):
     return IN_JOB if nodes is None or name in nodes else NOT_IN_JOB
 
 
+def logged_before_job(h, job):
+    """True when every time-stamped warning or critical finding of host ``h`` was last seen
+    before the job started: a fault the job did not meet (it may still need fixing)."""
+    start = job_start(job)
+    if start is None:
+        return False
+    lasts = [to_utc(f.get("last")) for f in h.get("findings") or []
+             if f.get("severity") in ("warning", "critical") and f.get("kind") != "job_culprit"]
+    lasts = [t for t in lasts if t is not None]
+    return bool(lasts) and all(t < start for t in lasts)
+
+
 def suspect_order(h, job=None):
-    """Sort key (higher first): how much the host explains the job's failure, then its
-    severity, then the field's suspicion order of its verdict."""
-    return (job_relation(h, job), SEVERITY_RANK[h["severity"]], SUSPICION.get(h["verdict"], 0))
+    """Sort key (higher first): how much the host explains the job's failure (a host whose
+    logged faults all came before the job explains it less), then its severity, then the
+    field's suspicion order of its verdict."""
+    return (job_relation(h, job), not logged_before_job(h, job), SEVERITY_RANK[h["severity"]],
+            SUSPICION.get(h["verdict"], 0))
 
 
 def build_cluster(results, job=None, generated=None, keep_facts=False):

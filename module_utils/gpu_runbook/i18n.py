@@ -41,6 +41,7 @@ TEXT = {
         "tag_culprit": "culprit's host (rank {ranks})",
         "tag_named": "named in the job's logs",
         "tag_not_in_job": "not in job",
+        "tag_before_job": "fault before the job",
     },
     "ko": {
         "summary": "호스트 {n}대: 심각 {crit}, 경고 {warn}, 정상 {ok}",
@@ -69,6 +70,7 @@ TEXT = {
         "tag_culprit": "원인 랭크의 호스트 (랭크 {ranks})",
         "tag_named": "작업 로그에 언급됨",
         "tag_not_in_job": "작업 외 호스트",
+        "tag_before_job": "작업 시작 전 장애",
     },
 }
 

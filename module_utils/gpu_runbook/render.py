@@ -7,7 +7,7 @@ how much they explain the failure, the cluster's own findings, the healthy hosts
 one summary count line and the report's path. Columns are padded by display width, so Korean
 lines align; long text is wrapped between words, never cut."""
 
-from .cluster import CULPRIT_HOST, NAMED_BY_JOB, NOT_IN_JOB, job_relation
+from .cluster import CULPRIT_HOST, IN_JOB, NAMED_BY_JOB, NOT_IN_JOB, job_relation, logged_before_job
 from .findings import SEVERITY_RANK
 from .i18n import (CONFIDENCE_LABEL, RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, display_width, finding_message,
                    how_sure, label, numbers_text, pad, text, wrap, xid_label)
@@ -65,6 +65,8 @@ def _tag(h, job, lang):
         return text(lang, "tag_named")
     if rel == NOT_IN_JOB:
         return text(lang, "tag_not_in_job")
+    if rel == IN_JOB and logged_before_job(h, job):
+        return text(lang, "tag_before_job")
     return ""
 
 

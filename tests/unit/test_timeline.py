@@ -79,3 +79,34 @@ def test_demo_first_fault_falls_inside_the_job():
     xid48 = [e for e in tl if e["host"] == "gpu-r3-n06" and e["kind"] == "xid_48"]
     assert xid48 and all(e.get("before_job") for e in xid48)
     assert any(e["host"] == "job" and e["kind"] == "watchdog_timeout" for e in tl)
+
+
+def _f(severity, last, kind="xid"):
+    return {"kind": kind, "severity": severity, "last": last}
+
+
+def test_a_host_whose_logged_faults_all_came_before_the_job():
+    from gpu_runbook.cluster import logged_before_job
+    job = {"log_start": "2026-12-01T22:06:32", "events": []}
+    before = {"host": "n06", "findings": [_f("critical", "2026-12-01T21:39:51+00:00"),
+                                         _f("critical", None, "row_remap_pending")]}
+    during = {"host": "n05", "findings": [_f("critical", "2026-12-01T21:00:00+00:00"),
+                                         _f("warning", "2026-12-02T06:51:17+00:00")]}
+    untimed = {"host": "n07", "findings": [_f("critical", None, "ecc_uncorrectable_volatile")]}
+    assert logged_before_job(before, job)
+    assert not logged_before_job(during, job)
+    assert not logged_before_job(untimed, job)          # nothing says when: not claimed
+    assert not logged_before_job(before, None)          # no job start: not claimed
+    assert not logged_before_job(before, {"events": [], "log_start": None})
+
+
+def test_demo_console_puts_the_fault_before_the_job_last_and_says_so():
+    from gpu_runbook.diagnose import console_lines
+    a = analyze_paths([os.path.join(DEMO, "nodes"), os.path.join(DEMO, "job-4242")], expected_gpus=8)
+    for lang, tag in (("en", "fault before the job"), ("ko", "작업 시작 전 장애")):
+        lines = console_lines(a, lang)
+        hosts = [ln.split()[0] for ln in lines if ln.startswith("gpu-r3-")]
+        assert hosts == ["gpu-r3-n03", "gpu-r3-n05", "gpu-r3-n06"], lines
+        n06 = next(ln for ln in lines if ln.startswith("gpu-r3-n06"))
+        assert n06.rstrip().endswith(tag)
+        assert not any(ln.rstrip().endswith(tag) for ln in lines if ln.startswith(("gpu-r3-n03", "gpu-r3-n05")))
