@@ -144,3 +144,10 @@ def worst_severity(findings):
         if SEVERITY_RANK[f["severity"]] > SEVERITY_RANK[best]:
             best = f["severity"]
     return best
+
+
+def small_int(text, default=None):
+    """``text`` as an int when it is 1 to 18 ASCII digits, else ``default``. str.isdigit()
+    also accepts '²' and int() refuses a number of 4300 digits: both are log text, not counts."""
+    s = text if isinstance(text, str) else ""
+    return int(s) if 0 < len(s) < 19 and s.isascii() and s.isdigit() else default

@@ -7,6 +7,7 @@ end back as ISO 8601 with the offset, so a node in another zone compares them co
 import itertools
 import re
 
+from .findings import small_int
 from .timeutil import parse_time
 
 _KV_RE = re.compile(r"(?:(?<=\s)|^)([A-Za-z][\w:/]*)=(.*?)(?=\s+[A-Za-z][\w:/]*=|\s*$)", re.S)
@@ -104,8 +105,7 @@ def _with_zone(value, tz):
 
 def _count(value, default):
     """'5' or '4-8' (a range) -> 5 / 4; ``default`` for anything else ('²', 5000 digits)."""
-    first = (value or "").split("-")[0]
-    return int(first) if first.isascii() and first.isdigit() and len(first) < 19 else default
+    return small_int((value or "").split("-")[0], default)
 
 
 def _job(job_id, name, state, nodelist, start, end, stdout, stderr, workdir, num_nodes, tz=None):
@@ -211,7 +211,7 @@ def _parse_node_record(record):
         "name": kv.get("NodeName"), "state": kv.get("State"), "base_state": base, "flags": flags,
         "drain": drain_status(base, flags), "drained": drain_status(base, flags) == "DRAINED",
         "reason": reason, "reason_user": user, "reason_time": when,
-        "cpu_alloc": int(alloc) if alloc.isascii() and alloc.isdigit() and len(alloc) < 19 else None, "alloc_tres": kv.get("AllocTRES") or None,
+        "cpu_alloc": small_int(alloc), "alloc_tres": kv.get("AllocTRES") or None,
         "partitions": [p for p in (kv.get("Partitions") or "").split(",") if p],
         "version": kv.get("Version"), "node_addr": kv.get("NodeAddr"),
     }

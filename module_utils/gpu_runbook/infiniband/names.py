@@ -3,6 +3,8 @@ rates, link layers and counter names (sysfs spelling, so one rule table serves a
 
 import re
 
+from ..findings import small_int
+
 # perfquery (current and pre-1.5 infiniband-diags) names -> sysfs names
 _COUNTER_ALIASES = {
     "symbolerrorcounter": "symbol_error", "symbolerrors": "symbol_error",
@@ -150,7 +152,7 @@ def to_int(value):
 
 def natural(name):
     """Sort key: mlx5_2 before mlx5_10."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name or "")]
+    return [(0, small_int(t)) if small_int(t) is not None else (1, t) for t in re.split(r"(\d+)", name or "")]
 
 
 def fmt_rate(r):

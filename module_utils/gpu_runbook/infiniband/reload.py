@@ -14,6 +14,8 @@ Standard library only, Python 3.9+, never raise on odd input.
 
 import re
 
+from ..findings import small_int
+
 CORE = "mlx5_core"
 IB_DRIVER = "mlx5_ib"
 # mlx5_core's auxiliary drivers that a reload may take out and bring back
@@ -30,7 +32,7 @@ def parse_module_table(text):
         parts = line.split()
         if not parts or not _NAME.match(parts[0]):
             continue
-        refs = int(parts[2]) if len(parts) > 2 and parts[2].isascii() and parts[2].isdigit() else None  # not '²'
+        refs = small_int(parts[2]) if len(parts) > 2 else None
         deps = parts[3] if len(parts) > 3 else "-"
         users = [] if deps in ("-", "") else [u.replace("-", "_") for u in deps.split(",") if _NAME.match(u)]
         out[parts[0].replace("-", "_")] = {"refs": refs, "used_by": users}

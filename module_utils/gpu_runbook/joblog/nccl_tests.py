@@ -16,7 +16,7 @@ the log is partial): not a healthy run. Findings: taxonomy/kinds_job.py (``nccl_
 
 import re
 
-from ..findings import finding
+from ..findings import finding, small_int
 from .patterns import CUDA_ERR
 from .text import add, evidence
 
@@ -119,12 +119,13 @@ def _row(s, line, st):
     nt = st.nccl_tests
     cols = nt["cols"]
     vals = s.split()
-    if len(vals) != len(cols) or not vals[0].isdigit():
+    if len(vals) != len(cols) or small_int(vals[0]) is None:
         return False
     nt["rows"] += 1
     for i, c in enumerate(cols):
-        if c in _WRONG_COLS and vals[i].isdigit() and int(vals[i]) > 0:
-            add(nt["wrong"], {"size": int(vals[0]), "wrong": int(vals[i]), "src": line.src, "evidence": line.raw})
+        if c in _WRONG_COLS and (small_int(vals[i]) or 0) > 0:
+            add(nt["wrong"], {"size": small_int(vals[0]), "wrong": small_int(vals[i]), "src": line.src,
+                              "evidence": line.raw})
             break
     return True
 

@@ -5,7 +5,7 @@ import re
 from collections import Counter
 from datetime import datetime, timezone
 
-from ..findings import strip_ansi
+from ..findings import small_int, strip_ansi
 from .patterns import CAP, FILE_RANK, GLOG, ISO_TS, MAX_EVIDENCE, MAX_LINE
 
 
@@ -183,8 +183,9 @@ def task_list(spec):
     for part in (spec or "").replace(" ", "").split(","):
         if "-" in part:
             a, _, b = part.partition("-")
-            if a.isdigit() and b.isdigit() and int(b) - int(a) < 100000:
-                out.extend(range(int(a), int(b) + 1))
-        elif part.isdigit():
-            out.append(int(part))
+            a, b = small_int(a), small_int(b)
+            if a is not None and b is not None and b - a < 100000:
+                out.extend(range(a, b + 1))
+        elif small_int(part) is not None:
+            out.append(small_int(part))
     return out

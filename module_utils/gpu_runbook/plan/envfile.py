@@ -9,6 +9,7 @@ NCCL: the job's environment beats ~/.nccl.conf (or NCCL_CONF_FILE), which beats 
 import json
 import re
 
+from ..findings import small_int
 from .jobenv import COLLECTIVE_NOTE, ib_timeout_seconds
 from .ladder import JOB_RUNGS
 from .policy import one_line
@@ -54,7 +55,8 @@ REFUSED = {
 
 def _int(low, high=None):
     def check(v):
-        if not re.match(r"^-?\d+$", v) or int(v) < low or (high is not None and int(v) > high):
+        # ASCII digits only, at most 18: int() refuses 4300 digits, and \d would take '٣'
+        if not re.fullmatch(r"-?[0-9]{1,18}", v) or int(v) < low or (high is not None and int(v) > high):
             return "an integer %s" % ("%d-%d" % (low, high) if high is not None else ">= %d" % low)
         return None
     return check
@@ -80,7 +82,8 @@ def _ib_timeout(v, env):
 
 def _retry_cnt(v, env):
     t = env.get("NCCL_IB_TIMEOUT")
-    n = int(t) if t and t.isdigit() and 0 < int(t) < 32 else 20
+    n = small_int(t)
+    n = n if n is not None and 0 < n < 32 else 20
     t = ib_timeout_seconds(n)
     return ("retries before a 'retry exceeded' error: %s (0-7, default 7); a dead peer is declared after "
             "about (%s + 1) x %s = %s" % (v, v, _secs(t), _secs((int(v) + 1) * t)))
