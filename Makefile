@@ -45,7 +45,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not cluster"
 
 test: $(STAMP) system-deps lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=40
 
 # Every parser fed FUZZ_EXAMPLES generated hostile inputs (random, not the fixed CI seed);
 # `make test` runs the same tests with a small derandomized profile.
