@@ -147,7 +147,7 @@ def test_seoul_controller_keeps_the_xid_that_broke_the_job(fresh_cluster, tmp_pa
 def _scenario_names():
     return sorted(os.path.splitext(f)[0] for f in os.listdir(SCENARIOS)
                   # the rack and the ladder's scenario have tests of their own
-                  if f.endswith(".yml") and f not in ("rack3-epoch35.yml", "ladder-e2e.yml"))
+                  if f.endswith(".yml") and f not in ("rack3-epoch35.yml", "ladder-e2e.yml", "cluster-faults.yml"))
 
 
 @pytest.mark.parametrize("scenario", _scenario_names())

@@ -75,6 +75,13 @@ def _cmdline(pid):
         return ""
 
 
+def _ns_of(pid):
+    try:
+        return os.readlink("/proc/%d/ns/mnt" % pid)
+    except OSError:
+        return None
+
+
 def _procs_of_workdir(wd):
     """PIDs of slurmctld/slurmd/munged/sshd started with a path under our workdir."""
     res = []
@@ -508,17 +515,7 @@ class Testbed:
                   "--log-file=%s/munged.log" % m, "--seed-file=%s/munged.seed" % m], check=False)
         if r.returncode != 0:
             raise TestbedError("munged failed: %s" % (r.stderr or r.stdout).strip())
-        env = self.slurm_environ
-        # slurmctld insists that its hostname == SlurmctldHost: own UTS namespace with hostname ctl
-        r = _run(["unshare", "--uts", "--", "/bin/sh", "-c",
-                  "hostname ctl; exec /usr/sbin/slurmctld -i -f %s" % self.slurm_conf], check=False, env=env)
-        if r.returncode != 0:
-            raise TestbedError("slurmctld failed: %s" % (r.stderr or r.stdout).strip())
-        deadline = time.monotonic() + 30
-        while "is UP" not in _run(["scontrol", "ping"], check=False, env=env).stdout:
-            if time.monotonic() > deadline:
-                raise TestbedError("slurmctld not UP; see %s/log/slurmctld.log" % s)
-            time.sleep(0.1)
+        self.start_slurmctld()
         procs = []
         for n in self.hosts:
             pid = _read_pid(os.path.join(self.host_root(n), "sshd.pid"))
@@ -531,6 +528,75 @@ class Testbed:
             if p.returncode != 0:
                 raise TestbedError("slurmd on %s failed: %s" % (n, out.strip()))
         self.wait_nodes(lambda st: st == "idle", timeout=30)
+
+    def start_slurmctld(self):
+        env = self.slurm_environ
+        # slurmctld insists that its hostname == SlurmctldHost: own UTS namespace with hostname ctl
+        r = _run(["unshare", "--uts", "--", "/bin/sh", "-c",
+                  "hostname ctl; exec /usr/sbin/slurmctld -i -f %s" % self.slurm_conf], check=False, env=env)
+        if r.returncode != 0:
+            raise TestbedError("slurmctld failed: %s" % (r.stderr or r.stdout).strip())
+        deadline = time.monotonic() + 30
+        while "is UP" not in _run(["scontrol", "ping"], check=False, env=env).stdout:
+            if time.monotonic() > deadline:
+                raise TestbedError("slurmctld not UP; see %s/log/slurmctld.log" % self.sdir)
+            time.sleep(0.1)
+
+    # ------------------------------------------------------------------ faults of the cluster itself
+    # (tests/cluster/test_cluster_faults.py): real daemons stopped, paused or killed, by their pid.
+    def slurmctld_signal(self, sig):
+        """Send slurmctld a signal: SIGSTOP/SIGCONT make it slow (clients time out), SIGTERM stops it."""
+        pid = _read_pid(os.path.join(self.sdir, "slurmctld.pid"))
+        if not pid or not _pid_alive(pid):
+            raise TestbedError("slurmctld is not running")
+        os.kill(pid, sig)
+        return pid
+
+    def stop_slurmctld(self, timeout=30):
+        pid = self.slurmctld_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+    def _host_procs(self, name):
+        out = _run(["ip", "netns", "pids", self.netns(name)], check=False).stdout
+        return [int(p) for p in out.split()]
+
+    def kill_sshd(self, name):
+        """The host's sshd and every session it serves die (SIGKILL), as when a node's sshd crashes:
+        ansible's persistent connection to it breaks too. The host's other processes live on."""
+        self._check_host(name)
+        killed = []
+        for pid in self._host_procs(name):
+            if _cmdline(pid).split(" ")[0].rstrip(":") in ("sshd", "/usr/sbin/sshd"):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                except ProcessLookupError:
+                    pass
+        return killed
+
+    def start_sshd(self, name):
+        """sshd again, in the host's own namespaces (entered through any process still living there)."""
+        self._check_host(name)
+        mine = os.readlink("/proc/self/ns/mnt")
+        inside = [p for p in self._host_procs(name) if _ns_of(p) not in (None, mine)]
+        if not inside:
+            raise TestbedError("no process left in %s's namespaces to start sshd from" % name)
+        d = self.host_root(name)
+        _run(["nsenter", "-t", str(inside[0]), "-n", "-u", "-m", "--",
+              "/usr/sbin/sshd", "-f", "%s/sshd_config" % d, "-E", "%s/sshd.log" % d])
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection((self.addrs[name], 22), timeout=0.5).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TestbedError("sshd of %s not answering on %s:22" % (name, self.addrs[name]))
+                time.sleep(0.05)
 
     def sinfo_states(self):
         out = _run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False, env=self.slurm_environ).stdout
