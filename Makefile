@@ -2,7 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(CURDIR)/$(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Two installs: the demo needs only the package (ansible-core, ansible-runner, jinja2); the
+# test tools (pytest, ansible-lint, molecule, hypothesis, ...) come with test/unit/lint and co.
+BASE_STAMP := $(VENV)/.installed-base
+STAMP      := $(VENV)/.installed-test
 # ansible-lint and molecule call ansible-config & co: the venv's bin/ must come first.
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -13,18 +16,22 @@ SYSTEM_BINARIES := /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/
 
 .PHONY: demo test unit lint cluster-test system-deps venv clean bench score fuzz
 
-venv: $(STAMP)
+venv: $(BASE_STAMP)
 
-$(STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpu-runbook needs Python >= 3.11 (found %s); run make PYTHON=python3.11" % sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e .
+	@touch $@
+
+$(STAMP): $(BASE_STAMP) pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $@
 
 # The README's incident: job 4242 hung at epoch 35 on gpu-rack3. Its log and the nodes' captures are
 # replayed (inventory-examples/demo-captures/scenario.yml tells the story); the reports land in DEMO_REPORT.
 DEMO_REPORT ?= $(CURDIR)/demo-report
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(BIN)/ansible-playbook playbooks/diagnose.yml -i inventory-examples/demo -l gpu-rack3 \
 	  -e job_log_dir=$(CURDIR)/inventory-examples/demo-captures/job-4242 -e report_dir=$(DEMO_REPORT)
 
@@ -55,6 +62,8 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_kernlog.py
+bench-scale: $(BASE_STAMP) ; $(BIN)/python tests/benchmarks/bench_aggregate.py && $(BIN)/python tests/benchmarks/bench_plan.py
+bench-joblog: $(BASE_STAMP) ; $(BIN)/python tests/benchmarks/bench_joblog.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

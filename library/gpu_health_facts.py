@@ -92,8 +92,47 @@ options:
   hostname:
     description: Name to report the host under (defaults to the node's hostname).
     type: str
+extends_documentation_fragment:
+  - action_common_attributes
+  - action_common_attributes.facts
+attributes:
+  check_mode:
+    support: full
+    details: Every probe only reads, so check mode runs them as a normal run does; C(changed) is always false.
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  platform:
+    platforms: posix
+    details: Linux GPU nodes (procfs, sysfs, the kernel log). With O(capture_dir) any host with Python 3 (offline replay).
+requirements:
+  - Python 3 on the node
+  - C(nvidia-smi) (NVIDIA driver) for the GPU probes; without it the GPU is a finding, never healthy
+  - C(dmesg) (util-linux) or C(journalctl) (systemd) for the kernel log, else a readable O(kern_log_path)
+  - InfiniBand sysfs (C(<sysfs_root>/class/infiniband), rdma-core or MLNX_OFED)
+  - C(ibstat) and C(perfquery) (infiniband-diags) only for the probes of those names
 notes:
   - Needs root for the kernel log where C(kernel.dmesg_restrict=1).
+  - The gpu_health role runs it on every host and registers C(gpu_health_result); the rung_verify role runs it again
+    after the remediation ladder, with O(since) set to when the ladder started.
+seealso:
+  - module: ansible.legacy.gpu_runbook_report
+    description: Aggregates every host's result into the cluster view, the job's culprit and the report files.
+  - module: ansible.legacy.gpu_runbook_ledger
+    description: Its C(action=resolved) gives the time for O(not_before).
+  - name: NVIDIA Xid errors
+    description: What each Xid code means and the catalog of resolutions the taxonomy follows.
+    link: https://docs.nvidia.com/deploy/xid-errors/index.html
+  - name: NVIDIA GPU memory error management
+    description: Row remapping, pending remaps and when they need a GPU reset.
+    link: https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html
+  - name: nvidia-smi documentation
+    description: The C(-q) report and C(--query-compute-apps) this module parses.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+  - name: sysfs-class-infiniband (Linux kernel ABI)
+    description: The port state, rate and error counters read from sysfs.
+    link: https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-class-infiniband
 """
 
 EXAMPLES = r"""

@@ -92,14 +92,27 @@ options:
     description: Where the device nodes are (C(<dev_root>/nvidia-nvswitch*)).
     type: path
     default: /dev
+extends_documentation_fragment:
+  - action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: Runs only the read-only pre-checks and returns the plan in C(would_run); changed is false.
+    support: partial
+    details:
+      - Runs the read-only pre-checks (nvidia-smi queries, C(systemctl show), procfs, C(nvidia-smi topo -m)) and, when
+        none blocks, returns the argv lists a real run would execute in RV(would_run); nothing is stopped, unloaded or
+        reset. A pre-check that blocks fails the task as it would for real.
+      - C(changed) stays false in check mode; a non-empty RV(would_run) is the prediction that a real run changes the GPU.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in diff mode.
     support: none
+  platform:
+    platforms: posix
+    details: Linux nodes with the NVIDIA driver.
+requirements:
+  - root on the node
+  - C(nvidia-smi) (NVIDIA driver)
+  - C(systemctl) (systemd) to stop and start the monitor units of O(monitor_units)
+  - C(modprobe) (kmod) to unload and load C(nvidia_drm)
+  - coreutils C(timeout) to bound each nvidia-smi call (optional)
 notes:
   - Needs root on the node (C(nvidia-smi -r) and C(-pm) do).
   - "Other holders, each found before anything changes (procfs under O(proc_root), systemd, /proc/modules).
@@ -121,10 +134,26 @@ notes:
     the module (C(restore_failed)) and the message says what to start by hand."
   - A GPU whose Xid history repeats should go to RMA instead of another reset; that budget
     belongs to the ladder's per-GPU history, not to this module.
+  - The rung_gpu_reset role runs it on a node the rung_drain role drained, after the ledger's decision.
 seealso:
+  - module: ansible.legacy.slurm_node
+    description: Drains the node first; its RV(ansible.legacy.slurm_node#module:drained) feeds O(node_drained).
+  - module: ansible.legacy.gpu_runbook_ledger
+    description: Decides whether this GPU gets another reset or goes to RMA, and records the result.
+  - module: ansible.legacy.gpu_health_facts
+    description: Gathers the findings whose kinds go into O(fault_kinds), and re-checks the GPU after the ladder.
   - name: nvidia-smi documentation
     description: The C(-r) / C(--gpu-reset) and C(-pm) options and the exit codes.
     link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+  - name: NVIDIA Xid errors
+    description: Which Xids a GPU reset can clear and which need a reboot or an RMA.
+    link: https://docs.nvidia.com/deploy/xid-errors/index.html
+  - name: NVIDIA GPU memory error management
+    description: Pending row remaps are applied by a GPU reset; a row-remap failure is an RMA.
+    link: https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html
+  - name: NVIDIA Fabric Manager user guide
+    description: GPU reset on NVSwitch systems and what Fabric Manager must be doing meanwhile.
+    link: https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html
 """
 
 EXAMPLES = r"""
@@ -161,17 +190,22 @@ gpu:
   sample: {"pci": "0000:3b:00.0", "uuid": "GPU-...", "index": 2}
 blocked_by:
   description:
-    - What refused the reset, by name. One or more of node_not_drained, bad_gpu_id,
-      unknown_fault_kind, fault_not_fixable_by_reset, nvidia_smi_missing, gpu_lost,
-      gpu_not_visible, nvidia_smi_hang, gpu_state_unreadable, compute_processes,
-      persistence_release_failed, gpu_in_use, no_permission, reset_failed.
+    - What refused the reset, by name. One or more of
+      node_not_drained, bad_gpu_id, bad_timeout, bad_unit_name, bad_parameter, unknown_fault_kind,
+      fault_not_fixable_by_reset, nvidia_smi_missing, gpu_lost, gpu_not_visible, nvidia_smi_hang,
+      gpu_state_unreadable, compute_processes, gpu_holders, gpu_holders_unreadable, monitors_running,
+      monitor_stop_failed, nvidia_drm_in_use, nvidia_drm_loaded, nvidia_drm_unload_failed,
+      fabric_manager_not_running, nvlink_peers, nvlink_topology_unreadable, persistence_release_failed,
+      gpu_in_use, no_permission, reset_failed, restore_failed.
   returned: on refusal
   type: list
   elements: str
+  sample: [compute_processes]
 escalate:
   description: The rung to climb instead (reboot or rma) when a reset cannot fix what the GPU has.
   returned: when a reset cannot help
   type: str
+  sample: reboot
 holders:
   description: Compute processes that hold the GPU, as nvidia-smi listed them.
   returned: when compute processes hold the GPU
@@ -209,6 +243,8 @@ reset:
     failed; the rc, its message and the holder text nvidia-smi printed).
   returned: when the reset ran
   type: dict
+  sample: {"outcome": "reset", "rc": 0, "message": "GPU 00000000:3B:00.0 was successfully reset.", "reset": ["0000:3b:00.0"],
+           "held": [], "holder_text": "", "escalate": null}
 before:
   description: The GPU's reset-relevant state before (row remap pending, volatile uncorrectable ECC, reset required).
   returned: when the GPU was read
@@ -221,16 +257,21 @@ verified:
   description: True only when after the reset no remap is pending, no volatile uncorrectable ECC and no reset required is left.
   returned: always
   type: bool
+  sample: true
 commands:
   description: The argv lists that changed something (systemctl stop/start, modprobe -r/modprobe, nvidia-smi -pm/-r), in order.
   returned: always
   type: list
   elements: list
+  sample: [["/usr/bin/nvidia-smi", "-pm", "0", "-i", "0000:3b:00.0"], ["/usr/bin/nvidia-smi", "-r", "-i", "0000:3b:00.0"],
+           ["/usr/bin/nvidia-smi", "-pm", "1", "-i", "0000:3b:00.0"]]
 would_run:
   description: In check mode, the argv lists a real run would execute, in order.
   returned: in check mode when no pre-check blocks
   type: list
   elements: list
+  sample: [["/usr/bin/systemctl", "stop", "dcgm-exporter"], ["/usr/bin/nvidia-smi", "-r", "-i", "0000:3b:00.0"],
+           ["/usr/bin/nvidia-smi", "-q", "-x", "-i", "0000:3b:00.0"], ["/usr/bin/systemctl", "start", "dcgm-exporter"]]
 """
 
 import errno

@@ -44,6 +44,33 @@ options:
     description: Seconds each Slurm command may take.
     type: int
     default: 30
+extends_documentation_fragment:
+  - action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Only reads (C(scontrol show job), C(sacct)), so check mode runs as a normal run does; C(changed) is always false.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+    details: Runs where C(scontrol) reaches slurmctld (C(delegate_to) the controller), or anywhere with O(nodes).
+requirements:
+  - C(scontrol) (slurm-client) and the cluster's C(SLURM_CONF) where it runs, unless O(nodes) is given
+  - C(sacct) and slurmdbd for a job the controller has forgotten (optional)
+notes:
+  - The job_context role runs it once per play (C(tasks_from=narrow)) and keeps only the job's nodes for the diagnosis.
+seealso:
+  - module: ansible.legacy.gpu_health_facts
+    description: Gathers each node's health; RV(job.start) becomes its O(ansible.legacy.gpu_health_facts#module:since).
+  - module: ansible.legacy.gpu_runbook_report
+    description: Joins the job's logs (RV(job.stdout), RV(job.stderr)) to hosts and GPUs.
+  - name: scontrol (Slurm)
+    description: C(scontrol show job -o), whose fields are read.
+    link: https://slurm.schedmd.com/scontrol.html
+  - name: sacct (Slurm)
+    description: The accounting record used when the controller no longer knows the job.
+    link: https://slurm.schedmd.com/sacct.html
 """
 
 EXAMPLES = r"""

@@ -79,17 +79,36 @@ options:
   now:
     description: The time recorded for new exclusions and reverts (ISO 8601); default now (UTC). For tests.
     type: str
+extends_documentation_fragment:
+  - action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
-    details: Computes the files and reports what would change; writes nothing.
+    details: Computes the three files from what is there and reports C(changed) as a real run would; writes nothing
+      (RV(written) is empty and RV(lines) says which files were not written).
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in diff mode).
     support: full
-    details: A diff per file that changes.
+    details: One diff per file that changes (C(nccl.env), C(nccl.sbatch), C(excluded-rails.json)), in check mode too.
+  platform:
+    platforms: posix
+    details: Runs on the controller (C(delegate_to=localhost), C(run_once=true)).
+requirements:
+  - write access to O(dir) on the controller
 notes:
   - The collective timeout is C(init_process_group(timeout=)) in the job's code; there is no C(NCCL_TIMEOUT).
+  - The rung_nccl_env role writes the C(nccl_env) section with it, the rung_timeout role the C(timeout) section.
+  - The files change the job's next run only when its batch script sources C(nccl.env) (or pastes C(nccl.sbatch)).
+seealso:
+  - module: ansible.legacy.gpu_runbook_plan
+    description: Plans the job-scoped rungs whose share (RV(ansible.legacy.gpu_runbook_plan#module:plan.job)) goes into O(job).
+  - module: ansible.legacy.gpu_runbook_ledger
+    description: The audit log the roles write each change and refusal to.
+  - name: NCCL environment variables
+    description: C(NCCL_IB_HCA) (C(^=) excludes exact HCA names), C(NCCL_IB_TIMEOUT), C(NCCL_IB_RETRY_CNT), and where NCCL reads them.
+    link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+  - name: PyTorch distributed (torch.distributed)
+    description: C(init_process_group(timeout=)) and the C(TORCH_NCCL_*) variables of the timeout section.
+    link: https://pytorch.org/docs/stable/distributed.html
 """
 
 EXAMPLES = r"""
@@ -116,20 +135,37 @@ EXAMPLES = r"""
 
 RETURN = r"""
 files:
-  description: Paths of nccl.env, nccl.sbatch and excluded-rails.json.
+  description: Paths of nccl.env, nccl.sbatch and excluded-rails.json (whether written or not).
   returned: always
   type: dict
-  sample: {"env": "/home/sre/.gpu-runbook/job-env/nccl.env", "sbatch": "...", "record": "..."}
+  contains:
+    env:
+      description: The env file (C(KEY=VALUE) lines, one section per rung) a batch script sources.
+      returned: always
+      type: str
+      sample: /home/sre/.gpu-runbook/job-env/nccl.env
+    sbatch:
+      description: The C(export) lines to paste into the batch script.
+      returned: always
+      type: str
+      sample: /home/sre/.gpu-runbook/job-env/nccl.sbatch
+    record:
+      description: The rail-exclusion record (JSON).
+      returned: always
+      type: str
+      sample: /home/sre/.gpu-runbook/job-env/excluded-rails.json
 written:
   description: The files written (none in check mode or when nothing changed).
   returned: always
   type: list
   elements: str
+  sample: [/home/sre/.gpu-runbook/job-env/nccl.env, /home/sre/.gpu-runbook/job-env/nccl.sbatch]
 section:
   description: The section's KEY=VALUE lines after the update.
   returned: always
   type: list
   elements: str
+  sample: ["NCCL_IB_HCA=^=mlx5_4"]
 env:
   description: Every managed KEY=VALUE line of nccl.env, both sections.
   returned: always
@@ -140,21 +176,27 @@ nccl_conf:
   returned: always
   type: list
   elements: str
+  sample: ["NCCL_IB_HCA=^=mlx5_4"]
 excluded:
   description: The exclusions in the record after the update (host, rail, incident, since, why).
   returned: always
   type: list
   elements: dict
+  sample: [{"host": "gpu-r3-n05", "rail": "mlx5_4", "incident": "INC-42", "since": "2026-12-02T08:00:00Z",
+            "why": "mlx5_4 symbol errors rising, link up"}]
 added:
   description: Exclusions this run added.
   returned: always
   type: list
   elements: dict
 reverted:
-  description: Exclusions this run reverted, with reverted_because.
+  description: Exclusions this run reverted, with reverted_at, reverted_by (the incident) and reverted_because.
   returned: always
   type: list
   elements: dict
+  sample: [{"host": "gpu-r3-n05", "rail": "mlx5_4", "incident": "INC-42", "since": "2026-12-02T08:00:00Z",
+            "why": "mlx5_4 symbol errors rising, link up", "reverted_at": "2026-12-03T09:30:00Z", "reverted_by": "INC-43",
+            "reverted_because": "healthy in this run"}]
 kept:
   description: Exclusions kept although this run did not make them, with the reason (kept).
   returned: always
@@ -169,6 +211,9 @@ lines:
   returned: always
   type: list
   elements: str
+  sample: ["nccl_env: add to the next sbatch: set -a; . /home/sre/.gpu-runbook/job-env/nccl.env; set +a   (or paste
+            /home/sre/.gpu-runbook/job-env/nccl.sbatch)", "nccl_env: exclude mlx5_4 (host gpu-r3-n05, incident INC-42):
+            mlx5_4 symbol errors rising, link up"]
 """
 
 import datetime

@@ -112,19 +112,41 @@ options:
   now:
     description: The time decisions and entries are made at (ISO 8601); default now. For replays and tests.
     type: str
+extends_documentation_fragment:
+  - action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: Writes nothing (no lock, no audit or history line); C(state=locked) still fails when
-      the lock is held, C(would_write) shows the lines a real run would append, decide runs as usual.
+    support: partial
+    details:
+      - Writes nothing - no lock, no audit or history line.
+      - C(state=locked), C(unlocked) and C(absent) predict C(changed) and still fail when the lock is held by another
+        run, as a real run would. C(action=audit) and C(action=record) report C(changed=false) and return the lines a
+        real run would append in RV(would_write). C(decide), C(resolved) and C(show) only read and run as usual.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in diff mode.
     support: none
+  platform:
+    platforms: posix
+    details: Runs on the controller (C(delegate_to=localhost)); the lock is one per O(state_dir).
+requirements:
+  - a O(state_dir) on the controller that the user running Ansible can write (one shared directory for every
+    controller that may remediate the same cluster)
 notes:
   - Audit lines are meant to stay; rotate C(audit.jsonl) only between remediations.
   - "In check mode nothing is written. A ladder that wants its plans audited runs its audit task
     with C(check_mode: false) and marks the entries C(check_mode: true)."
+  - The remediation_plan role takes the lock before the ladder acts and C(playbooks/tasks/finish.yml) releases it;
+    the rung roles audit, record and decide with it.
+seealso:
+  - module: ansible.legacy.gpu_runbook_plan
+    description: The plan whose rungs the ledger's decisions may escalate (repeat faults, spent budgets).
+  - module: ansible.legacy.gpu_reset
+    description: The reset whose retry budget per GPU the ledger keeps.
+  - module: ansible.legacy.ib_restart
+    description: The restart whose retry budget per port the ledger keeps.
+  - module: ansible.legacy.gpu_health_facts
+    description: Takes RV(resolved) as its O(ansible.legacy.gpu_health_facts#module:not_before).
+  - module: ansible.legacy.gpu_runbook_rma
+    description: Reads the history and the audit log (never writes them) for the RMA bundle.
 """
 
 EXAMPLES = r"""
@@ -188,28 +210,62 @@ EXAMPLES = r"""
 
 RETURN = r"""
 lock:
-  description: The lock acquired, released, cleared or read (id, owner, who, incident, started).
+  description: The lock acquired, released, cleared or read.
   returned: for state and action=show, when there is one
   type: dict
-  sample: {"id": "3f2a...", "who": "alice@ctl (pid 4711, AWX job 42)", "incident": "INC-7",
-           "started": "2024-05-01T10:00:00+00:00"}
+  contains:
+    id:
+      description: The lock's id; O(lock_id) of the C(state=unlocked) that releases it.
+      returned: always
+      type: str
+      sample: 3f2a9c0e5b7d4e1f8a6b2c9d0e1f2a3b
+    owner:
+      description: Who holds it - C(user), C(host), C(pid) of the controlling ansible process, C(job) (AWX job id or null).
+      returned: always
+      type: dict
+      sample: {"user": "alice", "host": "ctl", "pid": 4711, "job": "42"}
+    who:
+      description: The owner in words.
+      returned: always
+      type: str
+      sample: alice@ctl (pid 4711, AWX job 42)
+    incident:
+      description: The incident the lock was taken for.
+      returned: always
+      type: str
+      sample: INC-7
+    started:
+      description: When it was taken (UTC ISO 8601).
+      returned: always
+      type: str
+      sample: "2024-05-01T10:00:00+00:00"
 held_by:
   description: The lock that refused a run, described (owner, incident, since, age, STALE).
   returned: when a lock refused
   type: str
+  sample: held by alice@ctl (pid 4711, AWX job 42) for incident INC-7 since 2024-05-01T10:00:00+00:00 (age 5m03s)
 stale:
   description: Whether the lock in question is older than O(stale_after).
   returned: when there is a lock
   type: bool
+  sample: false
+error:
+  description: What refused or failed, by kind - held, stale, not_owner, io or bad_input.
+  returned: on failure
+  type: str
+  sample: held
 written:
   description: Lines appended (audit or history).
   returned: for audit and record
   type: int
+  sample: 1
 would_write:
   description: The lines a real run would append.
   returned: in check mode
   type: list
   elements: dict
+  sample: [{"when": "2024-05-01T10:00:00+00:00", "who": "alice@ctl (pid 4711)", "incident": "INC-7", "host": "gpu-r1-n03",
+            "rung": "gpu_reset", "result": "ok", "message": "GPU 0000:3b:00.0 reset and verified", "check_mode": true}]
 decisions:
   description: Per item host, key, proposed_rung, incident, rung, escalated, already_done and reason;
     with already_done also done_rung (the rung the incident already got; rung is then none).
@@ -219,6 +275,12 @@ decisions:
   sample: [{"host": "gpu-r1-n03", "key": "gpu-r1-n03/serial:1652221000123", "proposed_rung": "gpu_reset",
             "incident": "INC-7", "rung": "rma", "escalated": true, "already_done": false,
             "reason": "... faulted 3 times in 7 days ..."}]
+policy:
+  description: The policy the decisions used (the defaults overlaid with O(policy); windows in seconds).
+  returned: for decide
+  type: dict
+  sample: {"repeat_faults": 3, "repeat_window": 604800, "budgets": {"gpu_reset": 2, "ib_restart": 2, "reboot": 1},
+           "budget_window": 604800, "allow_reboot": false}
 resolved:
   description: Host to the UTC ISO 8601 time of its latest verify-ok remedy; hosts without one are left out.
   returned: for resolved
@@ -228,11 +290,13 @@ file:
   description: The file the action read or wrote.
   returned: always
   type: str
+  sample: /home/sre/.gpu-runbook/state/audit.jsonl
 warnings_lines:
   description: History lines that could not be read and were skipped.
   returned: for decide and resolved when there are any
   type: list
   elements: str
+  sample: ["/home/sre/.gpu-runbook/state/history.jsonl:17: not JSON, skipped"]
 """
 
 import getpass

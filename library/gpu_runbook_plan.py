@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 module: gpu_runbook_plan
 short_description: Turn a fresh diagnosis into the remediation plan (what the ladder would do)
 description:
-  - Runs once on the controller after M(gpu_runbook_report). Computes the plan with the
+  - Runs once on the controller after M(ansible.legacy.gpu_runbook_report). Computes the plan with the
     engine's pure C(make_plan) (schema C(gpu-runbook/plan/v1)) from the diagnosis, what each
     host's gather saw (compute processes, GPUs) and the policy (allowed rungs, caps).
   - Per host the plan holds the evidence, each rung it would climb (cheapest first), the
@@ -20,7 +20,7 @@ version_added: "0.1.0"
 author: gpu-runbook contributors
 options:
   analysis:
-    description: The diagnosis, C(analysis) as M(gpu_runbook_report) returned it (schema gpu-runbook/analysis/v1).
+    description: The diagnosis, C(analysis) as M(ansible.legacy.gpu_runbook_report) returned it (schema gpu-runbook/analysis/v1).
     type: dict
     required: true
   facts:
@@ -49,14 +49,37 @@ options:
         the plan is a plan whatever this says.
     type: bool
     default: false
+extends_documentation_fragment:
+  - action_common_attributes
 attributes:
   check_mode:
-    support: full
-    description: The same plan; plan.json and plan.md are not written.
+    support: partial
+    details: The same plan, RV(lines) and RV(summary) (with RV(summary.plan_only) true); plan.json and plan.md are not
+      written, and C(changed) is false where a real run with O(plan_dir) reports true.
   diff_mode:
     support: none
+  platform:
+    platforms: posix
+    details: Runs on the controller (C(delegate_to=localhost), C(run_once=true)).
+requirements:
+  - write access to O(plan_dir) on the controller when it is set
 notes:
   - Read-only on the cluster. Run it with C(delegate_to=localhost) and C(run_once=true).
+  - The remediation_plan role runs it and hands RV(summary) to AWX with M(ansible.builtin.set_stats)
+    (C(gpu_runbook_plan), C(gpu_runbook_plan_act)) for a workflow's approval node.
+seealso:
+  - module: ansible.legacy.gpu_runbook_report
+    description: The diagnosis this module plans from (O(analysis)).
+  - module: ansible.legacy.slurm_node
+    description: Runs the drain, resume and reboot rungs, and reads the node states passed in O(policy).
+  - module: ansible.legacy.gpu_reset
+    description: Runs the gpu_reset rung the plan lists.
+  - module: ansible.legacy.ib_restart
+    description: Runs the ib_restart rung the plan lists.
+  - module: ansible.legacy.gpu_runbook_job_env
+    description: Writes the job-scoped rungs (nccl_env, timeout) into the job's environment for its next run.
+  - module: ansible.builtin.set_stats
+    description: How RV(summary) reaches an AWX workflow.
 """
 
 EXAMPLES = r"""
@@ -78,30 +101,75 @@ plan:
   returned: always
   type: dict
   contains:
-    schema: {description: gpu-runbook/plan/v1., returned: always, type: str}
-    incident_id: {description: The incident id that goes into every Slurm reason., returned: always, type: str}
+    schema: {description: Version of this shape., returned: always, type: str, sample: gpu-runbook/plan/v1}
+    incident_id:
+      description: The incident id that goes into every Slurm reason.
+      returned: always
+      type: str
+      sample: INC-42
+    generated:
+      description: When the diagnosis it plans from was made (the analysis' C(generated)), or null.
+      returned: always
+      type: str
+      sample: "2026-12-02T07:20:00+00:00"
+    policy:
+      description: The policy used - O(policy) over the engine's defaults.
+      returned: always
+      type: dict
+      sample: {"allowed_rungs": ["none", "drain", "nccl_env", "timeout", "gpu_reset", "ib_restart", "rma", "fix_application"],
+               "allow_reboot": false, "max_drain": 2, "max_drain_percent": 10, "max_per_domain": 1, "domains": {},
+               "already_drained": [], "incident_id": "INC-42", "ib_unit": "openibd", "rail_errors": "exclude"}
     hosts:
       description: >-
-        One entry per host, the hosts to act on first: host, verdict, confidence and
-        confidence_reason (how sure the verdict is), evidence, decision (act, review, blocked,
-        skip, report_only), reason, rungs (each with rung, status, commands as argv lists,
-        blockers, notes), blockers, final. The ladder acts on a node only on a high-confidence
-        verdict: any other host whose verdict asks for a node rung is C(review) - its rungs are
+        One entry per host, the hosts to act on first: host, verdict, severity, rung, confidence and
+        confidence_reason (how sure the verdict is), evidence, slurm, decision (act, review, blocked,
+        skip, report_only), reason, rungs (each with rung, label, scope, disruptive, status, why, target,
+        commands as argv lists, env, notes, blockers), blockers, final. The ladder acts on a node only on a
+        high-confidence verdict: any other host whose verdict asks for a node rung is C(review) - its rungs are
         listed, blocked, with the reason ("confidence medium - ..."), and nothing is drained,
         reset or restarted; a job-scoped rung (nccl_env, timeout) needs medium, and on low
         nothing acts.
       returned: always
       type: list
       elements: dict
-    incidents: {description: Correlated failures (a failure domain or a rail) that stop drains., returned: always, type: list, elements: dict}
-    job: {description: "The job's share: env for its next run, notes, application fixes to report.", returned: always, type: dict}
-    commands: {description: "Every planned command in order: host, rung, argv.", returned: always, type: list, elements: dict}
+      sample: [{"host": "gpu-r3-n03", "verdict": "gpu_hardware", "severity": "critical", "rung": "reboot",
+                "confidence": "high", "confidence_reason": "the job's culprit rank 18 runs here and this host's Xid 79
+                (kern.log:9) explains it", "evidence": "Xid 79 (GPU has fallen off the bus) on GPU 0000:75:00.0 ...",
+                "slurm": null, "decision": "act", "reason": "climb drain -> rma, verifying after each; gpu_reset
+                skipped, reboot blocked", "rungs": [{"rung": "drain", "label": "drain node", "scope": "host",
+                "disruptive": false, "status": "planned", "why": "Xid 79 ...", "target": {"node": "gpu-r3-n03"},
+                "commands": [["scontrol", "update", "NodeName=gpu-r3-n03", "State=DRAIN",
+                "Reason=gpu-runbook: INC-42: Xid 79 ..."]], "env": [], "notes": [], "blockers": []}],
+                "blockers": []}]
+    incidents:
+      description: Correlated failures (a failure domain or a rail) that stop drains - kind, name, hosts, why, action.
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"kind": "rail", "name": "mlx5_4", "hosts": ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n05"],
+                "why": "...", "action": "..."}]
+    job:
+      description: "The job's share: rungs (the job-scoped rungs per host), env for its next run, notes, application
+        fixes to report."
+      returned: always
+      type: dict
+      sample: {"rungs": [{"rung": "nccl_env", "host": "gpu-r3-n05", "why": "...", "env": ["NCCL_IB_HCA=^=mlx5_4"],
+               "target": {"rails": ["mlx5_4"]}}], "env": ["NCCL_IB_HCA=^=mlx5_4"], "notes": [], "report": []}
+    commands:
+      description: "Every planned command in order: host, rung, argv."
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"host": "gpu-r3-n03", "rung": "drain", "argv": ["scontrol", "update", "NodeName=gpu-r3-n03", "State=DRAIN",
+                "Reason=gpu-runbook: INC-42: Xid 79 ..."]}]
     summary:
       description: "Counts for an AWX approval node: act, review, blocked, skip, report_only, hosts, incidents,
         commands, drains, disruptive, already_drained."
       returned: always
       type: dict
-    errors: {description: Input the plan had to leave out., returned: always, type: list, elements: str}
+      sample: {"act": 1, "review": 0, "blocked": 2, "skip": 5, "report_only": 0, "hosts": 8, "incidents": 0,
+               "commands": 1, "already_drained": 0, "drains": 1, "disruptive": 1}
+    errors: {description: Input the plan had to leave out., returned: always, type: list, elements: str, sample: []}
 lines:
   description: >-
     Console lines: a header, one line per host that is not skipped (decision, rungs it would
@@ -110,27 +178,68 @@ lines:
   returned: always
   type: list
   elements: str
+  sample: ["plan INC-42 (gpu-runbook/plan/v1): 1 to act, 2 blocked, 0 report only, 5 with nothing to do; 1 command(s);
+            plan only: nothing was changed (-e confirm=yes acts)",
+           "nothing to do (5): gpu-r3-n01, gpu-r3-n02, gpu-r3-n04, gpu-r3-n07, gpu-r3-n08"]
 summary:
   description: The plan's summary plus incident_id, the hosts to act on and the written files (for set_stats).
   returned: always
   type: dict
   contains:
-    incident_id: {description: The incident id., returned: always, type: str}
-    act: {description: Number of hosts the ladder would act on., returned: always, type: int}
-    blocked: {description: "Number of hosts whose drain is blocked (caps, foreign drain, incident).", returned: always, type: int}
-    hosts_act: {description: Hosts the ladder would act on., returned: always, type: list, elements: str}
-    hosts_blocked: {description: Hosts whose drain is blocked., returned: always, type: list, elements: str}
-    plan_only: {description: "True unless confirm=yes outside check mode (then the ladder acts on hosts_act).", returned: always, type: bool}
-    files: {description: Paths of plan.json and plan.md when written., returned: always, type: list, elements: str}
-    review: {description: Number of hosts left for a person to review (their verdict is not sure enough to act)., returned: always, type: int}
-    skip: {description: Number of hosts with nothing to do., returned: always, type: int}
-    report_only: {description: "Number of hosts whose fix is the application's (reported, nothing run).", returned: always, type: int}
-    hosts: {description: Number of hosts in the plan., returned: always, type: int}
-    incidents: {description: Number of correlated failures (a failure domain or a rail) that stop drains., returned: always, type: int}
-    commands: {description: Number of planned commands., returned: always, type: int}
-    drains: {description: Number of planned drains., returned: always, type: int}
-    disruptive: {description: "Number of planned disruptive rungs (reset, restart, reboot).", returned: always, type: int}
-    already_drained: {description: Number of hosts already drained before the plan., returned: always, type: int}
+    incident_id: {description: The incident id., returned: always, type: str, sample: INC-42}
+    act: {description: Number of hosts the ladder would act on., returned: always, type: int, sample: 1}
+    blocked:
+      description: "Number of hosts whose drain is blocked (caps, foreign drain, incident)."
+      returned: always
+      type: int
+      sample: 2
+    hosts_act: {description: Hosts the ladder would act on., returned: always, type: list, elements: str, sample: [gpu-r3-n03]}
+    hosts_blocked:
+      description: Hosts whose drain is blocked.
+      returned: always
+      type: list
+      elements: str
+      sample: [gpu-r3-n05, gpu-r3-n06]
+    plan_only:
+      description: "True unless confirm=yes outside check mode (then the ladder acts on hosts_act)."
+      returned: always
+      type: bool
+      sample: true
+    files:
+      description: Paths of plan.json and plan.md when written (empty otherwise).
+      returned: always
+      type: list
+      elements: str
+      sample: [/var/tmp/gpu-runbook/INC-42/plan.json, /var/tmp/gpu-runbook/INC-42/plan.md]
+    review:
+      description: Number of hosts left for a person to review (their verdict is not sure enough to act).
+      returned: always
+      type: int
+      sample: 0
+    skip: {description: Number of hosts with nothing to do., returned: always, type: int, sample: 5}
+    report_only:
+      description: "Number of hosts whose fix is the application's (reported, nothing run)."
+      returned: always
+      type: int
+      sample: 0
+    hosts: {description: Number of hosts in the plan., returned: always, type: int, sample: 8}
+    incidents:
+      description: Number of correlated failures (a failure domain or a rail) that stop drains.
+      returned: always
+      type: int
+      sample: 0
+    commands: {description: Number of planned commands., returned: always, type: int, sample: 1}
+    drains: {description: Number of planned drains., returned: always, type: int, sample: 1}
+    disruptive:
+      description: "Number of planned disruptive rungs (reset, restart, reboot)."
+      returned: always
+      type: int
+      sample: 1
+    already_drained:
+      description: Number of hosts already drained before the plan.
+      returned: always
+      type: int
+      sample: 0
 """
 
 import json
@@ -310,7 +419,9 @@ def main():
         changed = True
     elif p["plan_dir"]:
         lines.append("check mode: plan.json and plan.md not written to %s" % p["plan_dir"])
-    module.exit_json(changed=changed, plan=plan, lines=lines, summary=summary)
+    # the whole diagnosis echoed back as module_args would double what the controller parses
+    invocation = {"module_args": dict(p, analysis="(not echoed)", facts="(not echoed)")}
+    module.exit_json(changed=changed, plan=plan, lines=lines, summary=summary, invocation=invocation)
 
 
 if __name__ == "__main__":

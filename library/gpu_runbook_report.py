@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 module: gpu_runbook_report
 short_description: Aggregate every host's gpu_health result into the cluster view and report
 description:
-  - Runs once on the controller after M(gpu_health_facts) ran on every host.
+  - Runs once on the controller after M(ansible.legacy.gpu_health_facts) ran on every host.
   - Applies the cross-host rules (unreachable host is a prime suspect, the same Xid on
     every host points at the application), ranks the suspects and renders one console
     line per suspect host.
@@ -32,7 +32,7 @@ options:
         against the directory ansible-playbook was run from before passing it.
     type: path
   job:
-    description: The job as M(gpu_runbook_job) returned it (Slurm nodes, start, StdOut/StdErr).
+    description: The job as M(ansible.legacy.gpu_runbook_job) returned it (Slurm nodes, start, StdOut/StdErr).
     type: dict
   job_log_dir:
     description: Directory of the job's logs (one combined file or one file per rank).
@@ -42,6 +42,39 @@ options:
     type: list
     elements: path
     default: []
+extends_documentation_fragment:
+  - action_common_attributes
+attributes:
+  check_mode:
+    support: partial
+    details: The same analysis, RV(lines) and RV(summary); the report files are not written (no
+      RV(summary.report_files)), and C(changed) is false where a real run with O(report_dir) reports true.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+    details: Runs on the controller (C(delegate_to=localhost), C(run_once=true)).
+requirements:
+  - jinja2 on the controller's Python when O(report_dir) is set (report.html)
+  - read access to the job's logs (O(job_log_dir), O(job_log_files)) on the controller; each is read only as its owner could
+notes:
+  - The diagnosis_report role runs it and hands RV(summary) to AWX with M(ansible.builtin.set_stats)
+    (C(gpu_runbook_summary), C(gpu_runbook_remediate)); the rung_verify role runs it again on the fresh gather.
+seealso:
+  - module: ansible.legacy.gpu_health_facts
+    description: The per-host results this module aggregates (O(results)).
+  - module: ansible.legacy.gpu_runbook_job
+    description: The Slurm job (O(job)) whose logs are joined to hosts and GPUs.
+  - module: ansible.legacy.gpu_runbook_plan
+    description: Turns RV(analysis) into the remediation plan.
+  - module: ansible.builtin.set_stats
+    description: How RV(summary) reaches an AWX workflow.
+  - name: NVIDIA Xid errors
+    description: The Xid codes behind the GPU findings and their resolutions.
+    link: https://docs.nvidia.com/deploy/xid-errors/index.html
+  - name: NCCL environment variables
+    description: The NCCL settings the job-level findings point at (C(NCCL_DEBUG=INFO) lines are what the job log is read for).
+    link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
 """
 
 EXAMPLES = r"""
@@ -85,6 +118,14 @@ analysis:
       type: list
       returned: always
       elements: dict
+      sample: [{"host": "gpu-r3-n03", "verdict": "gpu_hardware", "severity": "critical", "rung": "reboot",
+                "confidence": "high", "confidence_reason": "the job's culprit rank 18 runs here and this host's Xid 79
+                (kern.log:9) explains it", "findings": [{"category": "gpu_hardware", "severity": "critical", "kind": "xid",
+                "xid": 79, "gpu": {"pci": "0000:75:00.0", "index": null, "uuid": "GPU-4b1d7e09-45cf-12ea-4e91-33386720f7bb",
+                "serial": "1655022000022"}, "ib": null, "rank": null, "source": "kern.log:9", "message": "Xid 79 (GPU has
+                fallen off the bus) on GPU 0000:75:00.0 once at 2026-12-02 07:09:51 UTC: GPU has fallen off the bus.",
+                "action": "Drain the node in Slurm. Reboot the node. Replace the part (RMA) if it recurs.", "rung": "reboot",
+                "count": 1, "first": "2026-12-02T07:09:51+00:00", "last": "2026-12-02T07:09:51+00:00"}]}]
     job:
       description:
         - The job when its logs or Slurm record were given, else null - C(verdict), C(failed_at) (epoch, progress),
@@ -158,13 +199,12 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.diagnose import console_lines, diagnose, summary as make_summary
-from ansible.module_utils.gpu_runbook.probes import read_tail
 from ansible.module_utils.gpu_runbook.reports import annotate, describe_inputs, describe_window, write_reports
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused
-from ansible.module_utils.gpu_runbook.textio import printable, why_not_readable_by
+from ansible.module_utils.gpu_runbook.textio import TextLines, open_regular, printable, why_not_readable_by
 from ansible.module_utils.gpu_runbook import validate
 
-_MAX_LOG = 256 * 1024 * 1024
+_MAX_LOG = 256 * 1024 * 1024  # bytes read from the END of a job log (the hang is there); a skipped head is said
 
 
 def _job_uid(job):
@@ -181,7 +221,8 @@ def _job_uid(job):
 
 
 def _read_logs(log_dir, files, job=None):
-    """{name: text} of the job's logs; unreadable files are reported, not fatal.
+    """{name: line source} of the job's logs (textio.TextLines: streamed by the parser, never
+    held whole; at most the last _MAX_LOG bytes of each); unreadable files are reported, not fatal.
 
     The job's files are named by its owner (Slurm's StdOut/StdErr, what the job wrote), but
     read here as root: each is read only as its owner could -- for Slurm's paths the job's
@@ -209,8 +250,11 @@ def _read_logs(log_dir, files, job=None):
                 problems.append("%s: %s" % (path, why))
                 continue
             name = os.path.relpath(path, log_dir) if log_dir and path.startswith(log_dir) else os.path.basename(path)
-            # the checked real path, its last step not followed: a link swapped in since is refused
-            found[name] = read_tail(os.path.realpath(path), _MAX_LOG, nofollow=True)
+            # the checked real path, its last step not followed: a link swapped in since is refused,
+            # here (a FIFO or device is a problem now) and again when the parser opens it
+            real = os.path.realpath(path)
+            os.close(open_regular(real, nofollow=True)[0])
+            found[name] = TextLines(real, tail=_MAX_LOG, nofollow=True)
         except OSError as exc:
             problems.append("%s: %s" % (path, exc.strerror or exc))
     return found, problems
@@ -255,7 +299,10 @@ def main():
         changed = True
     # the play prints these: a log's terminal escapes are shown escaped, never acted on
     lines = [printable(line) for line in console_lines(analysis, lang, report_path=report_path)]
-    module.exit_json(changed=changed, analysis=analysis, lines=lines, summary=summary)
+    # Every host's result echoed back as module_args is ~18 KB a host: at 1,000 hosts it doubled
+    # the module's CPU (tests/benchmarks/bench_aggregate.py); the count is what -vvv needs.
+    invocation = {"module_args": dict(module.params, results="(%d host results, not echoed)" % len(results))}
+    module.exit_json(changed=changed, analysis=analysis, lines=lines, summary=summary, invocation=invocation)
 
 
 if __name__ == "__main__":

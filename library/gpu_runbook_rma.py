@@ -39,7 +39,7 @@ options:
     default: ""
   analysis_host:
     description: The host's entry of the analysis of the gather made after the ladder started
-      (M(gpu_runbook_report) C(analysis.hosts[]) - verdict, severity, findings). Empty means no fresh analysis (not healthy).
+      (M(ansible.legacy.gpu_runbook_report) C(analysis.hosts[]) - verdict, severity, findings). Empty means no fresh analysis (not healthy).
     type: dict
     default: {}
   earlier_findings:
@@ -100,14 +100,37 @@ options:
   now:
     description: The bundle's time (ISO 8601); default now. For tests.
     type: str
+extends_documentation_fragment:
+  - action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
-    details: Writes nothing; returns the paths it would write and the bundle.
+    details: Assesses as usual and, with O(write=true), builds the bundle and reports C(changed) as a real run would
+      (false when the bundle on disk is the same); writes nothing. RV(files) names the paths it would write.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in diff mode.
     support: none
+  platform:
+    platforms: posix
+    details: Runs on the controller (C(delegate_to=localhost)).
+requirements:
+  - write access to O(rma_dir) on the controller when O(write=true)
+  - read access to the ledger's O(state_dir) when it is set
+notes:
+  - The rung_verify role runs it after the ladder - once to decide what the node needs, once more with O(write=true)
+    when RV(assessment.bundle) is true.
+seealso:
+  - module: ansible.legacy.gpu_runbook_ledger
+    description: Keeps the history and audit log this module reads from O(state_dir).
+  - module: ansible.legacy.slurm_node
+    description: Resumes the node, or leaves it drained with RV(assessment.reason) as the reason.
+  - module: ansible.legacy.gpu_health_facts
+    description: The fresh gather (O(facts)) and the one before the ladder (O(earlier_facts)).
+  - name: NVIDIA Xid errors
+    description: Which Xids call for a replacement; the bundle lists each GPU's Xid history.
+    link: https://docs.nvidia.com/deploy/xid-errors/index.html
+  - name: NVIDIA GPU memory error management
+    description: The row-remap state the bundle records, and NVIDIA's RMA thresholds for it.
+    link: https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html
 """
 
 EXAMPLES = r"""
@@ -139,18 +162,98 @@ kept_drained_before:
   description: This incident's verify already left the host drained (an audit line says so); the ladder keeps that reason.
   returned: always
   type: bool
+  sample: false
 assessment:
-  description: healthy, resume, action (resume, reboot or drain), escalate, reason (the Slurm reason body),
-    needs, gpus, ports, bundle (whether an RMA bundle is called for), problems (rung outcomes that were not ok), verdict.
+  description: What the host needs after the ladder.
   returned: always
   type: dict
-  sample: {"healthy": false, "resume": false, "action": "drain", "escalate": "rma",
-           "reason": "replace GPU 1652221000123 at 0000:ab:00.0 (Xid 79)", "bundle": true}
+  contains:
+    healthy:
+      description: The fresh analysis is healthy with no warning or critical finding.
+      returned: always
+      type: bool
+      sample: false
+    resume:
+      description: The node may be resumed (healthy, and no rung refused, failed or escalated).
+      returned: always
+      type: bool
+      sample: false
+    action:
+      description: What to do with the node - resume, reboot or drain (stay drained).
+      returned: always
+      type: str
+      sample: drain
+    escalate:
+      description: The escalation - rma, cable, reboot, or null.
+      returned: always
+      type: str
+      sample: rma
+    reason:
+      description: The Slurm reason body (C(verified healthy) when it resumes).
+      returned: always
+      type: str
+      sample: replace GPU 1652221000123 at 0000:ab:00.0 (Xid 79)
+    needs:
+      description: Each thing the node needs, in words (joined, they make RV(assessment.reason)).
+      returned: always
+      type: list
+      elements: str
+      sample: [replace GPU 1652221000123 at 0000:ab:00.0 (Xid 79)]
+    gpus:
+      description: The GPUs to replace or reboot for (serial, UUID, PCI, index, model, VBIOS when known, and the cause).
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"pci": "0000:ab:00.0", "uuid": "GPU-4b1d7e09-45cf-12ea-4e91-33386720f7bb", "serial": "1652221000123",
+                "index": 2, "model": "NVIDIA H100 80GB HBM3", "vbios": null, "cause": "Xid 79"}]
+    ports:
+      description: The IB ports concerned (device, port).
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"device": "mlx5_0", "port": 1}]
+    bundle:
+      description: Whether an RMA bundle is called for (not resumed, escalation rma or cable).
+      returned: always
+      type: bool
+      sample: true
+    problems:
+      description: The rung outcomes that were not ok (rung, result, message, escalate).
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"rung": "gpu_reset", "result": "refused", "message": "...", "escalate": "rma"}]
+    verdict:
+      description: The fresh analysis' verdict (unknown without one).
+      returned: always
+      type: str
+      sample: gpu_hardware
+    severity:
+      description: The fresh analysis' severity (unknown without one).
+      returned: always
+      type: str
+      sample: critical
+    errors:
+      description: Input the assessment could not read; the node then stays drained and the reason says why.
+      returned: when the input was unreadable
+      type: list
+      elements: str
+      sample: ["verify could not decide from this input: TypeError: ..."]
 files:
   description: The bundle's paths (written, or that would be written in check mode).
   returned: when write is true
   type: dict
-  sample: {"json": "/home/ops/.gpu-runbook/rma/INC-42/gpu-r1-n02.json", "md": "/home/ops/.gpu-runbook/rma/INC-42/gpu-r1-n02.md"}
+  contains:
+    json:
+      description: The bundle as JSON (schema gpu-runbook/rma/v1).
+      returned: always
+      type: str
+      sample: /home/ops/.gpu-runbook/rma/INC-42/gpu-r1-n02.json
+    md:
+      description: The bundle as Markdown a ticket can paste.
+      returned: always
+      type: str
+      sample: /home/ops/.gpu-runbook/rma/INC-42/gpu-r1-n02.md
 bundle:
   description: The bundle (schema gpu-runbook/rma/v1).
   returned: when write is true
@@ -160,6 +263,7 @@ warnings_lines:
   returned: when there are any
   type: list
   elements: str
+  sample: ["/home/ops/.gpu-runbook/state/history.jsonl:17: not JSON, skipped"]
 """
 
 import json

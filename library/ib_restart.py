@@ -83,23 +83,45 @@ options:
     description: Unload C(nvidia_peermem) before the restart and load it again after, when it is loaded.
     type: bool
     default: true
+extends_documentation_fragment:
+  - action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: Runs only the read-only pre-checks and returns the argv lists in C(would_run); changed is false.
+    support: partial
+    details:
+      - Runs the read-only pre-checks (sysfs, procfs, and C(systemctl cat <unit>) for O(method=auto)) and, when none
+        blocks, returns the argv lists a real run would execute in RV(would_run); nothing is unloaded or restarted and
+        no port is waited for. A pre-check that blocks fails the task as it would for real.
+      - C(changed) stays false in check mode; a non-empty RV(would_run) is the prediction that a real run restarts the stack.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in diff mode.
     support: none
+  platform:
+    platforms: posix
+    details: Linux nodes with InfiniBand HCAs (mlx5).
+requirements:
+  - root on the node
+  - InfiniBand sysfs (C(<sysfs_root>/class/infiniband))
+  - C(systemctl) (systemd) and the O(unit) unit (MLNX_OFED / DOCA-OFED openibd) for O(method=service)
+  - C(modprobe) (kmod) for O(method=modules) and for C(nvidia_peermem)
 notes:
   - Needs root on the node (systemctl restart, modprobe, reading every process's open files).
   - O(method=modules) re-reads C(/proc/modules) between steps, so a module that C(modprobe -r) already took out as
     an unused dependency is not removed again; anything loaded before and missing after is loaded again by name.
   - IPoIB interfaces go away and come back with the restart; anything mounted over them should be handled first.
+  - The rung_ib_restart role runs it on a node the rung_drain role drained, after the ledger's per-port decision.
 seealso:
+  - module: ansible.legacy.slurm_node
+    description: Drains the node first; its RV(ansible.legacy.slurm_node#module:drained) feeds O(node_drained).
+  - module: ansible.legacy.gpu_runbook_ledger
+    description: Decides per port whether the restart budget is spent (then the cable), and records the result.
+  - module: ansible.legacy.gpu_health_facts
+    description: Finds the flapping or degraded port this rung is for.
   - name: openibd (mlnx-ofa_kernel ofed_scripts/openibd)
     description: The checks openibd makes before it unloads the stack, which this module makes first.
     link: https://github.com/Mellanox/mlnx-ofa_kernel
+  - name: sysfs-class-infiniband (Linux kernel ABI)
+    description: Port state, physical state, rate and the error counters read before and after the restart.
+    link: https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-class-infiniband
 """
 
 EXAMPLES = r"""
@@ -127,10 +149,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 blocked_by:
-  description: The names of what refused the restart (see the description), all of them.
+  description:
+    - The names of what refused the restart, all of them - node_not_drained, bad_expected_ports, bad_parameter,
+      no_ib_devices, ib_state_unreadable, unknown_port, no_expected_ports, dev_infiniband_held, ib_daemons,
+      lustre_o2ib, nfs_rdma, nvme_rdma, iser_srp_target, ib_users_unreadable, method_undecided, mlx5_users,
+      module_in_use, mlx5_not_loaded, systemctl_missing, modprobe_missing, peermem_unload_failed, restart_failed.
   returned: on refusal
   type: list
   elements: str
+  sample: [dev_infiniband_held, nfs_rdma]
 holders:
   description: Processes holding /dev/infiniband (pid, comm, devices).
   returned: when the pre-checks ran
@@ -142,16 +169,19 @@ daemons:
   returned: when the pre-checks ran
   type: list
   elements: dict
+  sample: [{"pid": 1632, "comm": "opensm"}]
 modules:
   description: Loaded modules that make openibd refuse.
   returned: when the pre-checks ran
   type: list
   elements: str
+  sample: [rpcrdma]
 expected_ports:
   description: The ports that must come back (C(mlx5_N/1)).
   returned: when sysfs was read
   type: list
   elements: str
+  sample: [mlx5_6/1]
 before:
   description: State, physical state and rate of the expected ports before the restart.
   returned: when sysfs was read
@@ -160,10 +190,12 @@ after:
   description: The same once they were back (or when the wait ended).
   returned: when the restart ran
   type: dict
+  sample: {"mlx5_6/1": {"state": "Active", "phys_state": "LinkUp", "rate_gbps": 400.0}}
 not_back:
   description: Expected ports that did not come back, and how they are.
   returned: when some did not come back
   type: dict
+  sample: {"mlx5_6/1": "Down/Polling"}
 still_rising:
   description: Error counters that rose during the soak, per port and counter, with how much they rose.
   returned: when the soak ran
@@ -173,6 +205,7 @@ escalate:
   description: The rung to climb instead (cable, reboot) when the restart did not mend the link.
   returned: when the restart did not help
   type: str
+  sample: cable
 peermem:
   description: Whether nvidia_peermem was loaded before, unloaded and reloaded.
   returned: when the pre-checks passed
@@ -187,6 +220,7 @@ method:
   description: The method used (C(service) or C(modules)); with O(method=auto) the one C(systemctl cat) chose.
   returned: when the pre-checks got that far
   type: str
+  sample: service
 method_reason:
   description: Why that method (the parameter, or what C(systemctl cat <unit>) said).
   returned: when RV(method) is
@@ -205,16 +239,20 @@ verified:
   description: True only when every expected port is back and no watched counter rose during the soak.
   returned: always
   type: bool
+  sample: true
 commands:
   description: The argv lists that changed something, in order.
   returned: always
   type: list
   elements: list
+  sample: [["/usr/sbin/modprobe", "-r", "nvidia_peermem"], ["/usr/bin/systemctl", "restart", "openibd"],
+           ["/usr/sbin/modprobe", "nvidia_peermem"]]
 would_run:
   description: In check mode, the argv lists a real run would execute, in order.
   returned: in check mode when no pre-check blocks
   type: list
   elements: list
+  sample: [["/usr/bin/systemctl", "restart", "openibd"]]
 """
 
 import errno

@@ -72,19 +72,45 @@ options:
     description: Seconds each Slurm command may take before slurmctld counts as not answering.
     type: int
     default: 30
+extends_documentation_fragment:
+  - action_common_attributes
 attributes:
   check_mode:
     support: full
-    description: Reports what it would do (C(changed), the predicted state in the diff) and runs no update.
+    details:
+      - Reads the node (C(scontrol show node)) and the ownership record, then reports the change it would make
+        (C(changed), RV(msg) saying "would be ...") and the predicted state; runs no update, writes no record and
+        does not wait for DRAINED.
   diff_mode:
     support: full
-    description: Before and after state and reason of the node.
+    details: The node's state and reason before and after (predicted in check mode).
+  platform:
+    platforms: posix
+    details: Runs where C(scontrol) reaches slurmctld, usually the controller (C(delegate_to)).
+requirements:
+  - C(scontrol) (slurm-client) and the cluster's C(SLURM_CONF) on the host the task runs on
+  - C(squeue) for O(wait_drained) (to name the jobs still running)
+  - Slurm rights to update nodes (SlurmUser, root or an operator) for C(drained), C(resumed) and C(reboot_requested)
+  - C(RebootProgram) in slurm.conf for C(state=reboot_requested)
 notes:
   - Needs rights to update nodes (SlurmUser, root or an operator) for drained/resumed, and
     C(RebootProgram) in slurm.conf (on the controller and where C(scontrol) runs) for reboot_requested.
   - The record's user and time come from Slurm. Any other reason text, even our own with a
     word added, changes them and the node stops being ours; re-setting the identical text
     is no change to Slurm (22.05 keeps user and time), nor to us.
+  - The rung_drain role drains with it, rung_verify resumes, re-reasons or reboots with it, and remediation_plan
+    reads every node's state with it (C(state=present)) before planning.
+seealso:
+  - module: ansible.legacy.gpu_runbook_plan
+    description: Plans the drains (capped at once and per failure domain) and the C(scontrol) argv of each.
+  - module: ansible.legacy.gpu_runbook_ledger
+    description: The remediation lock and the audit log of every drain and resume.
+  - name: scontrol (Slurm)
+    description: C(scontrol update NodeName=... State=DRAIN|RESUME Reason=...), C(scontrol reboot) and C(show node).
+    link: https://slurm.schedmd.com/scontrol.html
+  - name: slurm.conf RebootProgram (Slurm)
+    description: What runs when Slurm reboots a node, needed for C(state=reboot_requested).
+    link: https://slurm.schedmd.com/slurm.conf.html
 """
 
 EXAMPLES = r"""
@@ -119,20 +145,57 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-name: {description: The node., returned: always, type: str}
-state: {description: "Slurm state, base + flags (IDLE+DRAIN, MIXED+DRAIN, DOWN+DRAIN+NOT_RESPONDING).", returned: success, type: str}
-base_state: {description: "IDLE, MIXED, ALLOCATED, DOWN ...", returned: success, type: str}
-flags: {description: "DRAIN, NOT_RESPONDING, COMPLETING ...", returned: success, type: list, elements: str}
-drain: {description: "DRAINED (no jobs left), DRAINING (jobs still run) or null.", returned: success, type: str}
-drained: {description: Drain set and no jobs left., returned: success, type: bool}
-reason: {description: The node's reason (ours or not)., returned: success, type: str}
-reason_user: {description: Who set the reason (Slurm's reason_set_by_user)., returned: success, type: str}
-reason_time: {description: When (reason_changed_at)., returned: success, type: str}
-owned: {description: "The drain is ours by the record (all of reason, user and time match).", returned: success, type: bool}
-record: {description: Path of our ownership record for the node., returned: success, type: str}
-reboot: {description: "The reboot under way: REBOOT_REQUESTED, REBOOT_ISSUED (sent to the node) or null.", returned: success, type: str}
-jobs: {description: Jobs still on the node when the wait for DRAINED ran out., returned: when wait_drained timed out, type: list}
-msg: {description: What was done or why the node was left alone., returned: always, type: str}
+name: {description: The node., returned: always, type: str, sample: gpu-r3-n03}
+state:
+  description: "Slurm state, base + flags (IDLE+DRAIN, MIXED+DRAIN, DOWN+DRAIN+NOT_RESPONDING)."
+  returned: success
+  type: str
+  sample: IDLE+DRAIN
+base_state: {description: "IDLE, MIXED, ALLOCATED, DOWN ...", returned: success, type: str, sample: IDLE}
+flags: {description: "DRAIN, NOT_RESPONDING, COMPLETING ...", returned: success, type: list, elements: str, sample: [DRAIN]}
+drain:
+  description: "DRAINED (no jobs left), DRAINING (jobs still run) or null."
+  returned: success
+  type: str
+  sample: DRAINED
+drained: {description: Drain set and no jobs left., returned: success, type: bool, sample: true}
+reason:
+  description: The node's reason (ours or not).
+  returned: success
+  type: str
+  sample: "gpu-runbook: INC-42: Xid 79 (GPU has fallen off the bus) on GPU 0000:75:00.0"
+reason_user: {description: Who set the reason (Slurm's reason_set_by_user)., returned: success, type: str, sample: slurm}
+reason_time:
+  description: When (reason_changed_at), as Slurm prints it under C(SLURM_TIME_FORMAT=standard).
+  returned: success
+  type: str
+  sample: "2026-12-02T07:21:04"
+owned:
+  description: "The drain is ours by the record (all of reason, user and time match)."
+  returned: success
+  type: bool
+  sample: true
+record:
+  description: Path of our ownership record for the node.
+  returned: success
+  type: str
+  sample: /home/sre/.gpu-runbook/drains/gpu-r3-n03.json
+reboot:
+  description: "The reboot under way: REBOOT_REQUESTED, REBOOT_ISSUED (sent to the node) or null."
+  returned: success
+  type: str
+  sample: REBOOT_REQUESTED
+jobs:
+  description: Jobs still on the node when the wait for DRAINED ran out (id, user, name, state).
+  returned: when wait_drained timed out
+  type: list
+  elements: str
+  sample: ["4242 alice llama-70b-pretrain RUNNING"]
+msg:
+  description: What was done or why the node was left alone.
+  returned: always
+  type: str
+  sample: drained
 """
 
 import json

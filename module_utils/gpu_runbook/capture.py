@@ -22,9 +22,10 @@ import zlib
 
 from .findings import finding, never_raise
 from .sources import BUG_REPORT, JOB_LOG, KERNEL_LOG, NOTES, canonical_name, detect_source
-from .textio import TextChunks, decode, is_gzip, open_regular
+from .textio import TextChunks, TextLines, decode, is_gzip, open_regular
 
 _MAX_READ = 64 * 1024 * 1024  # characters of one non-kernel source held in memory
+_MAX_JOB_LOG = 256 * 1024 * 1024  # bytes of a job log read from its END (the hang is there); the head skipped is said
 _HEAD = 65536  # what content detection looks at (sources.detect_source)
 _CHUNK = 1024 * 1024
 
@@ -61,11 +62,11 @@ def load_capture_dir(path, files=None):
         if name == KERNEL_LOG:
             kernel_paths.append(full)  # streamed later, all of them: none overwrites another
             continue
-        text = _read_text(full, entry, keep_tail=(name == JOB_LOG), notes=notes)
-        if text is None:
+        if name == JOB_LOG:  # streamed by the job-log parser, line by line, never held whole
+            job_files[base] = TextLines(full, tail=_MAX_JOB_LOG)
             continue
-        if name == JOB_LOG:
-            job_files[base] = text
+        text = _read_text(full, entry, keep_tail=False, notes=notes)
+        if text is None:
             continue
         if name == "nvidia-smi-q.txt" and text.lstrip().startswith("<"):
             name = "nvidia-smi-q.xml"

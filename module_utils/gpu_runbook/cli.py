@@ -1,6 +1,7 @@
 """gpu-runbook command line: the same engine as the Ansible module, on captured files.
 
     gpu-runbook analyze PATH... [--format json|text] [--lang en|ko] [--since ISO] [--tz ZONE]
+    gpu-runbook diagnose|remediate [-i INVENTORY] [--limit L] [--job-id N] [-e K=V] (runbook.py)
 
 Exit status and inputs: see INPUTS_AND_EXIT_STATUS (what `analyze --help` prints).
 """
@@ -11,7 +12,7 @@ import math
 import os
 import sys
 
-from . import __version__
+from . import __version__, runbook
 from .analyze import SCHEMA, analyze_host, exit_status
 from .capture import load_capture_dir, split_hosts, stream_large_sources
 from .diagnose import diagnose
@@ -85,6 +86,7 @@ def _build_parser():
     a.add_argument("--expected-ib-rate", type=_positive(float), metavar="GBPS",
                    help="expected IB port rate in Gb/s (e.g. 400)")
     a.add_argument("--facts", action="store_true", help="include parsed facts in the JSON")
+    runbook.add_parsers(sub, argparse.RawDescriptionHelpFormatter)
     return p
 
 
@@ -177,8 +179,10 @@ def main(argv=None):
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command in runbook.PLAYBOOKS:
+            return runbook.main(args)
         if args.command != "analyze":
-            raise UsageError("usage: gpu-runbook analyze PATH... [--format json|text] [--lang en|ko]")
+            raise UsageError("usage: gpu-runbook analyze|diagnose|remediate ... (see gpu-runbook COMMAND --help)")
         _check_paths(args.paths)
         analysis = analyze_paths(args.paths, since=args.since, expected_gpus=args.expected_gpus,
                                  expected_ib_rate=args.expected_ib_rate, include_facts=args.facts,

@@ -9,7 +9,8 @@ from .render import render_lines, summary_counts
 def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=None, generated=None,
              keep_facts=False):
     """results: {host: registered gpu_health_facts result (or unreachable/failed)};
-    job_logs: {name: text} of the job's logs; slurm_job: gpu_runbook_job's ``job``.
+    job_logs: {name: text or line source (textio.TextLines: streamed, never held whole)} of
+    the job's logs; slurm_job: gpu_runbook_job's ``job``.
     -> analysis (schema v1) with the job joined and the cluster section."""
     job = None
     slurm_job = slurm_job or {}

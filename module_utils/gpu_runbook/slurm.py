@@ -214,7 +214,22 @@ def _parse_node_record(record):
         "cpu_alloc": small_int(alloc), "alloc_tres": kv.get("AllocTRES") or None,
         "partitions": [p for p in (kv.get("Partitions") or "").split(",") if p],
         "version": kv.get("Version"), "node_addr": kv.get("NodeAddr"),
+        # Slurm < 17.02 printed one `Features=`; later ones Active (in force now) and Available
+        "features": _names(kv.get("ActiveFeatures") or kv.get("Features") or kv.get("AvailableFeatures")),
+        "gres": None if kv.get("Gres") in (None, "", "(null)") else kv.get("Gres"),
     }
+
+
+def _names(value):
+    return [] if value in (None, "(null)") else [f for f in value.split(",") if f]
+
+
+def gres_names(gres):
+    """'gpu:h100:8(S:0-1),nic:2' -> ['gpu', 'nic'] (the resource names, without type and count)."""
+    if gres in (None, "(null)"):
+        return []
+    bare = re.sub(r"\([^()]*\)", "", gres)  # socket lists such as (S:0,1) hold commas
+    return [name for name in (item.split(":")[0].strip() for item in bare.split(",")) if name]
 
 
 def parse_scontrol_show_nodes(text):
@@ -224,7 +239,7 @@ def parse_scontrol_show_nodes(text):
 
 def parse_scontrol_show_node(text):
     """`scontrol show node [-o] NAME` -> {name, state, base_state, flags, drain, drained, reason,
-    reason_user, reason_time, cpu_alloc, alloc_tres, partitions, version, node_addr}; {} when the
+    reason_user, reason_time, cpu_alloc, alloc_tres, partitions, version, node_addr, features, gres}; {} when the
     text holds no node ('Node x not found', empty)."""
     nodes = parse_scontrol_show_nodes(text)
     return nodes[0] if nodes else {}

@@ -221,3 +221,115 @@ class TextChunks(object):
                 tail = dec.decode(b"", final=True)
                 if tail:
                     yield tail
+
+
+class TextLines(TextChunks):
+    """A regular file's lines (split on \\n only: a \\r stays for tqdm), decoded as they stream
+    (gzip and UTF-16 as TextChunks), memory flat in the file's size. Never raises: a file that
+    cannot be opened or ends early yields what it had and says why in ``problems``.
+
+    ``max_line``: a longer line keeps its last ``max_line`` characters (the end of a tqdm
+    ``\\r`` chain is the newest) and is counted in ``cut``. ``tail``: read at most the file's
+    last ``tail`` bytes (after decompression), the partial first line dropped; ``skipped``
+    says how many were not read (the head). ``lines``: lines yielded by the last iteration.
+    ``nofollow``: the path's last component must not be a link."""
+
+    def __init__(self, path, max_line=1 << 20, tail=None, nofollow=False, size=1 << 20):
+        TextChunks.__init__(self, path, size)
+        self.max_line, self.tail, self.nofollow = max_line, tail, nofollow
+        self.lines = self.cut = self.skipped = 0
+        self.problems = []
+        self._drop_first = False
+
+    def __iter__(self):
+        self.lines = self.cut = self.skipped = 0
+        self.problems, self.error, self._drop_first = [], None, False
+        try:
+            for line in self._lines():
+                yield line
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+        if self.error:
+            self.problems.append("%s: %s; it was read as far as it goes" % (self.path, self.error))
+        if self.skipped:
+            self.problems.append("%s: only its last %d MiB were read; the first %.1f MiB (the job's start) "
+                                 "were skipped" % (self.path, self.tail >> 20, self.skipped / 1048576.0))
+
+    def _lines(self):
+        pending, cut, limit = "", False, self.max_line
+        for text in self._text():
+            parts = text.split("\n")
+            self.lines += len(parts) - 1  # what this chunk ends (the last part is pending)
+            if len(parts) == 1:  # no end of line in this chunk: a long line grows, kept bounded
+                pending += text
+                if len(pending) > limit:
+                    pending, cut = pending[-limit:], True
+                continue
+            first = pending + parts[0]
+            if cut or len(first) > limit:
+                self.cut += 1
+                first = first[-limit:]
+            if not self._drop_first:
+                yield first
+            else:
+                self.lines -= 1
+            self._drop_first = False
+            for line in parts[1:-1]:
+                if len(line) > limit:
+                    self.cut += 1
+                    line = line[-limit:]
+                yield line
+            pending, cut = parts[-1], False
+            if len(pending) > limit:
+                pending, cut = pending[-limit:], True
+        if pending and not self._drop_first:
+            self.lines += 1
+            if cut:
+                self.cut += 1
+            yield pending
+
+    def _text(self):
+        """Decoded text chunks from the first byte that is read: the whole file, or its tail."""
+        fd, st = open_regular(self.path, self.nofollow)  # a FIFO or device: NotRegularFile, never a hang
+        with os.fdopen(fd, "rb") as raw:
+            head = raw.read(4096)
+            self.compressed = is_gzip(head)
+            skip = 0
+            if self.tail is not None and self.compressed:
+                raw.seek(0)
+                total = sum(len(b) for b in self._raw_chunks(raw))  # one pass to learn the size, nothing kept
+                self.error = None
+                skip = max(0, total - self.tail)
+            elif self.tail is not None:
+                skip = max(0, st.st_size - self.tail)
+            if self.compressed:
+                raw.seek(0)
+                head = next(iter(self._raw_chunks(raw)), b"")[:4096]
+                raw.seek(0)
+            encoding = sniff_encoding(head)
+            if encoding == "utf-16":  # the BOM says which; past the head there is none to read
+                encoding = "utf-16-le" if head.startswith(codecs.BOM_UTF16_LE) else "utf-16-be"
+                skip = max(skip, 2)
+            elif encoding == "utf-8-sig":
+                encoding, skip = "utf-8", max(skip, 3)
+            if encoding.startswith("utf-16"):
+                skip += skip % 2
+            self.encoding = encoding
+            self._drop_first = skip > 3  # started inside a line: its head is not the line
+            self.skipped = skip if skip > 3 else 0
+            dec = codecs.getincrementaldecoder(encoding)("replace")
+            if not self.compressed:
+                raw.seek(skip)
+                skip = 0
+            for data in self._raw_chunks(raw):
+                if skip:
+                    n = min(skip, len(data))
+                    data, skip = data[n:], skip - n
+                    if not data:
+                        continue
+                text = dec.decode(data)
+                if text:
+                    yield text
+            tail = dec.decode(b"", final=True)
+            if tail:
+                yield tail

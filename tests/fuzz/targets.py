@@ -8,7 +8,7 @@ one-line error its caller reports); anything else is a bug."""
 
 from hypothesis import strategies as st
 
-from gpu_runbook import analyze, bugreport, capture, slurm, sources, timeutil
+from gpu_runbook import analyze, bugreport, capture, runbook, slurm, sources, timeutil
 from gpu_runbook.infiniband import iblinkinfo, ibstat, ibv_devinfo, names, perfquery, reload, restart, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.joblog import parse_job_logs
@@ -153,4 +153,8 @@ TARGETS = [
     Target(envfile.parse_record, "envfile", raises=(envfile.EnvError,)),
     Target(timeutil.parse_tz, "system", _each_line_raising(timeutil.parse_tz, ValueError), returns=list),
     Target(timeutil.parse_time, "system", _each_line_raising(timeutil.parse_time, ValueError), returns=list),
+    # -e values; '@' dropped so a fuzzed value never names a file to read
+    Target(runbook.parse_extra_vars, "envfile",
+           _each_line_raising(lambda v: runbook.parse_extra_vars([v.lstrip("@")]), runbook.RunbookError),
+           returns=list),
 ]

@@ -147,7 +147,7 @@ def demo(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("demo")
     report_dir = tmp / "report"
     stamp_file = tmp / "installed"  # the venv is there already: never reinstall (-o: an old file, not remade)
-    cmd = ["make", "-s", "--no-print-directory", "-o", str(stamp_file), "demo", "STAMP=%s" % stamp_file,
+    cmd = ["make", "-s", "--no-print-directory", "-o", str(stamp_file), "demo", "BASE_STAMP=%s" % stamp_file,
            "BIN=%s" % BIN, "DEMO_REPORT=%s" % report_dir]
     proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

@@ -146,16 +146,18 @@ def test_big_non_kernel_source_is_read_to_the_cap_and_warns(tmp_path, monkeypatc
 
 
 def test_big_job_log_keeps_its_tail(tmp_path, monkeypatch):
-    monkeypatch.setattr(capture, "_MAX_READ", 4096)
+    # job logs are streamed (textio.TextLines), bounded by the bytes read from their end
+    monkeypatch.setattr(capture, "_MAX_JOB_LOG", 4096)
     with open(str(tmp_path / "rank-3.out"), "w") as fh:
         for i in range(2000):
             fh.write("step %d loss 0.1\n" % i)
         fh.write("[Rank 3] Watchdog caught collective operation timeout\n")
     sources, jobs, _ = load_capture_dir(str(tmp_path))
-    text = jobs["rank-3.out"]
-    assert len(text) == 4096 and text.endswith("collective operation timeout\n")
-    (cut,) = _notes(sources, "capture_truncated")
-    assert "last" in cut["message"] and cut["source"] == "rank-3.out"
+    lines = list(jobs["rank-3.out"])
+    assert sum(len(line) + 1 for line in lines) <= 4096 and lines[-1].endswith("collective operation timeout")
+    assert lines[0].startswith("step ")  # the partial first line was dropped, not half-read
+    (cut,) = jobs["rank-3.out"].problems
+    assert "only its last" in cut and "skipped" in cut and "_notes" not in sources
 
 
 def test_truncated_gz_of_another_source_warns(tmp_path):

@@ -2,10 +2,11 @@
 
 ``parse_job_logs(files, since=None) -> (job, findings)``
 
-``files`` maps a file name to its text: one combined ``slurm-<id>.out`` with every rank
-interleaved, or per-rank files (``rank-3.log``, ``train.rank_11.err`` ...).  A line's rank
-comes from its prefix when it has one (torchrun ``[rank3]:``, ``srun --label`` ``3: ``,
-Lightning ``GLOBAL_RANK: 3``), else from the file name (``rank-3``, ``rank_3``, ``task3``).
+``files`` maps a file name to its text or a line source (streamed, see parse_job_logs): one
+combined ``slurm-<id>.out`` with every rank interleaved, or per-rank files (``rank-3.log``,
+``train.rank_11.err`` ...).  A line's rank comes from its prefix when it has one (torchrun
+``[rank3]:``, ``srun --label`` ``3: ``, Lightning ``GLOBAL_RANK: 3``), else from the file
+name (``rank-3``, ``rank_3``, ``task3``).
 
 Recognised (formats of PyTorch 1.x .. 2.x and NCCL 2.7 .. 2.2x):
 
@@ -38,22 +39,24 @@ desync report, the ranks that did not time out on the collective everybody else 
 ``last completed NCCL work``, then the rank that logged a CUDA / IB / OOM / DataLoader error
 first.  An IB peer named by several reporters is the suspect host.
 
-Pure function of text: no I/O, stdlib only, never raises on garbage (a bug in it becomes
-one ``parser_error`` finding, through ``findings.never_raise``).
+Pure function of its lines: no I/O of its own (a line source such as textio.TextLines reads
+its file as it is iterated), stdlib only, never raises on garbage (a bug in it becomes one
+``parser_error`` finding, through ``findings.never_raise``). Memory is flat in the logs' size.
 
 The package: ``patterns`` (the regex table), ``lines`` (the per-file line parser, a dispatcher
 over the handler families ``nccl_lines``, ``torch_lines``, ``progress``, ``error_lines``),
-``analysis`` and ``culprits`` (the whole job), ``event_findings`` and ``job_findings``.
+``analysis`` and ``culprits`` (the whole job), ``event_findings`` and ``job_findings``;
+``quiet`` (the prefilter: a line no handler can use is skipped unread).
 """
 
 from datetime import datetime, timezone
 
-from ..findings import never_raise
+from ..findings import finding, never_raise
 from .analysis import analyse, empty_job
 from .lines import parse_file
-from .patterns import IBV_WC_STATUS
+from .patterns import IBV_WC_STATUS, MAX_LINE
 from .state import JobState
-from .text import busid_to_pci, rank_from_name, since_value
+from .text import FileLines, busid_to_pci, rank_from_name, since_value
 
 # the names the tests have always imported from here
 _busid_to_pci = busid_to_pci
@@ -63,21 +66,38 @@ __all__ = ["IBV_WC_STATUS", "parse_job_logs"]
 
 
 def parse_job_logs(files, since=None):
-    """Parse the job's logs. ``files``: {name: text} (or a list of texts, or one text).
-    Returns (job, findings)."""
+    """Parse the job's logs. ``files``: {name: text or line source} (or a list of them, or one
+    text); a line source is any iterable of lines, e.g. ``textio.TextLines(path)``: each file
+    is read once, line by line, and never held whole. Returns (job, findings)."""
     since_dt = since_value(since)
     st = JobState(since_dt, since_dt.year if since_dt is not None else datetime.now(timezone.utc).year)
     errors = []
-    for name, text in _items(files):
-        if isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8", "replace")
-        if not isinstance(text, str) or not text:
+    for name, source in _items(files):
+        if isinstance(source, (bytes, bytearray)):
+            source = bytes(source).decode("utf-8", "replace")
+        if not source or not (isinstance(source, str) or hasattr(source, "__iter__")):
             continue
+        lines = FileLines(source)
         # a bug on one file costs that file's remaining lines, not the job
-        _facts, errs = never_raise(_read_file, str(name), str(name), text, st)
+        _facts, errs = never_raise(_read_file, str(name), str(name), lines, st)
         errors.extend(errs)
+        errors.extend(read_notes(str(name), lines))
     job, findings = never_raise(analyse, "job logs", st)
     return job or empty_job(), errors + findings
+
+
+def read_notes(name, lines):
+    """What was not read of one file, as findings: lines cut at the line cap, and what its
+    source says (a head skipped under a read cap, a file that ended early or could not be
+    opened)."""
+    notes = []
+    if lines.cut:
+        notes.append(finding("capture_truncated", "%s: %d line(s) longer than %d MiB were cut to their last %d MiB"
+                             % (name, lines.cut, MAX_LINE >> 20, MAX_LINE >> 20), source=name, severity="info"))
+    for problem in getattr(lines.source, "problems", None) or ():
+        kind = "capture_truncated" if lines.lines else "capture_unreadable"
+        notes.append(finding(kind, str(problem), source=name))
+    return notes
 
 
 def _items(files):
@@ -88,6 +108,6 @@ def _items(files):
     return [("job.log", files)]
 
 
-def _read_file(name, text, st):
-    parse_file(name, text, st)
+def _read_file(name, lines, st):
+    parse_file(name, lines, st)
     return {}, []

@@ -9,6 +9,7 @@ from . import error_lines, launch_lines, launchers, nccl_lines, nccl_tests, prog
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
 from ..findings import unpaste
+from .quiet import quiet
 from .state import FileState, Line
 from .text import line_time, logical_lines, rank_from_name
 
@@ -36,10 +37,11 @@ HANDLERS = (
 
 
 def parse_file(name, text, st):
-    """Read one file of the job into the job state ``st``."""
+    """Read one file of the job (its text or a line source) into the job state ``st``. Past the
+    job's first lines, a line no handler can use is skipped unread (quiet.py)."""
     fs = FileState(name, rank_from_name(name))
     for lineno, raw in logical_lines(text):
-        if not raw:
+        if not raw or (st.time_tries >= FIRST_TIME_TRIES and quiet(raw, fs, st)):
             continue
         line = read_line(raw, "%s:%d" % (name, lineno), fs, st)
         if line is None:

@@ -42,6 +42,7 @@ class JobState(object):
         self.fr_entries = {}       # rank -> {seq: (state, op)}
         self.events = []           # error events (dicts)
         self.progress = []         # tqdm observations
+        self.progress_kept = 0     # how many compact_progress kept last time
         self.hf_epoch = None
         self.nccl_words = []       # NCCL's own words: setup errors, IB async events (nccl_words.py)
         self.socket_ifname = None  # NCCL_SOCKET_IFNAME as NCCL reported it
@@ -50,6 +51,7 @@ class JobState(object):
         self.nccl_tests = None     # nccl-tests output (nccl_tests.py): header ranks, #wrong, the end summary
         self.launch = []           # launch/rendezvous and torchrun failure records (launch_lines.py)
         self.ras = []              # NCCL RAS report records (launch_lines.py)
+        self.shapes = {}           # line shape -> quiet.shape_kind (the prefilter's cache)
 
 
 class FileState(object):

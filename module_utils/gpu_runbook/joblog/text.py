@@ -3,6 +3,7 @@ bounded lists. Pure functions; nothing here knows a log format beyond its own re
 
 import re
 from collections import Counter
+from itertools import chain
 from datetime import datetime, timezone
 
 from ..findings import small_int, strip_ansi
@@ -88,23 +89,50 @@ def evidence(line):
     return line if len(line) <= MAX_EVIDENCE else line[:MAX_EVIDENCE] + "..."
 
 
-def physical_lines(text):
-    """(lineno, line): split on \\n only (\\r stays for tqdm), strip trailing \\r, ANSI, NULs.
+class FileLines(object):
+    """One file of the job as the parser reads it, never held whole: its text, or a line
+    source (any iterable of lines, e.g. textio.TextLines streaming a path; a trailing \\n is
+    dropped). Yields (lineno, line) with a trailing \\r, ANSI escapes and NULs removed (each
+    line cleaned on its own: an escape never spans lines; a \\r inside stays for tqdm). A
+    line longer than MAX_LINE keeps its last MAX_LINE characters and counts in ``cut``;
+    ``lines`` counts the lines read."""
 
-    Each line is cleaned on its own: no copy of the whole text, and an escape never spans lines."""
-    n, pos, end = 0, 0, len(text)
+    def __init__(self, source):
+        self.source, self.cut, self.lines = source, 0, 0
+
+    def __iter__(self):
+        source, n, cut = self.source, 0, 0
+        try:
+            for line in _split(source) if isinstance(source, str) else source:
+                n += 1
+                if line[-1:] == "\n":
+                    line = line[:-1]
+                if len(line) > MAX_LINE:
+                    cut += 1
+                    line = line[-MAX_LINE:]
+                if "\x1b" in line:
+                    line = strip_ansi(line)
+                if "\x00" in line:
+                    line = line.replace("\x00", "")
+                yield n, line.rstrip("\r")
+        finally:
+            self.lines, self.cut = n, cut + (getattr(source, "cut", 0) or 0)  # and what the source cut
+
+
+def _split(text):
+    """A text's lines (\\n only), one at a time: no list of them beside the text."""
+    pos, end = 0, len(text)
     while pos < end:
         nl = text.find("\n", pos)
         if nl < 0:
             nl = end
-        n += 1
-        line = text[pos:nl] if nl - pos <= MAX_LINE else text[nl - MAX_LINE:nl]
+        yield text[pos:nl] if nl - pos <= MAX_LINE else text[nl - MAX_LINE - 1:nl]  # FileLines counts the cut
         pos = nl + 1
-        if "\x1b" in line:
-            line = strip_ansi(line)
-        if "\x00" in line:
-            line = line.replace("\x00", "")
-        yield n, line.rstrip("\r")
+
+
+def physical_lines(lines):
+    """(lineno, line) of a text or a line source, cleaned (see FileLines)."""
+    return iter(lines if isinstance(lines, FileLines) else FileLines(lines))
 
 
 # what starts a record of its own (never the tail of a wrapped line): a bracket, a Ray prefix, a
@@ -125,7 +153,7 @@ def wrap_width(text):
     log has no line longer than that width, and at least three distinct lines exactly that
     long that end inside a word (a line padded with spaces to the width is complete)."""
     maxlen, widths, firsts = 0, Counter(), {}
-    for _n, line in physical_lines(text):
+    for _n, line in (text if isinstance(text, list) else physical_lines(text)):
         n = len(line)
         if n > maxlen:
             maxlen = n
@@ -141,16 +169,29 @@ def wrap_width(text):
     return maxlen
 
 
-def logical_lines(text):
+# what wrap detection looks at: a terminal-wrapped paste shows its width in its first lines
+LOOKAHEAD_LINES, LOOKAHEAD_CHARS = 4000, 1 << 20
+
+
+def logical_lines(lines):
     """(lineno, line): physical lines, with a terminal-wrapped line joined to its continuation
-    ('... Watchdog caught colle' + 'ctive operation timeout ...'); bounded joins, linear."""
-    width = wrap_width(text) if len(text) >= 180 else None
+    ('... Watchdog caught colle' + 'ctive operation timeout ...'); bounded joins, linear. The
+    wrap width is judged on the first lines (bounded lookahead): a file streams once."""
+    items = physical_lines(lines)
+    head, size = [], 0
+    for item in items:
+        head.append(item)
+        size += len(item[1]) + 1
+        if len(item[1]) > 400 or len(head) >= LOOKAHEAD_LINES or size >= LOOKAHEAD_CHARS:
+            break
+    width = wrap_width(head) if size >= 180 else None
+    items = chain(head, items)
     if width is None:
-        for item in physical_lines(text):
+        for item in items:
             yield item
         return
     held = None                     # (lineno, text so far, joins)
-    for n, line in physical_lines(text):
+    for n, line in items:
         if held is not None:
             hn, htext, joins = held
             if line and not _RECORD_START.match(line) and line[:12] != htext[:12]:

@@ -8,7 +8,8 @@ from ..timeutil import to_utc
 
 def describe_inputs(results, job_logs=None, log_problems=None):
     """What the run read: per host the sources read and not read (with why), whether the
-    host was reached; the job's log files (name, lines) and the problems reading them."""
+    host was reached; the job's log files (name, lines) and the problems reading them. Call it
+    after the logs were parsed: a streamed log's lines are counted as it is read."""
     hosts = {}
     for host, result in sorted((results or {}).items()):
         result = result if isinstance(result, dict) else {}
@@ -29,9 +30,14 @@ def describe_inputs(results, job_logs=None, log_problems=None):
                 not_read.append({"source": str(name), "why": re.sub(r"\s+", " ", str(why)).strip()[:200]})
         hosts[str(host)] = {"reached": True, "mode": facts.get("mode"), "read": read, "not_read": not_read,
                             "window": facts.get("window")}
-    logs = [{"name": str(name), "lines": text.count("\n") + (0 if text.endswith("\n") or not text else 1)}
-            for name, text in sorted((job_logs or {}).items()) if isinstance(text, str)]
-    return {"hosts": hosts, "job_logs": {"read": logs, "problems": [str(p) for p in log_problems or []]}}
+    logs, problems = [], [str(p) for p in log_problems or []]
+    for name, text in sorted((job_logs or {}).items()):
+        if isinstance(text, str):
+            logs.append({"name": str(name), "lines": text.count("\n") + (0 if text.endswith("\n") or not text else 1)})
+        elif hasattr(text, "lines"):  # a line source the parser streamed (textio.TextLines): it counted them
+            logs.append({"name": str(name), "lines": text.lines})
+            problems.extend(str(p) for p in getattr(text, "problems", None) or ())
+    return {"hosts": hosts, "job_logs": {"read": logs, "problems": problems}}
 
 
 def describe_window(inputs, slurm_job=None, generated=None):

@@ -1,0 +1,314 @@
+"""Controller aggregation at fleet scale, through the real report step (issue 12 "Scale").
+
+    .venv/bin/python tests/benchmarks/bench_aggregate.py [--sizes 1000,10000] [--repeat 3] [--faulty 0.01]
+
+For each size N: an inventory of N hosts in racks of 32 (ansible_connection=local, no SSH),
+each host's gpu_health result loaded by one cheap set_fact from a JSON file, then the real
+diagnosis_report role (the gpu_runbook_report module, once on the controller, report files
+written). The results are real: the gpu_health_facts module run by the gpu_health role on the
+demo rack's captures (inventory-examples/demo: 5 healthy hosts, 3 sick ones), copied to N host
+names with ~1% of the hosts sick. Nothing is timed but the report task; the load step is not.
+
+Per run: the report task's wall time (task start -> its result, Ansible's templating of
+every host's result included: a small callback), and the module process's own wall, CPU and
+peak RSS (ru_maxrss, read by an interpreter wrapper given as -e ansible_python_interpreter,
+which extra vars let override the role's task var); per run also the CPU ansible-playbook used
+from the task's start to the end (minus the module's: Ansible's own share). Median of --repeat
+runs up to --once-above hosts, one run above (the untimed load step is ~10 min at 1,000 hosts on
+2 shared cores, and grows with N). Goal: < 10 s and < 1 GB at 10,000 hosts. Every run checks
+report.json: N hosts, exactly the sick ones critical and listed for remediation.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+RACK_SIZE = 32
+REPORT_TASK = "diagnosis_report : Build the cluster view from every host's result"
+
+# The demo rack's real gather results: which template each synthetic host copies.
+DEMO_INVENTORY = os.path.join(REPO, "inventory-examples", "demo")
+HEALTHY_TEMPLATE = "gpu-r3-n01"
+SICK_TEMPLATES = ("gpu-r3-n03", "gpu-r3-n05", "gpu-r3-n06")  # Xid 79, mlx5_4 flapping, Xid 48 + row remap
+
+_DUMP_PLAY = """
+- name: Gather the demo rack with the real gpu_health role and keep each result
+  hosts: gpu-rack3
+  gather_facts: false
+  roles:
+    - role: gpu_health
+  tasks:
+    - name: Keep the registered result
+      ansible.builtin.copy:
+        content: "{{ gpu_health_result | to_json }}"
+        dest: "%s/{{ inventory_hostname }}.json"
+        mode: "0600"
+      delegate_to: localhost
+"""
+
+LOAD_PLAY = """
+- name: Load each host's gather result (one set_fact per host, as register would leave it)
+  hosts: gpu_nodes
+  gather_facts: false
+  tasks:
+    - name: Load the result
+      ansible.builtin.set_fact:
+        gpu_health_result: "{{ lookup('ansible.builtin.file', bench_results ~ '/' ~ inventory_hostname ~ '.json')
+                               | from_json }}"
+"""
+
+REPORT_PLAY = """
+- name: Aggregate as diagnose.yml does
+  hosts: gpu_nodes
+  gather_facts: false
+  roles:
+    - role: job_context
+    - role: diagnosis_report
+"""
+
+# Task wall time: from the task's start to the last host result it produced.
+_CLOCK_CALLBACK = '''
+import json, os, resource, time
+from ansible.plugins.callback import CallbackBase
+
+
+def cpu():
+    """CPU seconds of ansible-playbook and its reaped workers (with the modules they waited for)."""
+    return sum(ru.ru_utime + ru.ru_stime for ru in (resource.getrusage(resource.RUSAGE_SELF),
+                                                    resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "task_clock"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super().__init__()
+        self.start, self.end, self.cpu, self.name = {}, {}, {}, None
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self.name = task.get_name()
+        self.start.setdefault(self.name, time.time())
+        self.cpu.setdefault(self.name, cpu())
+
+    def _done(self, result, **kw):
+        self.end[result._task.get_name()] = time.time()
+
+    v2_runner_on_ok = v2_runner_on_failed = v2_runner_on_skipped = v2_runner_on_unreachable = _done
+
+    def v2_playbook_on_stats(self, stats):
+        with open(os.environ["BENCH_CLOCK_FILE"], "w") as fh:
+            # CPU from a task's start to the end: that task and every task after it
+            json.dump({n: [t, self.end[n], cpu() - self.cpu[n]] for n, t in self.start.items() if n in self.end}, fh)
+'''
+
+# The module's own process, measured by the interpreter Ansible starts it with.
+_WRAPPER = '''#!%(python)s
+import json, resource, subprocess, sys, time
+t0 = time.time()
+rc = subprocess.call([%(python)r] + sys.argv[1:])
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(%(log)r, "a") as fh:
+    fh.write(json.dumps({"start": t0, "end": time.time(), "wall": time.time() - t0, "cpu": ru.ru_utime + ru.ru_stime,
+                         "rss_mb": ru.ru_maxrss / 1024.0}) + "\\n")
+sys.exit(rc)
+'''
+
+
+def ansible_env(work):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CALLBACK_PLUGINS=work,
+               ANSIBLE_CALLBACKS_ENABLED="task_clock", BENCH_CLOCK_FILE=os.path.join(work, "clock.json"),
+               PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("ANSIBLE_STDOUT_CALLBACK", None)
+    return env
+
+
+def run_playbook(args, env, measure=None):
+    """ansible-playbook ARGS; with ``measure`` (a file) under /usr/bin/time: wall, user, sys, max RSS."""
+    timer = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", measure] if measure else []
+    proc = subprocess.run(timer + [os.path.join(VENV_BIN, "ansible-playbook")] + args, env=env, cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit("ansible-playbook %s failed:\n%s%s" % (" ".join(args), proc.stdout[-4000:],
+                                                                proc.stderr[-2000:]))
+    return proc
+
+
+def demo_results(work):
+    """{template host: its registered gpu_health result as JSON text}, gathered for real."""
+    out = os.path.join(work, "templates")
+    os.makedirs(out)
+    play = os.path.join(work, "dump.yml")
+    with open(play, "w") as fh:
+        fh.write(_DUMP_PLAY % out)
+    run_playbook(["-i", DEMO_INVENTORY, play], ansible_env(work))
+    texts = {}
+    for name in (HEALTHY_TEMPLATE,) + SICK_TEMPLATES:
+        with open(os.path.join(out, name + ".json")) as fh:
+            texts[name] = fh.read()
+    return texts
+
+
+def fleet(n, faulty):
+    """[(host, template)] for n hosts in racks of RACK_SIZE; every 1/faulty-th host is sick."""
+    step = max(1, round(1 / faulty)) if faulty > 0 else n + 1
+    hosts = []
+    for i in range(n):
+        name = "gpu-r%d-n%02d" % (i // RACK_SIZE + 1, i % RACK_SIZE + 1)
+        sick = i % step == step // 2
+        hosts.append((name, SICK_TEMPLATES[(i // step) % len(SICK_TEMPLATES)] if sick else HEALTHY_TEMPLATE))
+    return hosts
+
+
+def write_fleet(work, hosts, templates):
+    """The inventory (racks as gpu-rackN groups) and one result file per host, the template's
+    host name replaced by the host's own (the kernel-log lines and messages name it)."""
+    results = os.path.join(work, "results")
+    os.makedirs(results, exist_ok=True)
+    racks = {}
+    for name, tpl in hosts:
+        racks.setdefault(name.split("-n")[0].replace("gpu-r", "gpu-rack"), []).append(name)
+        with open(os.path.join(results, name + ".json"), "w") as fh:
+            fh.write(templates[tpl].replace(tpl, name))
+    inv = os.path.join(work, "hosts.ini")
+    with open(inv, "w") as fh:
+        for rack, names in racks.items():
+            fh.write("[%s]\n%s\n\n" % (rack, "\n".join(names)))
+        fh.write("[gpu_nodes:children]\n%s\n\n[gpu_nodes:vars]\nansible_connection=local\n" % "\n".join(racks))
+    return inv, results
+
+
+def write_wrapper(work):
+    path = os.path.join(work, "python-measured")
+    with open(path, "w") as fh:
+        fh.write(_WRAPPER % {"python": sys.executable, "log": os.path.join(work, "module.jsonl")})
+    os.chmod(path, 0o755)
+    with open(os.path.join(work, "task_clock.py"), "w") as fh:
+        fh.write(_CLOCK_CALLBACK)
+    return path
+
+
+def timed_run(work, inv, results, plays, extra=()):
+    """One ansible-playbook run of ``plays``: (task clock {name: s}, [module process stats], argv)."""
+    play = os.path.join(work, "bench.yml")
+    with open(play, "w") as fh:
+        fh.write("---" + "".join(plays))
+    modlog = os.path.join(work, "module.jsonl")
+    if os.path.exists(modlog):
+        os.unlink(modlog)
+    argv = ["-i", inv, play, "-e", "bench_results=" + results,
+            "-e", "ansible_python_interpreter=" + os.path.join(work, "python-measured")] + list(extra)
+    run_playbook(argv, ansible_env(work), measure=os.path.join(work, "time.txt"))
+    with open(os.path.join(work, "clock.json")) as fh:
+        clock = json.load(fh)
+    with open(modlog) as fh:
+        modules = [json.loads(line) for line in fh]
+    with open(os.path.join(work, "time.txt")) as fh:
+        wall, user, sys_, rss_kb = fh.read().split()[-4:]
+    whole = {"wall": float(wall), "cpu": float(user) + float(sys_), "rss_mb": int(rss_kb) / 1024.0}
+    return clock, modules, whole, argv
+
+
+def check_report(path, hosts):
+    """report.json names every host, the sick ones critical and listed for remediation."""
+    with open(path) as fh:
+        analysis = json.load(fh)
+    sick = sorted(h for h, tpl in hosts if tpl != HEALTHY_TEMPLATE)
+    got = {h["host"]: h["severity"] for h in analysis["hosts"]}
+    problems = []
+    if len(got) != len(hosts):
+        problems.append("%d hosts in report.json, %d in the run" % (len(got), len(hosts)))
+    if sorted(h for h, sev in got.items() if sev == "critical") != sick:
+        problems.append("critical hosts differ from the sick ones")
+    if sorted(analysis["cluster"]["remediate"]) != sick:
+        problems.append("remediate list differs from the sick ones")
+    if problems:
+        raise SystemExit("wrong report: " + "; ".join(problems))
+    return len(sick)
+
+
+def row(n, runs):
+    """Medians over runs: the task's wall; its module process's wall, CPU, peak RSS; the whole run's."""
+    med = statistics.median
+    return {"hosts": n, "runs": len(runs), "task_s": med(r["task_s"] for r in runs),
+            "module_s": med(r["module"]["wall"] for r in runs), "cpu_s": med(r["module"]["cpu"] for r in runs),
+            "rss_mb": med(r["module"]["rss_mb"] for r in runs), "run_s": med(r["whole"]["wall"] for r in runs),
+            "run_cpu_s": med(r["whole"]["cpu"] for r in runs), "run_rss_mb": med(r["whole"]["rss_mb"] for r in runs)}
+
+
+def print_table(title, rows):
+    print("\n%s" % title)
+    print("%7s %4s | %11s | %13s %7s %11s | %10s %10s %11s" % (
+        "N", "runs", "task wall s", "module wall s", "CPU s", "peak RSS MB", "run wall s", "run CPU s", "run RSS MB"))
+    for r in rows:
+        print("%7d %4d | %11.2f | %13.2f %7.2f %11.0f | %10.1f %10.1f %11.0f" % (
+            r["hosts"], r["runs"], r["task_s"], r["module_s"], r["cpu_s"], r["rss_mb"], r["run_s"], r["run_cpu_s"],
+            r["run_rss_mb"]))
+    print("task: the step's task, start to result (Ansible's templating of every host's result included); module:"
+          " its module process alone; run: the whole ansible-playbook (the untimed load step included), peak RSS of"
+          " its largest process. Load average at the end: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
+
+
+def run_sizes(args, plays, task, check, module_index=0, extra=(), also=()):
+    """Each size: the fleet written, ``plays`` run --repeat times (once above --once-above), ``check``
+    on every run's output dir; prints a line per run (with the wall of the tasks named in ``also``)."""
+    rows, argv = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as work:
+        templates = demo_results(work)
+        write_wrapper(work)
+        out = os.path.join(work, "out")
+        for n in [int(x) for x in args.sizes.split(",")]:
+            hosts = fleet(n, args.faulty)
+            inv, results = write_fleet(work, hosts, templates)
+            runs = []
+            for _ in range(args.repeat if n <= args.once_above else 1):
+                clock, modules, whole, argv = timed_run(work, inv, results, plays, list(extra) + ["-e", "out=" + out])
+                sick = check(out, hosts)
+                (start, end, cpu_to_end), module = clock[task], modules[module_index]
+                one = {"task_s": end - start, "module": module, "whole": whole}
+                runs.append(one)
+                # Ansible's own part of the task: templating the args before the module, the result after
+                print("N=%d sick=%d: task %.2f s (Ansible %.2f s before the module, %.2f s after); module %.2f s,"
+                      " %.2f CPU-s, %.0f MB; from the task's start to the end %.1f CPU-s; whole run %.1f s, %.1f CPU-s"
+                      % (n, sick, end - start, module["start"] - start, end - module["end"], module["wall"],
+                         module["cpu"], module["rss_mb"], cpu_to_end, whole["wall"], whole["cpu"]), flush=True)
+                for name in also:
+                    print("  %s: %.2f s" % (name, clock[name][1] - clock[name][0]), flush=True)
+            rows.append(row(n, runs))
+        argv = " ".join(argv).replace(work, "$WORK")
+    return rows, argv
+
+
+def add_arguments(ap, sizes):
+    ap.add_argument("--sizes", default=sizes)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--once-above", type=int, default=1000, help="one run (not --repeat) above this many hosts")
+    ap.add_argument("--faulty", type=float, default=0.01, help="share of sick hosts")
+
+
+def print_commands(rows, title, argv):
+    print_table(title, rows)
+    print("ansible-playbook run: .venv/bin/ansible-playbook %s" % argv)
+    print("command: .venv/bin/python %s" % " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_arguments(ap, "1000,10000")
+    args = ap.parse_args()
+    rows, argv = run_sizes(args, [LOAD_PLAY, REPORT_PLAY], REPORT_TASK,
+                           lambda out, hosts: check_report(os.path.join(out, "report.json"), hosts),
+                           extra=["-e", "report_dir={{ out }}"])
+    print_commands(rows, "gpu_runbook_report through the diagnosis_report role (medians; report files written)", argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The remediation plan at fleet scale, through the real plan step (issue 12 "Scale").
+
+    .venv/bin/python tests/benchmarks/bench_plan.py [--sizes 1000] [--repeat 3] [--faulty 0.01]
+
+The same fleet as bench_aggregate.py (N hosts in racks of 32, each host's real gpu_health
+result loaded by one set_fact, ~1% sick), then the roles remediate.yml runs before the ladder:
+diagnosis_report (the fresh diagnosis) and remediation_plan (the gpu_runbook_plan module, once on
+the controller; plan only, no Slurm: remediation_plan_read_slurm=false; plan.json written).
+The racks are gpu-rackN groups, so the per-domain cap sees real failure domains.
+
+Timed: the plan task (start -> result, Ansible's templating of the facts and domains maps
+included) and its module process (wall, CPU, peak RSS); also printed per run: the per-host task
+that hands each host its plan. Goal: < 5 s at 1,000 hosts with 1% sick. Every run checks
+plan.json: N hosts, every sick host decided (act, blocked or review), every healthy one skipped.
+"""
+
+import argparse
+import json
+import os
+
+from bench_aggregate import HEALTHY_TEMPLATE, LOAD_PLAY, add_arguments, print_commands, run_sizes
+
+PLAN_TASK = "remediation_plan : Plan the remediation from the fresh diagnosis"
+HAND_TASK = "remediation_plan : Hand the ladder this host's plan"
+
+PLAN_PLAY = """
+- name: Diagnose and plan as remediate.yml does (plan only)
+  hosts: gpu_nodes
+  gather_facts: false
+  roles:
+    - role: job_context
+    - role: diagnosis_report
+    - role: remediation_plan
+"""
+
+
+def check_plan(out, hosts):
+    """plan.json: every host planned; the sick ones decided, the healthy ones skipped."""
+    with open(os.path.join(out, "plan.json")) as fh:
+        plan = json.load(fh)
+    decided = {h["host"]: h["decision"] for h in plan["hosts"]}
+    sick = {h for h, tpl in hosts if tpl != HEALTHY_TEMPLATE}
+    problems = []
+    if len(decided) != len(hosts):
+        problems.append("%d hosts in plan.json, %d in the run" % (len(decided), len(hosts)))
+    if any(decided.get(h) not in ("act", "blocked", "review") for h in sick):
+        problems.append("a sick host was not decided: %s" % sorted((h, decided.get(h)) for h in sick))
+    if any(d != "skip" for h, d in decided.items() if h not in sick):
+        problems.append("a healthy host was not skipped")
+    if plan["errors"]:
+        problems.append("plan errors: %s" % plan["errors"])
+    if problems:
+        raise SystemExit("wrong plan: " + "; ".join(problems))
+    print("  plan: %s" % {k: plan["summary"][k] for k in ("act", "blocked", "review", "skip", "drains")})
+    return len(sick)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_arguments(ap, "1000")
+    args = ap.parse_args()
+    rows, argv = run_sizes(args, [LOAD_PLAY, PLAN_PLAY], PLAN_TASK, check_plan, module_index=1,
+                           extra=["-e", "remediation_plan_read_slurm=false", "-e", "plan_dir={{ out }}"],
+                           also=[HAND_TASK])
+    print_commands(rows, "gpu_runbook_plan through the remediation_plan role (medians; plan.json written)", argv)
+
+
+if __name__ == "__main__":
+    main()
