@@ -61,3 +61,40 @@ def test_superscript_digits_are_not_counts():
     assert node["cpu_alloc"] is None
     job = slurm.parse_scontrol_show_job("JobId=1 JobName=x NodeList=n[1-2] NumNodes=\u00b2 JobState=FAILED\n")
     assert job["num_nodes"] == 2
+
+
+# --- found by the full profile (make fuzz) of the nvidia-smi parsers
+
+def test_blank_lines_do_not_make_format_detection_quadratic():
+    # `^\s+(ECC Errors|...)\s*$` with re.M: at every line start \s+ ran across all the blank lines
+    # after it; 68 KB of mostly empty lines took 20 s (70 s on a loaded machine)
+    from gpu_runbook.nvsmi import detect_format, parse_nvidia_smi_failure
+    text = "\n" * 20000 + "  \n" * 20000 + "x"
+    (facts, findings), took = _timed(parse_nvidia_smi_failure, text, 6)
+    assert took < 5 and detect_format(text) is None
+    assert any(f["kind"] == "nvidia_smi_failed" for f in findings), findings
+    # the real formats are still told apart
+    assert detect_format("\n\n    ECC Errors\n") == "q" and detect_format("GPU 0: A (UUID: GPU-1)\n") == "table"
+
+
+def test_a_spaced_nvlink_line_is_read_in_linear_time():
+    # `GPU N: (.*?)\s*(\(UUID: ...\))?\s*$` backtracked over every blank run: 21 s on 23 KB
+    from gpu_runbook.nvsmi.dispatch import parse_nvidia_smi_table
+    line = "GPU 0: " + "a " * 3000 + " " * 20000 + "b"
+    text = "+-----+\n| NVIDIA-SMI 550.90.07   Driver Version: 550.90.07 |\n" + line + "\n  Link 0: " + " " * 20000 + "x\n"
+    (facts, findings), took = _timed(parse_nvidia_smi_table, text)
+    assert took < 5
+    ok = parse_nvidia_smi_table("GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-abc-123)\n\t Link 0: <inactive>\n")[0]
+    gpu = ok["gpus"][0]
+    assert (gpu["name"], gpu["uuid"], gpu["nvlink_inactive"]) == ("NVIDIA H100 80GB HBM3", "GPU-abc-123", [0])
+
+
+def test_deeply_nested_xml_is_walked_without_recursion():
+    # <a> nested 2000 deep inside <gpu> ended in RecursionError in _xml_errors
+    from gpu_runbook.nvsmi.q_xml import parse_xml
+    x = ('<?xml version="1.0"?><nvidia_smi_log><gpu id="00000000:19:00.0">' + "<a>" * 50000 +
+         "<b>Unknown Error</b>" + "</a>" * 50000 + "</gpu></nvidia_smi_log>")
+    (facts, findings), took = _timed(parse_xml, x, "q.xml", 8, None)
+    assert took < 5
+    err = [f for f in findings if "Unknown Error" in (f.get("evidence") or "") + f.get("message", "")]
+    assert err and "a/a/b" in err[0]["message"] + (err[0].get("evidence") or ""), findings[:3]

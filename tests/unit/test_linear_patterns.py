@@ -157,6 +157,8 @@ def _class_char(items):
 def fragments(rx):
     """What an attacker repeats: each prefix and short slice of the pattern's samples, single characters."""
     frags = {" ", "1", ":", "a", "[", "<", "(", "=", "-", ". ", "1:", "\t", "0x", "\x1b]"}
+    if rx.flags & re.MULTILINE:  # run on whole texts: `^\s*` at every line start can span the next lines
+        frags.update({"\n", " \n", "\r\n", "\n\t"})
     for sample in {_sample(rx, pick) for pick in range(6)}:
         frags.update(sample[:i] for i in range(1, min(len(sample), 80) + 1))
         frags.update(sample[i:i + 6] for i in range(0, len(sample), 3))

@@ -40,9 +40,10 @@ __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rule
 _SNIFF = (
     ("ib-sysfs", re.compile(r"/ports/\d+/(?:state|phys_state|rate|link_layer|counters/\w+|"
                             r"hw_counters/\w+):", re.M)),
-    ("ibstat", re.compile(r"^\s*CA\s+'[^']+'|^\s*Infiniband device\s+'", re.M | re.I)),
-    ("ibv_devinfo", re.compile(r"^\s*hca_id\s*:", re.M)),
-    ("perfquery", re.compile(r"^\s*#\s*Port\s+[^:]*:\s*Lid\s+\d+", re.M | re.I)),
+    # blanks inside a line only ([ \t]): `^\s*` would run across every blank line after it (quadratic)
+    ("ibstat", re.compile(r"^[ \t]*CA[ \t]+'[^'\n]+'|^[ \t]*Infiniband device[ \t]+'", re.M | re.I)),
+    ("ibv_devinfo", re.compile(r"^[ \t]*hca_id[ \t]*:", re.M)),
+    ("perfquery", re.compile(r"^[ \t]*#[ \t]*Port[ \t]+[^:\n]*:[ \t]*Lid[ \t]+\d+", re.M | re.I)),
     ("iblinkinfo", re.compile(r"==\([^\n()]*\)==>")),
 )
 _PARSERS = {"ib-sysfs": parse_ib_sysfs, "ibstat": parse_ibstat, "ibv_devinfo": parse_ibv_devinfo,

@@ -14,8 +14,18 @@ from .q_xml import parse_xml
 from .query_csv import parse_csv
 from .table import is_gpu_box_excerpt, parse_table
 
-_Q_SECTION_RE = re.compile(r"^\s+(ECC Errors|Retired Pages|Remapped Rows|Clocks (Throttle|Event) Reasons|"
-                           r"GPU Reset Status)\s*$", re.M | re.I)
+# Line-start patterns run over a whole head (re.M): blanks are [ \t\r\f\v], never \s, which would
+# let `^\s+` at every line start run across all the blank lines after it (quadratic: the fuzzer
+# found 70 s on 68 KB of empty lines).
+_H = r"[ \t\r\f\v]"
+_Q_SECTION_RE = re.compile(r"^" + _H + r"+(ECC Errors|Retired Pages|Remapped Rows|Clocks (Throttle|Event) Reasons|"
+                           r"GPU Reset Status)" + _H + r"*$", re.M | re.I)
+_Q_ATTACHED_RE = re.compile(r"^" + _H + r"*Attached GPUs" + _H + r"*:", re.M)
+_Q_GPU_RE = re.compile(r"^" + _H + r"*GPU" + _H + r"+" + PCI_TXT + _H + r"*$", re.M)
+_TABLE_BORDER_RE = re.compile(r"^" + _H + r"*\+-{5,}", re.M)
+_TABLE_UUID_RE = re.compile(r"^" + _H + r"*GPU" + _H + r"+\d+:" + _H + r"[^\n]*\(UUID:", re.M)
+_TABLE_NVLINK_RE = re.compile(r"^" + _H + r"*GPU" + _H + r"+\d+:" + _H + r"[^\n]{1,120}\n" + _H + r"*Link" + _H +
+                              r"+\d+" + _H + r"*:", re.M)
 
 
 def _guarded(fn, fmt, source, *args):
@@ -91,12 +101,10 @@ def detect_format(text):
     head = t[:20000]
     if head.lstrip("\ufeff \t\r\n").startswith("<?xml") or "<nvidia_smi_log" in head:
         return "xml"
-    if "NVSMI LOG" in head or re.search(r"^\s*Attached GPUs\s*:", head, re.M) or \
-            re.search(r"^\s*GPU\s+" + PCI_TXT + r"\s*$", head, re.M) or _Q_SECTION_RE.search(head):
+    if "NVSMI LOG" in head or _Q_ATTACHED_RE.search(head) or _Q_GPU_RE.search(head) or _Q_SECTION_RE.search(head):
         return "q"
-    if (re.search(r"^\s*\+-{5,}", head, re.M) and ("NVIDIA-SMI" in head or "Bus-Id" in head)) or \
-            re.search(r"^\s*GPU\s+\d+:\s.*\(UUID:", head, re.M) or is_gpu_box_excerpt(head) or \
-            re.search(r"^\s*GPU\s+\d+:\s[^\n]{1,120}\n\s*Link\s+\d+\s*:", head, re.M):
+    if (_TABLE_BORDER_RE.search(head) and ("NVIDIA-SMI" in head or "Bus-Id" in head)) or \
+            _TABLE_UUID_RE.search(head) or is_gpu_box_excerpt(head) or _TABLE_NVLINK_RE.search(head):
         return "table"
     return _detect_csv(t)
 

@@ -166,16 +166,21 @@ def _xml_throttle(g, node):
                 _put(g, "throttle." + t, c, sec + "/" + c["tag"])
 
 
-def _xml_errors(g, n, path):
-    """Any other leaf reading 'Unknown Error' / 'GPU is lost'."""
-    for c in n["children"]:
-        if c["tag"] in _XML_SKIP_ERR_SUBTREES:
+def _xml_errors(g, node):
+    """Any other leaf reading 'Unknown Error' / 'GPU is lost', in document order. A loop, not
+    recursion: hostile XML nests deeper than Python's stack; the label keeps the last 16 tags."""
+    stack = [(iter(node["children"]), None)]
+    while stack:
+        c = next(stack[-1][0], None)
+        if c is None:
+            stack.pop()
+        elif c["tag"] in _XML_SKIP_ERR_SUBTREES:
             continue
-        p = path + [c["tag"]]
-        if c["children"]:
-            _xml_errors(g, c, p)
+        elif c["children"]:
+            stack.append((iter(c["children"]), c["tag"]))
         elif err_of(_xtext(c)):
-            assign(g, None, _xtext(c), c["line"], _xev(c), "/".join(p))
+            tags = [tag for _it, tag in stack[-15:] if tag is not None] + [c["tag"]]
+            assign(g, None, _xtext(c), c["line"], _xev(c), "/".join(tags))
 
 
 def xml_gpu(node, index):
@@ -189,7 +194,7 @@ def xml_gpu(node, index):
     _xml_ecc(g, node)
     _xml_pages_and_rows(g, node)
     _xml_throttle(g, node)
-    _xml_errors(g, node, [])
+    _xml_errors(g, node)
     return g
 
 
