@@ -34,7 +34,9 @@ def _try_lock(args):
 def test_two_processes_one_lock(tmp_path):
     sd = str(tmp_path / "state")
     for _round in range(5):
-        ctx = multiprocessing.get_context("fork")
+        # spawn, not fork: a child forked from pytest inherits whatever earlier tests left in this
+        # process (an in-process ansible-runner run left multiprocessing's state unusable: a hang)
+        ctx = multiprocessing.get_context("spawn")
         with ctx.Manager() as mgr:
             barrier = mgr.Barrier(2)
             with ctx.Pool(2) as pool:
@@ -155,7 +157,7 @@ def _append_many(args):
 
 def test_concurrent_appends_do_not_interleave(tmp_path):
     path = str(tmp_path / "audit.jsonl")
-    with multiprocessing.get_context("fork").Pool(4) as pool:
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
         pool.map(_append_many, [(path, t, 200) for t in "abcd"])
     lines = open(path).read().splitlines()
     assert len(lines) == 800
