@@ -401,14 +401,17 @@ class Testbed:
                 raise TestbedError("host %s failed to start: %s" % (n, out.strip()))
         deadline = time.monotonic() + 20
         for n in self.hosts:
-            while True:
-                try:
-                    socket.create_connection((self.addrs[n], 22), timeout=0.5).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise TestbedError("sshd of %s not answering on %s:22" % (n, self.addrs[n]))
-                    time.sleep(0.02)
+            self._wait_sshd(n, deadline)
+
+    def _wait_sshd(self, name, deadline):
+        while True:
+            try:
+                socket.create_connection((self.addrs[name], 22), timeout=0.5).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TestbedError("sshd of %s not answering on %s:22" % (name, self.addrs[name]))
+                time.sleep(0.02)
 
     def _write_inventory(self):
         lines = ["# written by `python -m tests.testbed up` (scenario %s)" % self.sc.get("name"),
@@ -588,15 +591,7 @@ class Testbed:
         d = self.host_root(name)
         _run(["nsenter", "-t", str(inside[0]), "-n", "-u", "-m", "--",
               "/usr/sbin/sshd", "-f", "%s/sshd_config" % d, "-E", "%s/sshd.log" % d])
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection((self.addrs[name], 22), timeout=0.5).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise TestbedError("sshd of %s not answering on %s:22" % (name, self.addrs[name]))
-                time.sleep(0.05)
+        self._wait_sshd(name, time.monotonic() + 20)
 
     def sinfo_states(self):
         out = _run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False, env=self.slurm_environ).stdout
