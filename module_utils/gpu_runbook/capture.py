@@ -14,7 +14,6 @@ becomes the same ``sources`` dict a live gather gives, and nothing in it is lost
 Those findings travel in ``sources["_notes"]`` (analyze adds them to the host's findings).
 """
 
-import collections
 import datetime
 import os
 import stat
@@ -65,7 +64,7 @@ def load_capture_dir(path, files=None):
         if name == JOB_LOG:  # streamed by the job-log parser, line by line, never held whole
             job_files[base] = TextLines(full, tail=_MAX_JOB_LOG)
             continue
-        text = _read_text(full, entry, keep_tail=False, notes=notes)
+        text = _read_text(full, entry, notes=notes)
         if text is None:
             continue
         if name == "nvidia-smi-q.txt" and text.lstrip().startswith("<"):
@@ -118,24 +117,20 @@ def _head(full):
     return decode(out)
 
 
-def _read_text(full, entry, keep_tail, notes):
-    """A whole source as text, at most ``_MAX_READ`` characters: the head, or for a job log
-    the tail (where the hang is). Cut or corrupt -> a capture_truncated note; unreadable ->
-    a capture_unreadable note and None."""
+def _read_text(full, entry, notes):
+    """A whole source as text, at most its first ``_MAX_READ`` characters (job logs are streamed
+    from their end instead). Cut or corrupt -> a capture_truncated note; unreadable -> a
+    capture_unreadable note and None."""
     chunks = TextChunks(full, size=_CHUNK)
-    kept, size, cut = collections.deque(), 0, False
+    kept, size, cut = [], 0, False
     gen = iter(chunks)
     try:
         for text in gen:
             kept.append(text)
             size += len(text)
-            if size <= _MAX_READ:
-                continue
-            cut = True
-            if not keep_tail:
+            if size > _MAX_READ:
+                cut = True
                 break
-            while size - len(kept[0]) >= _MAX_READ:
-                size -= len(kept.popleft())
     except OSError as exc:
         notes.append(_unreadable(entry, full, exc))
         return None
@@ -143,11 +138,10 @@ def _read_text(full, entry, keep_tail, notes):
         gen.close()
     text = "".join(kept)
     if cut:
-        text = text[-_MAX_READ:] if keep_tail else text[:_MAX_READ]
+        text = text[:_MAX_READ]
         notes.append(finding(
-            "capture_truncated", "%s is bigger than the read cap (%d MiB): only its %s %d MiB were read"
-            % (entry, _MAX_READ >> 20, "last" if keep_tail else "first", _MAX_READ >> 20),
-            evidence=full, source=entry))
+            "capture_truncated", "%s is bigger than the read cap (%d MiB): only its first %d MiB were read"
+            % (entry, _MAX_READ >> 20, _MAX_READ >> 20), evidence=full, source=entry))
     if chunks.error:
         notes.append(finding("capture_truncated", "%s: %s; it was read as far as it goes" % (entry, chunks.error),
                              evidence=full, source=entry))
