@@ -13,6 +13,9 @@ description:
     host's gather saw (compute processes, GPUs) and the policy (allowed rungs, caps).
   - Per host the plan holds the evidence, each rung it would climb (cheapest first), the
     exact argv of every command and the pre-checks that block a rung, named in words.
+  - The remediation_plan role passes what the play registered as it is (O(gathered), O(domain_groups)) and
+    the module builds the per-host facts and the failure domains from it in one pass, so nothing is templated
+    per host; RV(by_host) hands each host its entry with one lookup.
   - Changes nothing on any host or in Slurm. It only writes C(plan.json) and C(plan.md) into
     O(plan_dir) when that is set, never through a symlink; a temporary file in the directory
     is renamed over the target, and a target that is a symlink is refused.
@@ -25,17 +28,66 @@ options:
     required: true
   facts:
     description:
-      - "What each host's gather saw: C({host: {compute_apps: [...], gpu: {...}}}) from
+      - "What each host's gather saw: C({host: {compute_apps: [...], slurm: {...}}}) from
         C(gpu_health_result.ansible_facts.gpu_health.facts)."
       - C(compute_apps) null means the process list could not be read; a GPU reset is then
         blocked on that host. Absent means not gathered (capture replay).
+      - C(slurm) is the node's state (C(state), C(reason), C(reason_user), C(owned)) or C(error)
+        when it could not be read (its drain is then blocked).
+      - A host's entry here replaces the one built from O(gathered).
     type: dict
     default: {}
+  gathered:
+    description:
+      - What the play registered, per host, as it is; the module builds each host's O(facts) entry from it
+        (the remediation_plan role passes these, each map built with one C(dict(zip(...))), never per host).
+    type: dict
+    default: {}
+    suboptions:
+      hosts:
+        description: The hosts to build facts for (the play's hosts).
+        type: list
+        elements: str
+        default: []
+      compute_apps:
+        description:
+          - "C({host: gpu_health_result.ansible_facts.gpu_health.facts.compute_apps}). A host left out was
+            not gathered (capture replay); a null list could not be read (a GPU reset is then blocked)."
+        type: dict
+        default: {}
+      probes:
+        description:
+          - "C({host: gpu_health_result.ansible_facts.gpu_health.probes}). A host without compute_apps whose
+            C(nvidia-smi-compute-apps.csv) probe failed gets a null (unreadable) process list."
+        type: dict
+        default: {}
+      slurm:
+        description:
+          - "C({host: the registered ansible.legacy.slurm_node state=present result}). Skipped or left out: no
+            Slurm state; failed or without C(state): the state is unknown (that node's drain is blocked)."
+        type: dict
+        default: {}
+  domain_groups:
+    description:
+      - "Inventory groups, C({group: [hosts]}) (Ansible's C(groups)). With O(domain_prefixes), each host's
+        failure domain is the first group by name that starts with a prefix; every member counts, also
+        hosts outside the play. A host in O(policy)'s C(domains) keeps that domain."
+    type: dict
+    default: {}
+  domain_prefixes:
+    description: Group-name prefixes that make failure domains out of O(domain_groups); empty, none.
+    type: list
+    elements: str
+    default: []
   policy:
     description:
       - The policy; keys C(allowed_rungs), C(allow_reboot), C(max_drain), C(max_drain_percent),
         C(max_per_domain), C(domains) (host -> failure domain), C(already_drained),
-        C(incident_id), C(ib_unit) and the engine's other policy keys. Null values take the
+        C(incident_id), C(ib_unit), C(approved_hosts) and the engine's other policy keys.
+      - C(approved_hosts) (null by default) is an approval given beforehand, e.g. an AWX workflow's
+        approved plan; a host outside it is planned, but every rung of its is blocked ("not in the
+        approved plan") and it takes no drain cap; an empty list approves nothing (the job's own
+        environment included), and with O(confirm) the run stays a plan. Null values take the
         engine's defaults; an unknown key fails with the list of known ones.
     type: dict
     default: {}
@@ -45,8 +97,8 @@ options:
   confirm:
     description:
       - Whether the caller asked to act (C(-e confirm=yes)). Only the header line and
-        C(summary.plan_only) change (the ladder's own plays act, not this module); in check mode
-        the plan is a plan whatever this says.
+        C(summary.plan_only) change (the ladder's own plays act, not this module); in check mode,
+        and with an empty C(policy.approved_hosts), the plan is a plan whatever this says.
     type: bool
     default: false
 extends_documentation_fragment:
@@ -66,7 +118,8 @@ requirements:
 notes:
   - Read-only on the cluster. Run it with C(delegate_to=localhost) and C(run_once=true).
   - The remediation_plan role runs it and hands RV(summary) to AWX with M(ansible.builtin.set_stats)
-    (C(gpu_runbook_plan), C(gpu_runbook_plan_act)) for a workflow's approval node.
+    (C(gpu_runbook_plan), C(gpu_runbook_plan_act)) for a workflow's approval node; the workflow's act node
+    passes C(gpu_runbook_plan_act) back as C(policy.approved_hosts).
 seealso:
   - module: ansible.legacy.gpu_runbook_report
     description: The diagnosis this module plans from (O(analysis)).
@@ -170,6 +223,15 @@ plan:
       sample: {"act": 1, "review": 0, "blocked": 2, "skip": 5, "report_only": 0, "hosts": 8, "incidents": 0,
                "commands": 1, "already_drained": 0, "drains": 1, "disruptive": 1}
     errors: {description: Input the plan had to leave out., returned: always, type: list, elements: str, sample: []}
+by_host:
+  description: >-
+    The same entries as RV(plan.hosts), keyed by host, so that each host of the play finds its own
+    with one lookup (C(by_host[inventory_hostname])).
+  returned: always
+  type: dict
+  sample: {"gpu-r3-n01": {"host": "gpu-r3-n01", "verdict": "healthy", "severity": "ok", "rung": "none",
+           "confidence": "high", "confidence_reason": "", "evidence": "", "slurm": null, "decision": "skip",
+           "reason": "healthy: nothing to do", "rungs": [], "blockers": [], "final": null, "after": null}}
 lines:
   description: >-
     Console lines: a header, one line per host that is not skipped (decision, rungs it would
@@ -189,19 +251,20 @@ summary:
     incident_id: {description: The incident id., returned: always, type: str, sample: INC-42}
     act: {description: Number of hosts the ladder would act on., returned: always, type: int, sample: 1}
     blocked:
-      description: "Number of hosts whose drain is blocked (caps, foreign drain, incident)."
+      description: "Number of hosts whose drain is blocked (caps, foreign drain, incident, not in the approved plan)."
       returned: always
       type: int
       sample: 2
     hosts_act: {description: Hosts the ladder would act on., returned: always, type: list, elements: str, sample: [gpu-r3-n03]}
     hosts_blocked:
-      description: Hosts whose drain is blocked.
+      description: Hosts whose drain (or job-scoped rung) is blocked.
       returned: always
       type: list
       elements: str
       sample: [gpu-r3-n05, gpu-r3-n06]
     plan_only:
-      description: "True unless confirm=yes outside check mode (then the ladder acts on hosts_act)."
+      description: "True unless confirm=yes outside check mode with an approval, if any, that is not empty (then the
+        ladder acts on hosts_act)."
       returned: always
       type: bool
       sample: true
@@ -248,10 +311,12 @@ import shlex
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.plan import make_plan
+from ansible.module_utils.gpu_runbook.plan.inputs import failure_domains, play_facts
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
 from ansible.module_utils.gpu_runbook.validate import problems
 
 PLAN_ONLY = "plan only: nothing was changed (-e confirm=yes acts)"
+NONE_APPROVED = "plan only: the approved plan names no host, nothing acts"
 ACTING = "confirm=yes: the ladder acts on the hosts marked ACT, one serial batch at a time"
 
 
@@ -300,11 +365,11 @@ def host_line(h):
     return " | ".join(parts)
 
 
-def console_lines(plan, acting, check_mode):
+def console_lines(plan, acting, check_mode, none_approved=False):
     s = plan["summary"]
     head = "plan %s (%s): %d to act, %d blocked, %d report only, %d with nothing to do; %d command(s); %s" % (
         plan.get("incident_id") or "-", plan["schema"], s["act"], s["blocked"], s["report_only"], s["skip"],
-        s["commands"], ACTING if acting else PLAN_ONLY)
+        s["commands"], ACTING if acting else NONE_APPROVED if none_approved else PLAN_ONLY)
     lines = [head + (" (check mode)" if check_mode else "")]
     skipped = []
     for h in plan["hosts"]:
@@ -381,11 +446,36 @@ def write_plan(plan_dir, plan, lines):
     return [p for p, _ in targets]
 
 
+def plan_inputs(p):
+    """The module's options -> (facts, policy) for make_plan: the facts built from O(gathered), then
+    O(facts) per host; the failure domains from O(domain_groups), then O(policy)'s own."""
+    g = p["gathered"] or {}
+    facts = play_facts(g.get("hosts") or [], g.get("compute_apps"), g.get("probes"), g.get("slurm"))
+    facts.update(p["facts"] or {})
+    policy = dict(p["policy"] or {})
+    if p["domain_prefixes"]:
+        domains = failure_domains(p["domain_groups"], p["domain_prefixes"])
+        if isinstance(policy.get("domains"), dict):
+            domains.update(policy["domains"])
+        elif policy.get("domains") is not None:
+            domains = policy["domains"]  # not a mapping: the planner names the bad input
+        policy["domains"] = domains
+    return facts, policy
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             analysis=dict(type="dict", required=True),
             facts=dict(type="dict", default={}),
+            gathered=dict(type="dict", default={}, options=dict(
+                hosts=dict(type="list", elements="str", default=[]),
+                compute_apps=dict(type="dict", default={}),
+                probes=dict(type="dict", default={}),
+                slurm=dict(type="dict", default={}),
+            )),
+            domain_groups=dict(type="dict", default={}),
+            domain_prefixes=dict(type="list", elements="str", default=[]),
             policy=dict(type="dict", default={}),
             plan_dir=dict(type="path"),
             confirm=dict(type="bool", default=False),
@@ -396,13 +486,15 @@ def main():
     refused = problems(p, {"plan_dir": "path"})
     if refused:
         module.fail_json(msg="; ".join(refused))
-    plan = make_plan(p["analysis"], policy=p["policy"], facts=_host_facts(p["facts"]))
+    facts, policy = plan_inputs(p)
+    plan = make_plan(p["analysis"], policy=policy, facts=_host_facts(facts))
     if plan["errors"] and not plan["hosts"]:
         module.fail_json(msg="cannot plan: %s" % "; ".join(plan["errors"]), plan=plan)
     for e in plan["errors"]:
         module.warn(e)
-    acting = p["confirm"] and not module.check_mode
-    lines = console_lines(plan, acting, module.check_mode)
+    none_approved = plan["policy"].get("approved_hosts") == []
+    acting = p["confirm"] and not module.check_mode and not none_approved
+    lines = console_lines(plan, acting, module.check_mode, none_approved and p["confirm"])
     summary = dict(plan["summary"], incident_id=plan["incident_id"], plan_only=not acting, files=[],
                    hosts_act=[h["host"] for h in plan["hosts"] if h["decision"] == "act"],
                    hosts_blocked=[h["host"] for h in plan["hosts"] if h["decision"] == "blocked"])
@@ -420,8 +512,10 @@ def main():
     elif p["plan_dir"]:
         lines.append("check mode: plan.json and plan.md not written to %s" % p["plan_dir"])
     # the whole diagnosis echoed back as module_args would double what the controller parses
-    invocation = {"module_args": dict(p, analysis="(not echoed)", facts="(not echoed)")}
-    module.exit_json(changed=changed, plan=plan, lines=lines, summary=summary, invocation=invocation)
+    invocation = {"module_args": dict(p, analysis="(not echoed)", facts="(not echoed)", gathered="(not echoed)",
+                                      domain_groups="(not echoed)")}
+    module.exit_json(changed=changed, plan=plan, by_host={h["host"]: h for h in plan["hosts"]}, lines=lines,
+                     summary=summary, invocation=invocation)
 
 
 if __name__ == "__main__":

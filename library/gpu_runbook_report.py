@@ -17,8 +17,15 @@ version_added: "0.1.0"
 author: gpu-runbook contributors
 options:
   results:
-    description: Map of inventory host name to that host's registered gpu_health_facts result.
-    type: dict
+    description:
+      - Map of inventory host name to that host's registered gpu_health_facts result, or that map as one
+        JSON string.
+      - The diagnosis_report role passes a JSON string of only what the report reads of each result (its
+        findings, probes, timings, mode, window and kernel-log events, or why a host has no facts). At 10,000
+        hosts that is ~15 MB instead of ~190 MB of arguments, which Ansible copies and encodes once as a
+        string instead of walking every host's nested result.
+      - A string that is not JSON, or a map whose values are not results (dicts), is refused with a message.
+    type: raw
     required: true
   lang:
     description: Language of the console lines.
@@ -42,6 +49,18 @@ options:
     type: list
     elements: path
     default: []
+  analysis_findings:
+    description:
+      - Which hosts of the returned RV(analysis) carry their findings. C(all) - every host. C(suspects) - the
+        suspect hosts (RV(analysis.cluster.suspects)) carry theirs; every other host keeps its verdict,
+        severity, rung and confidence with an empty C(findings) list (their info-level findings are ~70% of
+        what the module returns at fleet size). report.json, the console lines and RV(summary) always have
+        every finding.
+      - What the roles read of RV(analysis) is the same either way (remediation_plan, rung_verify and
+        rung_nccl_env read warning and critical findings, which only suspect hosts have).
+    type: str
+    choices: [all, suspects]
+    default: all
 extends_documentation_fragment:
   - action_common_attributes
 attributes:
@@ -83,6 +102,14 @@ EXAMPLES = r"""
     results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'gpu_health_result'))) }}"
   delegate_to: localhost
   run_once: true
+
+# At fleet size pass one JSON string (the diagnosis_report role also keeps only what the report reads)
+- name: Aggregate on the controller, the results as one JSON string
+  gpu_runbook_report:
+    results: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'gpu_health_result'))) | to_json }}"
+    report_dir: /var/tmp/inc42
+  delegate_to: localhost
+  run_once: true
 """
 
 RETURN = r"""
@@ -115,6 +142,7 @@ analysis:
         - A finding has C(kind), C(category), C(severity), C(rung), C(message), C(action), C(evidence),
           C(source), C(xid), C(gpu), C(ib), C(rank); one that aggregates log lines has C(count), C(first) and
           C(last); counter findings have C(counters) (numbers, not strings).
+        - With O(analysis_findings=suspects) only the suspect hosts' C(findings) are filled (report.json has all).
       type: list
       returned: always
       elements: dict
@@ -194,6 +222,7 @@ summary:
 """
 
 import datetime
+import json
 import os
 import re
 
@@ -260,23 +289,50 @@ def _read_logs(log_dir, files, job=None):
     return found, problems
 
 
+def _results(value):
+    """The ``results`` option as {host: result}: a map, or that map as one JSON string.
+    -> (results, None) or (None, why it is refused)."""
+    what = "a map of inventory host name to its registered gpu_health_facts result"
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            return None, "results is a string but not JSON (%s); it must be %s, or that map as JSON" % (exc, what)
+    if not isinstance(value, dict):
+        return None, "results must be %s (or that map as JSON); got %s" % (what, validate.shown(value))
+    bad = sorted(str(h) for h, r in value.items() if r is not None and not isinstance(r, dict))
+    if bad:
+        return None, "results must be %s: the value for %d host(s) is not a result (a dict): %s" % (
+            what, len(bad), ", ".join(validate.shown(h, 40) for h in bad[:5]) + (", ..." if len(bad) > 5 else ""))
+    return value, None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            results=dict(type="dict", required=True),
+            results=dict(type="raw", required=True),
             lang=dict(type="str", choices=["en", "ko"], default="en"),
             report_dir=dict(type="path"),
             job=dict(type="dict"),
             job_log_dir=dict(type="path"),
             job_log_files=dict(type="list", elements="path", default=[]),
+            analysis_findings=dict(type="str", choices=["all", "suspects"], default="all"),
         ),
         supports_check_mode=True,
     )
+    # Every host's result echoed back as module_args is ~18 KB a host: at 1,000 hosts it doubled
+    # the module's CPU (tests/benchmarks/bench_aggregate.py); the count is what -vvv needs.
+    invocation = {"module_args": dict(module.params, results="(host results, not echoed)")}
     refused = validate.problems(module.params, {"report_dir": "path", "job_log_dir": "path", "job_log_files": "path"})
     if refused:
-        module.fail_json(msg="; ".join(refused))
+        module.fail_json(msg="; ".join(refused), invocation=invocation)
+    results, why = _results(module.params["results"])
+    if why:
+        module.fail_json(msg=why, invocation=invocation)
+    invocation["module_args"]["results"] = "(%d host results, not echoed)" % len(results)
     lang = module.params["lang"]
-    results = module.params["results"]
     logs, problems = _read_logs(module.params["job_log_dir"], module.params["job_log_files"], module.params["job"])
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     analysis = diagnose(results, job_logs=logs, slurm_job=module.params["job"],
@@ -292,16 +348,17 @@ def main():
         try:
             summary["report_files"] = write_reports(analysis, report_dir, lang)
         except ImportError as exc:  # the HTML's template engine, imported when it is rendered
-            module.fail_json(msg="report_dir needs jinja2 on the controller's Python: %s" % exc)
+            module.fail_json(msg="report_dir needs jinja2 on the controller's Python: %s" % exc, invocation=invocation)
         except (OSError, WriteRefused) as exc:
-            module.fail_json(msg="cannot write reports to %s: %s" % (report_dir, exc))
+            module.fail_json(msg="cannot write reports to %s: %s" % (report_dir, exc), invocation=invocation)
         report_path = next((p for p in summary["report_files"] if p.endswith(".html")), None)
         changed = True
     # the play prints these: a log's terminal escapes are shown escaped, never acted on
     lines = [printable(line) for line in console_lines(analysis, lang, report_path=report_path)]
-    # Every host's result echoed back as module_args is ~18 KB a host: at 1,000 hosts it doubled
-    # the module's CPU (tests/benchmarks/bench_aggregate.py); the count is what -vvv needs.
-    invocation = {"module_args": dict(module.params, results="(%d host results, not echoed)" % len(results))}
+    if module.params["analysis_findings"] == "suspects":
+        suspects = set(analysis["cluster"]["suspects"])
+        analysis = dict(analysis, hosts=[h if h["host"] in suspects else dict(h, findings=[])
+                                         for h in analysis["hosts"]])
     module.exit_json(changed=changed, analysis=analysis, lines=lines, summary=summary, invocation=invocation)
 
 

@@ -145,6 +145,14 @@ def _host_dirs(path):
     return out
 
 
+def job_log_workers():
+    """Processes that read the job's logs ahead of the parser (joblog/parallel.py: the same
+    result): $GPU_RUNBOOK_JOB_LOG_WORKERS, else none. Off by default: on a shared 2-core
+    machine they cost more CPU than they save in wall time (BENCHMARKS.md, "Job logs")."""
+    env = os.environ.get("GPU_RUNBOOK_JOB_LOG_WORKERS", "").strip()
+    return int(env) if env.isdigit() else 0
+
+
 def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False, tz=None):
     """Paths -> analysis (schema v1): every host, cross-host rules, and the job joined.
     ``tz``: the zone of times written without one (None: UTC)."""
@@ -171,7 +179,8 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
                     host += "'"
                 h["host"] = host
                 results[host] = {"ansible_facts": {"gpu_health": h}}
-    analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts)
+    analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts,
+                        job_workers=job_log_workers())
     return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"], "cluster": analysis["cluster"]}
 
 

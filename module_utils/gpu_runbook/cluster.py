@@ -46,6 +46,28 @@ def host_from_result(host, result, everyone_unreachable=False):
             "findings": [f], "facts": {}, "probes": {}}
 
 
+def report_input(result):
+    """What the report reads of one host's registered result, and nothing else: build_cluster
+    (host_from_result, the cross-host rules, the verdict, the timeline) and
+    reports.describe_inputs. A gathered host keeps its findings, probes, timings, mode,
+    window and its kernel log's events; the rest of its facts (``facts.gpu``, ``facts.ib``:
+    ~90% of the bytes) is for the plan and the ladder, which read it from hostvars. Any
+    other result keeps what says why it has no facts (unreachable, msg, module_stderr).
+    ``diagnose(results)`` and ``diagnose({h: report_input(r)})`` give the same analysis.
+    The diagnosis_report role's task builds exactly this in its template (keep the two
+    alike: tests/integration/test_report_input.py runs both)."""
+    result = result if isinstance(result, dict) else {}
+    facts = (result.get("ansible_facts") or {}).get("gpu_health")
+    if isinstance(facts, dict) and facts:
+        kernel_log = (facts.get("facts") or {}).get("kernel_log") or {}
+        return {"ansible_facts": {"gpu_health": {
+            "findings": facts.get("findings", []), "probes": facts.get("probes", {}),
+            "timings": facts.get("timings", {}), "mode": facts.get("mode"), "window": facts.get("window"),
+            "facts": {"kernel_log": {"events": kernel_log.get("events", [])}}}}}
+    return {"unreachable": result.get("unreachable", False), "msg": result.get("msg"),
+            "module_stderr": result.get("module_stderr")}
+
+
 def _app_xids(h):
     """Xid codes this host reported that NVIDIA's catalog files under the application."""
     return {f["xid"] for f in h["findings"] if f.get("xid") is not None and f["category"] == "application"}

@@ -7,16 +7,18 @@ from .render import render_lines, summary_counts
 
 
 def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=None, generated=None,
-             keep_facts=False):
+             keep_facts=False, job_workers=None):
     """results: {host: registered gpu_health_facts result (or unreachable/failed)};
     job_logs: {name: text or line source (textio.TextLines: streamed, never held whole)} of
-    the job's logs; slurm_job: gpu_runbook_job's ``job``.
+    the job's logs; slurm_job: gpu_runbook_job's ``job``; job_workers: processes that read the
+    job's logs ahead (joblog/parallel.py: the same result, sooner on several cores).
     -> analysis (schema v1) with the job joined and the cluster section."""
     job = None
     slurm_job = slurm_job or {}
     if job_logs or slurm_job:
         from .joblog import parse_job_logs
-        parsed, job_findings = parse_job_logs(job_logs or {}, since=since or slurm_job.get("start"))
+        parsed, job_findings = parse_job_logs(job_logs or {}, since=since or slurm_job.get("start"),
+                                              workers=job_workers)
         job = dict(parsed, findings=job_findings, job_id=slurm_job.get("job_id"),
                    slurm=slurm_job or None, log_problems=list(log_problems or []))
     return build_cluster(results, job=job, generated=generated, keep_facts=keep_facts)

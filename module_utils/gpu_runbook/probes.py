@@ -274,11 +274,17 @@ def _read_kern_file(scope, path):
 
 
 def probe_kernel_log(timeout, since=None, kern_log_path="/var/log/kern.log", gather=None):
-    """dmesg -T, journald and the syslog file, all at once, within the deadline: the best
-    that answered wins (dmesg > journalctl > file). Sequential fallbacks would let two
-    hanging tools outlive the deadline and the file's Xid would never be read.
+    """dmesg -T, then journald, then the syslog file, within one deadline: the best that answered
+    wins (dmesg > journalctl > file). The next alternative starts as soon as every better one
+    answered with nothing usable, or when its turn comes (a quarter of the deadline apart, at
+    most _KERNEL_LOG_STAGGER s): a hanging dmesg still leaves journald and the file most of the
+    deadline (sequential fallbacks, each with the whole deadline, let two hanging tools hide the
+    file's Xid), and a dmesg that answers at once spares the node a journal read it would not use.
     Returns (text_or_error, tried) where tried lists what the better alternatives said."""
     return _scoped(timeout, gather, lambda g: _kernel_log(g, since, kern_log_path))
+
+
+_KERNEL_LOG_STAGGER = 2.0
 
 
 def _kernel_log(gather, since, kern_log_path):
@@ -286,6 +292,8 @@ def _kernel_log(gather, since, kern_log_path):
     scopes = [gather.child() for _ in alts]
     answers = [None] * len(alts)
     cond = threading.Condition()
+    stagger = min(_KERNEL_LOG_STAGGER, gather.seconds / 4.0)
+    t0 = time.monotonic()
 
     def run(i):
         try:
@@ -296,16 +304,24 @@ def _kernel_log(gather, since, kern_log_path):
             answers[i] = value
             cond.notify_all()
 
-    for i in range(len(alts)):
-        threading.Thread(target=run, args=(i,), daemon=True).start()
+    started = 0
     with cond:
-        pick = _best(alts, answers, final=False)
-        while pick is None:
+        while True:
+            # start the next alternative once every started one answered (none usable), or at its turn
+            while started < len(alts) and (all(a is not None for a in answers[:started])
+                                           or time.monotonic() - t0 >= started * stagger):
+                threading.Thread(target=run, args=(started,), daemon=True).start()
+                started += 1
+            pick = _best(alts, answers, final=False)
+            if pick is not None:
+                break
             if gather.left() <= 0:
                 pick = _best(alts, answers, final=True)
                 break
-            cond.wait(gather.left())
-            pick = _best(alts, answers, final=False)
+            wait = gather.left()
+            if started < len(alts):
+                wait = min(wait, max(0.0, t0 + started * stagger - time.monotonic()))
+            cond.wait(wait)
         answers = list(answers)
     for scope in scopes:
         scope.close()  # the alternatives not taken stop now

@@ -234,7 +234,7 @@ class TextLines(TextChunks):
     says how many were not read (the head). ``lines``: lines yielded by the last iteration.
     ``nofollow``: the path's last component must not be a link."""
 
-    def __init__(self, path, max_line=1 << 20, tail=None, nofollow=False, size=1 << 20):
+    def __init__(self, path, max_line=1 << 20, tail=None, nofollow=False, size=256 << 10):
         TextChunks.__init__(self, path, size)
         self.max_line, self.tail, self.nofollow = max_line, tail, nofollow
         self.lines = self.cut = self.skipped = 0
@@ -242,11 +242,29 @@ class TextLines(TextChunks):
         self._drop_first = False
 
     def __iter__(self):
+        for block in self.blocks():
+            for line in block.split("\n"):
+                yield line
+
+    def nbytes(self):
+        """The file's size on disk (0 when it cannot be stat'ed): what reading it will cost."""
+        try:
+            return os.stat(self.path).st_size
+        except (OSError, TypeError, ValueError):
+            return 0
+
+    def blocks(self, count=True):
+        """The same lines, in blocks of whole lines: ``block.split("\\n")`` is the next run of
+        lines (about ``size`` characters of them; a block holds one line at least). What a
+        reader of many lines uses: splitting, cutting and counting happen per block, in C.
+        ``count=False``: ``lines`` is left to the reader (who splits the blocks anyway)."""
         self.lines = self.cut = self.skipped = 0
         self.problems, self.error, self._drop_first = [], None, False
         try:
-            for line in self._lines():
-                yield line
+            for block in self._blocks():
+                if count:
+                    self.lines += block.count("\n") + 1
+                yield block
         except OSError as exc:
             self.error = exc.strerror or str(exc)
         if self.error:
@@ -255,38 +273,44 @@ class TextLines(TextChunks):
             self.problems.append("%s: only its last %d MiB were read; the first %.1f MiB (the job's start) "
                                  "were skipped" % (self.path, self.tail >> 20, self.skipped / 1048576.0))
 
-    def _lines(self):
+    def _blocks(self):
         pending, cut, limit = "", False, self.max_line
         for text in self._text():
-            parts = text.split("\n")
-            self.lines += len(parts) - 1  # what this chunk ends (the last part is pending)
-            if len(parts) == 1:  # no end of line in this chunk: a long line grows, kept bounded
+            nl = text.rfind("\n")
+            if nl < 0:  # no end of line in this chunk: a long line grows, kept bounded
                 pending += text
                 if len(pending) > limit:
                     pending, cut = pending[-limit:], True
                 continue
-            first = pending + parts[0]
-            if cut or len(first) > limit:
-                self.cut += 1
-                first = first[-limit:]
-            if not self._drop_first:
-                yield first
-            else:
-                self.lines -= 1
-            self._drop_first = False
-            for line in parts[1:-1]:
-                if len(line) > limit:
-                    self.cut += 1
-                    line = line[-limit:]
-                yield line
-            pending, cut = parts[-1], False
+            block = pending + text[:nl] if pending else text[:nl]
+            first = block.find("\n")
+            if cut or (first if first >= 0 else len(block)) > limit or len(text) > limit + 2:
+                # a line to cut (the first one, grown from pending; one inside a chunk longer than it)
+                block = self._cut(block, cut)
+                first = block.find("\n")
+            if self._drop_first:  # started inside a line: its head is not the line
+                self._drop_first = False
+                block = None if first < 0 else block[first + 1:]
+            if block is not None:
+                yield block
+            pending, cut = text[nl + 1:], False
             if len(pending) > limit:
                 pending, cut = pending[-limit:], True
         if pending and not self._drop_first:
-            self.lines += 1
             if cut:
                 self.cut += 1
             yield pending
+
+    def _cut(self, block, cut):
+        """``block`` with each line longer than max_line cut to its last max_line characters
+        (the first one also when it was cut as it grew), each counted in ``cut``."""
+        limit = self.max_line
+        parts = block.split("\n")
+        for i, line in enumerate(parts):
+            if len(line) > limit or (cut and i == 0):
+                self.cut += 1
+                parts[i] = line[-limit:]
+        return "\n".join(parts)
 
     def _text(self):
         """Decoded text chunks from the first byte that is read: the whole file, or its tail."""

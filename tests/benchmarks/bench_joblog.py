@@ -11,8 +11,8 @@ tail of a collective timeout on every rank but one (rank 13 hung). Then it runs
 ``gpu-runbook analyze DIR --format json`` in a fresh process --runs times and prints, for
 the median run, MB/s (by wall time, and by the process's CPU time: on a shared machine the
 wall time is mostly waiting), CPU seconds and the process's peak RSS; and the peak RSS of one run on
-a tenth of the files (memory flat: the two peaks match within a few MB). Checks the answer
-(culprit rank 13) on every run, then deletes the files.
+a tenth of the files (memory flat: the two peaks match within a few MB), and the load average
+when it ended. Checks the answer (culprit rank 13) on every run, then deletes the files.
 """
 
 import argparse
@@ -162,7 +162,8 @@ def main():
                           "median_wall_s": round(wall, 2), "mb_per_s": round(total / 1e6 / wall, 1),
                           "cpu_s": round(cpu, 2), "mb_per_cpu_s": round(total / 1e6 / cpu, 1),
                           "peak_rss_mib": round(rss, 1),
-                          "peak_rss_mib_%d_files" % nsmall: round(small_rss, 1)}, indent=1))
+                          "peak_rss_mib_%d_files" % nsmall: round(small_rss, 1),
+                          "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=1))
     finally:
         if not (args.keep or args.reuse):
             shutil.rmtree(base, ignore_errors=True)

@@ -223,6 +223,7 @@ def test_remediate_plan_only_publishes_the_plan_for_the_approval(tmp_path, monke
         written = json.load(fh)
     assert written["incident_id"] == "INC-4242"
     assert written["policy"]["allowed_rungs"] == ["drain", "gpu_reset"] and written["policy"]["max_drain"] == 1
+    assert written["policy"]["approved_hosts"] is None  # the plan node asks for no approval: it plans every host
     # a plan takes no lock and writes no ledger, drain record or job environment
     assert sorted(os.listdir(data)) == ["plans", "reports"]
 
@@ -236,6 +237,9 @@ def test_remediate_plan_only_publishes_the_plan_for_the_approval(tmp_path, monke
     assert _artifact_data(act)["gpu_runbook_plan"]["hosts_act"] == plan["hosts_act"]
     assert sorted(os.listdir(data)) == ["plans", "reports"]
     assert sorted(os.listdir(os.path.join(data, "plans"))) == [str(JOB_ID), str(JOB_ID + 2)]
+    # the artifact reached the act node's plan as its approval (the template's approved_hosts)
+    with open(os.path.join(data, "plans", str(JOB_ID + 2), "plan.json")) as fh:
+        assert json.load(fh)["policy"]["approved_hosts"] == sorted(plan["hosts_act"])
 
 
 def test_demo_inventory_without_the_capture_dir_stops_with_one_message(tmp_path, monkeypatch, project, inventory_json):

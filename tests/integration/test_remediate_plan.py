@@ -192,6 +192,38 @@ def test_confirm_yes_on_replayed_captures_changes_nothing_and_says_why(tmp_path)
     assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03, N06, N05]
 
 
+NOT_APPROVED = "not in the approved plan (approved_hosts): nothing is done on this host"
+
+
+def test_each_host_gets_its_own_entry_by_one_lookup(demo_plan):
+    res = task_result(demo_plan["out"])
+    assert res["by_host"] == {h["host"]: h for h in res["plan"]["hosts"]}
+    assert "selectattr" not in open(os.path.join(REPO, "roles", "remediation_plan", "tasks", "main.yml")).read()
+
+
+def test_an_approved_list_acts_only_on_its_hosts_the_others_are_blocked_by_name(demo_plan):
+    proc, out = remediate(*(WIDE + ["-e", "incident_id=INC-42", "-e", "approved_hosts=gpu-r3-n06,gpu-r3-n99", "--check"]))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    assert plan["policy"]["approved_hosts"] == [N06, "gpu-r3-n99"]
+    assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N06]
+    for name in (N03, N05):
+        h = host(plan, name)
+        assert h["decision"] == "blocked" and h["reason"] == NOT_APPROVED and planned_argvs(h) == []
+        # planned as before: the same rungs, each blocked
+        assert [r["rung"] for r in h["rungs"]] == [r["rung"] for r in host(demo_plan["plan"], name)["rungs"]]
+        assert any(ln.startswith(name + ": BLOCKED") and "not in the approved plan" in ln for ln in lines)
+    assert host(plan, N06)["rungs"] == host(demo_plan["plan"], N06)["rungs"]
+    stats = task_result(out, "Hand the plan's summary to an AWX approval node")
+    assert stats["ansible_stats"]["data"]["gpu_runbook_plan_act"] == [N06]
+    assert nothing_changed(out)
+    # an approval of nothing (AWX: the plan's gpu_runbook_plan_act was empty)
+    proc, out = remediate(*(WIDE + ["-e", '{"approved_hosts": []}', "--check"]))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, _lines = the_plan(out)
+    assert plan["summary"]["act"] == 0 and plan["commands"] == [] and plan["summary"]["blocked"] == 3
+
+
 def test_symlinked_plan_json_is_refused(tmp_path):
     plan_dir = tmp_path / "plan"
     plan_dir.mkdir()
@@ -339,7 +371,8 @@ def test_module_documentation_parses():
                           env=ansible_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["gpu_runbook_plan"]
-    assert set(doc["doc"]["options"]) == {"analysis", "facts", "policy", "plan_dir", "confirm"}
+    assert set(doc["doc"]["options"]) == {"analysis", "facts", "gathered", "domain_groups", "domain_prefixes", "policy",
+                                          "plan_dir", "confirm"}
     # check mode plans without writing plan.json/plan.md, and says changed=false where a real run writes them
     assert doc["doc"]["attributes"]["check_mode"]["support"] == "partial"
     assert {"schema", "hosts", "commands", "summary"} <= set(doc["return"]["plan"]["contains"])
@@ -364,6 +397,23 @@ def test_live_host_whose_slurm_state_is_unknown_is_not_drained(live, tmp_path):
     audit = [json.loads(x) for x in (tmp_path / "state" / "audit.jsonl").read_text().splitlines()]
     assert [(a["rung"], a["result"]) for a in audit if a.get("host") == "node-live"] == [("plan", "refused")]
     assert not (tmp_path / "state" / "lock.json").exists()
+
+
+def test_live_confirm_with_an_empty_approval_acts_on_nothing(live, tmp_path):
+    """confirm=yes on a real host with an idle GPU (the plan would drain and reset it), but the
+    approved plan names no host: the run stays a plan, no rung runs, the lock is given back."""
+    live["smi"]("exit 0")
+    proc, out = live["run"]("-e", "confirm=yes", "-e", '{"approved_hosts": []}')
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    h = host(plan, "node-live")
+    assert h["decision"] == "blocked" and h["reason"] == NOT_APPROVED and planned_argvs(h) == []
+    assert "the approved plan names no host, nothing acts" in lines[0]
+    assert task_result(out)["summary"]["plan_only"] is True
+    assert not out.ran("Drain the node") and not out.ran("Reset the GPU") and not out.ran("Audit the plan")
+    assert not (tmp_path / "state" / "lock.json").exists()
+    calls = live["log"].read_text().splitlines()
+    assert not any(" -r" in c or c.startswith("-r") for c in calls), calls
 
 
 def _listed(*tags):

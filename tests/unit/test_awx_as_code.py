@@ -14,6 +14,7 @@ import sys
 import tomllib
 
 import jinja2
+import jinja2.nativetypes
 import pytest
 import yaml
 from awxkit import yaml_file
@@ -383,3 +384,39 @@ def test_approval_says_where_the_plan_is():
         assert key in approval["description"], key
     assert "plan.md" in approval["description"] and "plan.json" in approval["description"]
     assert approval["timeout"] > 0
+
+
+def test_the_act_node_acts_only_on_the_hosts_the_approver_saw():
+    """The plan node publishes gpu_runbook_plan_act (set_stats); AWX hands it to the later nodes as
+    an extra var; the remediate template turns it into approved_hosts, which the plan role reads
+    as its approval. Rendered as AWX would: the act node gets the list, the plan node (no such
+    artifact yet) and a launch outside a workflow get none, a workflow acting without it nothing."""
+    assets = _assets()
+    wf, nodes = _workflow(assets)
+    edges = _edges(nodes)
+    (act,) = [i for i, n in nodes.items() if (n.get("extra_data") or {}).get("confirm") == "yes"]
+    (approval,) = [p for p, child, kind in edges if child == act]
+    (plan,) = [p for p, child, kind in edges if child == approval]
+    assert nodes[plan]["unified_job_template"]["name"] == nodes[act]["unified_job_template"]["name"]
+    jt = _template(assets, nodes[act]["unified_job_template"]["name"])
+    # the key is what the plan role publishes, and no node before the plan publishes it
+    published = [key for f in sorted((ROOT / "roles" / "remediation_plan" / "tasks").glob("*.yml"))
+                 for key in _set_stats_keys(_load(f))]
+    assert "gpu_runbook_plan_act" in published
+    before = [key for f in sorted((ROOT / "roles" / "diagnosis_report" / "tasks").glob("*.yml"))
+              for key in _set_stats_keys(_load(f))]
+    assert before and "gpu_runbook_plan_act" not in before
+    # the template's extra var reads it; the role's knob reads the extra var
+    extra = yaml.safe_load(jt["extra_vars"])
+    assert "gpu_runbook_plan_act" in _template_vars(extra["approved_hosts"])
+    knobs = yaml.safe_load((ROOT / "roles" / "remediation_plan" / "defaults" / "main.yml").read_text(encoding="utf-8"))
+    assert "approved_hosts" in _template_vars(knobs["remediation_plan_approved_hosts"])
+    assert "remediation_plan_approved_hosts" in variables_read("remediate.yml")
+    env = jinja2.nativetypes.NativeEnvironment()
+    env.filters["bool"] = lambda v: str(v).lower() in ("yes", "true", "1", "on")
+    render = lambda **v: env.from_string(extra["approved_hosts"]).render(**v)  # noqa: E731
+    assert render(gpu_runbook_plan_act=["gpu-r3-n03"], awx_workflow_job_id=7, confirm="yes") == ["gpu-r3-n03"]
+    assert render(gpu_runbook_plan_act=[], awx_workflow_job_id=7, confirm="yes") == []
+    assert render(awx_workflow_job_id=7, confirm="no") is None      # the plan node: plans everything
+    assert render(awx_workflow_job_id=7, confirm="yes") == []       # acting in a workflow without a plan: nothing
+    assert render(confirm="yes") is None                            # on its own, as from a terminal

@@ -12,6 +12,7 @@ import pytest
 
 from gpu_runbook.joblog import lines as joblog_lines
 from gpu_runbook.joblog import parse_job_logs
+from gpu_runbook.joblog import scan as joblog_scan
 from gpu_runbook.joblog.patterns import MAX_LINE
 from gpu_runbook.joblog.quiet import quiet
 from gpu_runbook.reports import describe_inputs
@@ -65,7 +66,7 @@ def test_the_prefilter_changes_nothing(case, monkeypatch):
     monkeypatch.setattr(joblog_lines, "FIRST_TIME_TRIES", 0)
     files = {os.path.basename(p): _text(p) for p in CASES[case]}
     filtered = parse_job_logs(files)
-    monkeypatch.setattr(joblog_lines, "quiet", lambda raw, fs, st: False)
+    monkeypatch.setattr(joblog_lines, "PREFILTER", False)
     assert filtered == parse_job_logs(files)
 
 
@@ -92,7 +93,7 @@ def test_the_prefilter_changes_nothing_on_a_long_training_log(monkeypatch):
     files = {"rank-%d.log" % r: _training_log(r, 3000, hung=(r == 2)) for r in range(4)}
     filtered = parse_job_logs(files)
     assert filtered[0]["culprit_ranks"] == [2] and filtered[0]["timed_out_ranks"] == [0, 1, 3]
-    monkeypatch.setattr(joblog_lines, "quiet", lambda raw, fs, st: False)
+    monkeypatch.setattr(joblog_lines, "PREFILTER", False)
     assert filtered == parse_job_logs(files)
 
 
@@ -102,9 +103,8 @@ PREFIXES = ("", "", "", "[rank3]:", "[rank12]: ", " ", "    ", "\t", "3: ", "  7
             "> ", "[4]: ", "[2026-12-02 14:00:00,1] ", "2026-12-02 14:00:00 INFO ")
 
 
-def test_the_prefilter_changes_nothing_on_mixed_prefixes_and_lines(monkeypatch):
-    """Every fixture line behind every kind of prefix, digits changed, in random order: the
-    prefilter sees shapes it cached for one line on lines that differ from it."""
+def _mixed_lines():
+    """Every fixture line behind every kind of prefix, digits changed, in random order."""
     rnd = random.Random(17)
     bodies = sorted({line for paths in CASES.values() for p in paths for line in _text(p).split("\n")[:400]})
     quiet_ones = _training_log(0, 200).split("\n")
@@ -114,13 +114,26 @@ def test_the_prefilter_changes_nothing_on_mixed_prefixes_and_lines(monkeypatch):
         if rnd.random() < 0.3:
             body = "".join(str(rnd.randrange(10)) if c.isdigit() else c for c in body)
         out.append(rnd.choice(PREFIXES) + body)
-    files = {"rank-%d.log" % k: "\n".join(out[k::3]) for k in range(3)}
+    return {"rank-%d.log" % k: "\n".join(out[k::3]) for k in range(3)}
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_the_prefilter_changes_nothing_on_mixed_prefixes_and_lines(monkeypatch, scan):
+    """The prefilter sees shapes it cached for one line on lines that differ from it; line by
+    line (quiet.py alone) and over blocks (scan.py) it skips only what changes nothing."""
+    files = _mixed_lines()
     monkeypatch.setattr(joblog_lines, "FIRST_TIME_TRIES", 0)
-    skipped = []
-    monkeypatch.setattr(joblog_lines, "quiet", lambda raw, fs, st: quiet(raw, fs, st) and not skipped.append(raw))
+    monkeypatch.setattr(joblog_lines, "SCAN", scan)
+    skipped, given = [], []
+    if scan:
+        real = joblog_scan.lines_to_read
+        monkeypatch.setattr(joblog_scan, "lines_to_read", lambda *a: (given.append(x) or x for x in real(*a)))
+    else:
+        monkeypatch.setattr(joblog_lines, "quiet", lambda raw, fs, st: quiet(raw, fs, st) and not skipped.append(raw))
     filtered = parse_job_logs(files)
-    assert len(skipped) > 400  # the comparison below is not vacuous
-    monkeypatch.setattr(joblog_lines, "quiet", lambda raw, fs, st: False)
+    read = len(given) if scan else sum(t.count("\n") + 1 for t in files.values()) - len(skipped)
+    assert read < sum(t.count("\n") + 1 for t in files.values()) - 400  # the comparison below is not vacuous
+    monkeypatch.setattr(joblog_lines, "PREFILTER", False)
     assert filtered == parse_job_logs(files)
 
 

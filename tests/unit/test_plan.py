@@ -422,3 +422,74 @@ def test_unknown_slurm_state_blocks_the_drain_and_every_rung_after_it(rack):
     assert rung(plan, N06, "gpu_reset")["status"] == "blocked"
     assert N06 not in {c["host"] for c in plan["commands"]}
     assert host(plan, N03)["decision"] == "act"  # the others are planned as before
+
+
+# ---------------------------------------------------------------- an approval given beforehand (AWX)
+from gpu_runbook.plan import NOT_APPROVED  # noqa: E402 -- kept beside the tests that use it
+
+
+def test_without_an_approval_nothing_changes(rack):
+    assert make_plan(rack, dict(WIDE, approved_hosts=None)) == make_plan(rack, WIDE)
+    assert make_plan(rack, WIDE)["policy"]["approved_hosts"] is None
+
+
+def test_only_approved_hosts_are_acted_on_the_others_are_planned_and_blocked(rack):
+    plan = make_plan(rack, dict(WIDE, approved_hosts=[N03, "gpu-r9-n99"]))  # a host not in the plan is harmless
+    assert plan["policy"]["approved_hosts"] == ["gpu-r3-n03", "gpu-r9-n99"]
+    assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03]
+    for name in (N05, N06):
+        h = host(plan, name)
+        assert h["decision"] == "blocked" and h["reason"] == NOT_APPROVED
+        assert h["blockers"][0] == NOT_APPROVED and "not in the approved plan" in NOT_APPROVED
+        assert all(r["status"] == "blocked" for r in h["rungs"]) and argvs(plan, name) == []
+        assert [r["rung"] for r in h["rungs"]] == [r["rung"] for r in host(make_plan(rack, WIDE), name)["rungs"]]
+    assert {c["host"] for c in plan["commands"]} == {N03}
+    assert plan["summary"]["act"] == 1 and plan["summary"]["blocked"] == 2 and plan["summary"]["drains"] == 1
+
+
+def test_a_host_outside_the_approval_takes_no_drain_cap(rack):
+    # one drain allowed: n03 would take it; approved n06 gets it instead
+    assert host(make_plan(rack, {"max_drain": 1, "max_drain_percent": 100}), N06)["decision"] == "blocked"
+    plan = make_plan(rack, {"max_drain": 1, "max_drain_percent": 100, "max_per_domain": 8, "approved_hosts": [N06]})
+    assert host(plan, N06)["decision"] == "act" and host(plan, N03)["reason"] == NOT_APPROVED
+    assert plan["summary"]["drains"] == 1 and {c["host"] for c in plan["commands"]} == {N06}
+
+
+def test_our_own_drain_outside_the_approval_gets_no_reset(rack):
+    ours = {"slurm": {"state": "DRAINED", "reason": "gpu-runbook: gr-1: Xid 48", "reason_user": "root", "owned": True}}
+    plan = make_plan(rack, dict(WIDE, approved_hosts=[N03]), {N06: ours})
+    assert host(plan, N06)["decision"] == "blocked" and argvs(plan, N06) == []
+    assert rung(plan, N06, "gpu_reset")["status"] == "blocked"
+
+
+def test_an_empty_approval_acts_on_nothing_not_even_the_jobs_environment(rack):
+    plan = make_plan(rack, dict(WIDE, approved_hosts=[]))
+    assert plan["policy"]["approved_hosts"] == []
+    assert plan["summary"]["act"] == 0 and plan["commands"] == []
+    assert {h["host"] for h in plan["hosts"] if h["decision"] == "blocked"} == {N03, N05, N06}
+    job = {"findings": [finding("nccl_socket_fallback", "NCCL fell back to sockets", source="job.log:1")]}
+    plan = make_plan(cluster({"a": [rail_errors("mlx5_1")], "b": []}, job=job), {"approved_hosts": []})
+    a = host(plan, "a")
+    assert a["decision"] == "blocked" and a["reason"] == NOT_APPROVED and rung(plan, "a", "nccl_env")["status"] == "blocked"
+    assert plan["job"]["env"] == [] and all(r["status"] == "blocked" for r in plan["job"]["rungs"])
+    assert any(NOT_APPROVED in r["blockers"] for r in plan["job"]["rungs"] if r["host"] is None)
+    # a rail incident excludes its rail for the job only when something is approved
+    many = cluster({"n%d" % i: [rail_errors()] for i in range(1, 5)})
+    assert make_plan(many, WIDE)["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_1"]
+    assert make_plan(many, dict(WIDE, approved_hosts=[]))["job"]["env"] == []
+
+
+def test_job_scoped_rungs_follow_the_approval_too():
+    job = {"findings": [finding("nccl_socket_fallback", "NCCL fell back to sockets", source="job.log:1")]}
+    analysis = cluster({"a": [rail_errors("mlx5_1")], "b": [rail_errors("mlx5_2")]}, job=job)
+    plan = make_plan(analysis, {"approved_hosts": ["a"]})
+    assert host(plan, "a")["decision"] == "act" and host(plan, "b")["decision"] == "blocked"
+    assert rung(plan, "b", "nccl_env")["blockers"] == [NOT_APPROVED]
+    # a's rail, and the job's own finding (approved with the plan): b's rail stays in use
+    assert plan["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_1", "NCCL_IB_DISABLE=0"]
+
+
+@pytest.mark.parametrize("value", ["gpu-r3-n03", [""], [None], {"gpu-r3-n03": True}])
+def test_a_bad_approval_plans_nothing(rack, value):
+    plan = make_plan(rack, {"approved_hosts": value})
+    assert plan["hosts"] == [] and "approved_hosts" in plan["errors"][0]

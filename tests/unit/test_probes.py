@@ -200,6 +200,29 @@ def test_dmesg_wins_over_journalctl_and_the_file_when_it_answers(tmp_path, monke
     assert text.strip() == "journal line" and "printed nothing" in tried[0]["error"]
 
 
+def test_an_answering_dmesg_spares_the_node_the_journal_read(tmp_path, monkeypatch):
+    # journalctl -k reads the journal files: on a busy node seconds of CPU that a usable dmesg makes moot
+    _tool(tmp_path, "dmesg", "echo '[ 1.0] dmesg line'\n")
+    _tool(tmp_path, "journalctl", "echo started >> %s/journal-ran; echo 'journal line'\n" % tmp_path)
+    (tmp_path / "kern.log").write_text("file line\n")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    text, tried = probes.probe_kernel_log(8, kern_log_path=str(tmp_path / "kern.log"))
+    assert text.strip() == "[ 1.0] dmesg line" and tried == []
+    assert not (tmp_path / "journal-ran").exists()
+
+
+def test_a_slow_dmesg_lets_journald_start_at_its_turn(tmp_path, monkeypatch):
+    # dmesg answers after 3 s: journald starts at 8/4 = 2 s, yet dmesg, once it answers, still wins
+    _tool(tmp_path, "dmesg", "/bin/sleep 3; echo '[ 1.0] dmesg line'\n")
+    _tool(tmp_path, "journalctl", "echo started >> %s/journal-ran; echo 'journal line'\n" % tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    text, tried = probes.probe_kernel_log(8, kern_log_path=str(tmp_path / "no-kern.log"))
+    assert text.strip() == "[ 1.0] dmesg line" and tried == []
+    assert (tmp_path / "journal-ran").read_text() == "started\n"
+
+
 def test_everything_hanging_is_a_timeout_per_source_and_no_orphans(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -40,19 +40,24 @@ desync report, the ranks that did not time out on the collective everybody else 
 first.  An IB peer named by several reporters is the suspect host.
 
 Pure function of its lines: no I/O of its own (a line source such as textio.TextLines reads
-its file as it is iterated), stdlib only, never raises on garbage (a bug in it becomes one
-``parser_error`` finding, through ``findings.never_raise``). Memory is flat in the logs' size.
+its file as it is iterated; with ``workers``, processes read the line sources ahead,
+parallel.py), stdlib only, never raises on garbage (a bug in it becomes one ``parser_error``
+finding, through ``findings.never_raise``). Memory is flat in the logs' size.
 
 The package: ``patterns`` (the regex table), ``lines`` (the per-file line parser, a dispatcher
 over the handler families ``nccl_lines``, ``torch_lines``, ``progress``, ``error_lines``),
 ``analysis`` and ``culprits`` (the whole job), ``event_findings`` and ``job_findings``;
-``quiet`` (the prefilter: a line no handler can use is skipped unread).
+``quiet`` (the prefilter: a line no handler can use is skipped unread), ``scan`` (the same
+prefilter over blocks of lines: a big file's quiet lines cost no step of Python each) and
+``parallel`` (worker processes that read and scan the files ahead of the parser).
 """
 
 from datetime import datetime, timezone
 
 from ..findings import finding, never_raise
 from .analysis import analyse, empty_job
+from . import lines as lines_module
+from . import parallel
 from .lines import parse_file
 from .patterns import IBV_WC_STATUS, MAX_LINE
 from .state import JobState
@@ -65,25 +70,50 @@ _rank_from_name = rank_from_name
 __all__ = ["IBV_WC_STATUS", "parse_job_logs"]
 
 
-def parse_job_logs(files, since=None):
+def parse_job_logs(files, since=None, workers=None):
     """Parse the job's logs. ``files``: {name: text or line source} (or a list of them, or one
     text); a line source is any iterable of lines, e.g. ``textio.TextLines(path)``: each file
-    is read once, line by line, and never held whole. Returns (job, findings)."""
+    is read once, line by line, and never held whole. ``workers``: processes that read the
+    line sources ahead (parallel.py; the result is the serial one). Returns (job, findings)."""
     since_dt = since_value(since)
     st = JobState(since_dt, since_dt.year if since_dt is not None else datetime.now(timezone.utc).year)
     errors = []
+    items = []
     for name, source in _items(files):
         if isinstance(source, (bytes, bytearray)):
             source = bytes(source).decode("utf-8", "replace")
         if not source or not (isinstance(source, str) or hasattr(source, "__iter__")):
             continue
-        lines = FileLines(source)
-        # a bug on one file costs that file's remaining lines, not the job
-        _facts, errs = never_raise(_read_file, str(name), str(name), lines, st)
-        errors.extend(errs)
-        errors.extend(read_notes(str(name), lines))
+        items.append((str(name), source))
+    readers = _readers([source for _name, source in items], workers)
+    try:
+        for k, (name, source) in enumerate(items):
+            lines = FileLines(source)
+            blocks = readers.blocks(k, lines) if readers is not None and readers.has(k) else None
+            # a bug on one file costs that file's remaining lines, not the job
+            _facts, errs = never_raise(_read_file, name, name, lines, st, blocks)
+            if readers is not None:
+                readers.finish(k, lines)
+            errors.extend(errs)
+            errors.extend(read_notes(name, lines))
+    finally:
+        if readers is not None:
+            readers.close()
     job, findings = never_raise(analyse, "job logs", st)
     return job or empty_job(), errors + findings
+
+
+def _readers(sources, workers):
+    """parallel.Readers for the line sources, when ``workers`` > 1 and there are two of them."""
+    if not workers or workers < 2 or not (lines_module.PREFILTER and lines_module.SCAN):
+        return None
+    ks = parallel.usable(sources)
+    if len(ks) < 2:
+        return None
+    try:
+        return parallel.Readers(dict((k, sources[k]) for k in ks), min(workers, len(ks)))
+    except (OSError, ValueError, ImportError):  # no processes here (no fork, no sem_open): read them in this one
+        return None
 
 
 def read_notes(name, lines):
@@ -108,6 +138,6 @@ def _items(files):
     return [("job.log", files)]
 
 
-def _read_file(name, lines, st):
-    parse_file(name, lines, st)
+def _read_file(name, lines, st, blocks=None):
+    parse_file(name, lines, st, blocks)
     return {}, []

@@ -5,13 +5,13 @@ Handlers run in a fixed order (the order matters: a wrapped IB line must be join
 anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
 its own handler). A handler returns True when no later handler needs the line."""
 
-from . import error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, torch_lines
+from . import error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, scan, torch_lines
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
 from ..findings import unpaste
 from .quiet import quiet
 from .state import FileState, Line
-from .text import line_time, logical_lines, rank_from_name
+from .text import FileLines, line_time, logical_lines, rank_from_name
 
 HANDLERS = (
     nccl_lines.continue_wrapped_ib,
@@ -36,12 +36,24 @@ HANDLERS = (
 )
 
 
-def parse_file(name, text, st):
-    """Read one file of the job (its text or a line source) into the job state ``st``. Past the
-    job's first lines, a line no handler can use is skipped unread (quiet.py)."""
+PREFILTER = True  # False: every line is read in full (what the tests compare the prefilter with)
+SCAN = True       # False: the prefilter judges line by line (quiet.py), without the block scan (scan.py)
+
+
+def parse_file(name, text, st, blocks=None):
+    """Read one file of the job (its text, a line source or a text.FileLines) into the job
+    state ``st``. Past the job's first lines, a line no handler can use is skipped unread
+    (quiet.py), most of them without a step of Python per line (scan.py). ``blocks``: its
+    scan.Blocks, made by another process (parallel.py)."""
     fs = FileState(name, rank_from_name(name))
-    for lineno, raw in logical_lines(text):
-        if not raw or (st.time_tries >= FIRST_TIME_TRIES and quiet(raw, fs, st)):
+    lines = text if isinstance(text, FileLines) else FileLines(text)
+    prefilter = PREFILTER
+    if prefilter and SCAN:
+        items = scan.lines_to_read(lines, fs, st, FIRST_TIME_TRIES, blocks)
+    else:
+        items = logical_lines(lines)
+    for lineno, raw in items:
+        if not raw or (prefilter and st.time_tries >= FIRST_TIME_TRIES and quiet(raw, fs, st)):
             continue
         line = read_line(raw, "%s:%d" % (name, lineno), fs, st)
         if line is None:
@@ -88,6 +100,13 @@ def read_line(raw, src, fs, st):
         if host and prefixed:
             st.rank_host_weak.setdefault(rank, host)
     return Line(src, raw, text, rank, prefixed, host, ip)
+
+
+def line_text(raw):
+    """The text read_line hands the handlers (``Line.text``): a pure function of the raw line."""
+    text = _prefixes(launchers.strip(unpaste(raw))[0])[0]
+    m = GLOG.match(text) or GLOG_OLD.match(text)
+    return text[m.end():] if m else text
 
 
 FIRST_TIME_TRIES = 2000  # lines per job searched for a time: enough past a banner, cheap on a log without times

@@ -6,26 +6,61 @@ A handler takes (line, file state, job state) and returns True when the line is 
 from collections import OrderedDict
 
 from .patterns import EPOCH_LABEL, HF_EPOCH, NON_TRAIN_LABEL, TQDM, TQDM_LABEL
-from .text import to_unit
 
 
 def tqdm_bars(line, fs, st):
     """Every training bar update on the line; True when nothing else can follow the last
-    update (the line is only progress)."""
+    update (the line is only progress). What the line says is read_bars' (a pure function of
+    its text: another process may have read it, st.bars_read); what it adds is this one's."""
     text = line.text
     if "%|" not in text:
         return False
-    for seg in _sampled([seg for seg in text.split("\r") if "%|" in seg]):
-        for mt in TQDM.finditer(seg):
-            _bar(seg, mt, line.src, fs, st)
+    got = st.bars_read
+    if got is not None and got[0] is line.raw:
+        bars, only, exc = got[1]
+    else:
+        bars, only, exc = read_bars(text)
+    for bar in bars:
+        _add(bar, line.src, fs, st)
+    if exc is not None:
+        raise exc
+    return only
+
+
+def read_bars(text):
+    """(the training bar updates of a line's text that count, as tuples; whether nothing else
+    can follow the last update; the exception that cut the reading short, or None: what came
+    before it still counts, as when each update was added as it was read)."""
+    bars = []
+    try:
+        for seg in _sampled([seg for seg in text.split("\r") if "%|" in seg]):
+            for mt in TQDM.finditer(seg):
+                bar = _bar(seg, mt)
+                if bar is not None:
+                    bars.append(bar)
+    except Exception as exc:  # pylint: disable=broad-except  -- raised again by tqdm_bars, after these
+        return bars, False, exc
     tail = text.rsplit("\r", 1)[-1]
     # an error glued to the last bar update is read by the other handlers
-    return not any(k in tail for k in ("NCCL", "Error", "rror:", "Rank", "Killed"))
+    return bars, not any(k in tail for k in ("NCCL", "Error", "rror:", "Rank", "Killed")), None
 
 
 # observations held before compact_progress thins them: a long log's bars cost a few MB, not tens
 MAX_OBSERVATIONS = 4096
 MAX_UPDATES = 8  # bar updates read in full per physical line (a log's \r chain can hold thousands)
+
+
+_SPACED = {}
+
+
+def _spaced(n):
+    """MAX_UPDATES evenly spaced indexes of n (the first and the last among them)."""
+    got = _SPACED.get(n)
+    if got is None:
+        got = tuple(int(i * (n - 1) / (MAX_UPDATES - 1.0)) for i in range(MAX_UPDATES))
+        if len(_SPACED) < 4096:
+            _SPACED[n] = got
+    return got
 
 
 def _sampled(updates):
@@ -35,54 +70,86 @@ def _sampled(updates):
     they were; what is dropped is what compact_progress would drop later."""
     if len(updates) <= MAX_UPDATES:
         return updates
-    keep = set(int(i * (len(updates) - 1) / (MAX_UPDATES - 1.0)) for i in range(MAX_UPDATES))
-    last = None
-    for i, seg in enumerate(updates):
-        at = seg.find("%|")
-        pct = seg[max(0, at - 3):at].strip()
-        pct = int(pct) if pct.isdigit() else None
+    keep = set(_spaced(len(updates)))
+    # each update's percentage: the (stripped) three characters before its first '%|'
+    heads = [seg[:seg.find("%|")][-3:].strip() for seg in updates]
+    pcts = [int(h) if h.isdigit() else None for h in heads]
+    for i in range(1, len(pcts)):
+        pct, last = pcts[i], pcts[i - 1]
         if pct is not None and last is not None and pct < last:
             keep.update((i - 1, i))
-        last = pct
     return [updates[i] for i in sorted(keep)]
 
 
-def _bar(seg, mt, src, fs, st):
-    ml = TQDM_LABEL.search(seg[max(0, mt.start() - 220):mt.start()])
-    label = ml.group(1).strip() if ml else ""
-    if label and NON_TRAIN_LABEL.search(label):
-        return
-    n = to_unit(mt.group("n"), mt.group("nu"))
-    tot = to_unit(mt.group("tot"), mt.group("tu"))
-    if n is None or not tot:
-        return
-    ep = tot_ep = None
-    me = None
-    for me in EPOCH_LABEL.finditer(label):
-        pass
-    if me:
-        ep = int(me.group(1))
-        tot_ep = int(me.group(2)) if me.group(2) else None
+_MUL = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}  # text.to_unit's, for TQDM's [kMG]?
+_LABELS = {}  # what stands before a bar -> _label's answer (a pure function of it: kept across jobs)
+MAX_LABELS = 4096
+
+
+def _label(before):
+    """(not a training bar, epoch, epochs in all, labelled) from the text before a bar's
+    percentage: its label ('Epoch 3/10', 'Validation') -- the same few on every update."""
+    got = _LABELS.get(before)
+    if got is None:
+        ml = TQDM_LABEL.search(before)
+        label = ml.group(1).strip() if ml else ""
+        me = None
+        if label and NON_TRAIN_LABEL.search(label):
+            got = (True, None, None, False)
+        else:
+            for me in EPOCH_LABEL.finditer(label):
+                pass
+            if me:
+                got = (False, int(me.group(1)), int(me.group(2)) if me.group(2) else None, True)
+            else:
+                got = (False, None, None, False)
+        if len(_LABELS) >= MAX_LABELS:
+            _LABELS.clear()
+        _LABELS[before] = got
+    return got
+
+
+def _bar(seg, mt):
+    """One update, read: (n, total, epoch, epochs, labelled, rate, progress, evidence, elapsed),
+    or None when it is no training bar's."""
+    at = mt.start()
+    not_train, ep, tot_ep, labelled = _label(seg[at - 220 if at > 220 else 0:at])
+    if not_train:
+        return None
+    n, nu, tot, tu, elapsed, rate, unit = mt.group("n", "nu", "tot", "tu", "el", "rate", "unit")
+    try:
+        n, tot = float(n) * _MUL[nu], float(tot) * _MUL[tu]
+    except (ValueError, KeyError):
+        return None
+    if not tot:
+        return None
+    if rate == "?":
+        rate = None
     else:
+        r = float(rate)
+        if unit.startswith("s/"):
+            rate = (1.0 / r) if r > 0 else None
+        else:
+            rate = r
+    part = n / tot
+    part = part if part < 1.0 else 1.0  # max(0.0, min(1.0, part)), NaN too
+    return n, tot, ep, tot_ep, labelled, rate, part if part > 0.0 else 0.0, seg.strip(), elapsed
+
+
+def _add(bar, src, fs, st):
+    n, tot, ep, tot_ep, labelled, rate, part, evidence, elapsed = bar
+    if not labelled:
         # an unlabelled bar that starts again counts as a new epoch
         if fs.tq_last_n is not None and n < fs.tq_last_n:
             fs.tq_resets += 1
         fs.tq_last_n = n
-    rate = None
-    if mt.group("rate") != "?":
-        r = float(mt.group("rate"))
-        if mt.group("unit").startswith("s/"):
-            rate = (1.0 / r) if r > 0 else None
-        else:
-            rate = r
-    if len(st.progress) >= max(MAX_OBSERVATIONS, st.progress_kept * 2):
+    if len(st.progress) >= MAX_OBSERVATIONS and len(st.progress) >= st.progress_kept * 2:
         compact_progress(st)
         st.progress_kept = len(st.progress)  # many bars (one per rank log) keep more: thin again only past twice it
     st.progress.append({
-        "file": fs.name, "epoch": ep, "epochs_total": tot_ep, "labelled": me is not None,
-        "reset_index": fs.tq_resets, "n": n, "total": tot,
-        "progress": max(0.0, min(1.0, n / tot)), "rate": rate,
-        "src": src, "evidence": seg.strip(), "elapsed": mt.group("el")})
+        "file": fs.name, "epoch": ep, "epochs_total": tot_ep, "labelled": labelled,
+        "reset_index": fs.tq_resets, "n": n, "total": tot, "progress": part, "rate": rate,
+        "src": src, "evidence": evidence, "elapsed": elapsed})
 
 
 def hf_epoch(line, fs, st):

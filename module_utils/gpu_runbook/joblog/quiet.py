@@ -13,13 +13,13 @@ skip it; it is exact, not a guess:
   whose vendor code may be on the next line).
 
 The verdict on a line's shape (its bytes with every digit written as 0: numbers do not decide
-it, as every needle with a digit is matched in that form too) is cached per job, so a quiet
-line costs one translate and one dict lookup."""
+it, as every needle with a digit is matched in that form too, and a pattern with a digit in it
+is matched with any digit there, ROW_SHAPE) is cached per job, so a quiet line costs one
+translate and one dict lookup; scan.py judges whole blocks of lines by their shapes so."""
 
 import re
 
 from .launchers import MPI_TAG, HVD_TAG, PDSH, RAY, ROLE_PAIR, UPPER_RANK
-from .nccl_tests import BARE_ROW
 from .patterns import GLOG, GLOG_OLD, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_ROLE
 
 # each handler's gates (necessary literals), case as the handler tests them
@@ -39,12 +39,16 @@ NEEDLES = (
 )
 FOLDED = ("oom", "out of memory")  # memory_and_cuda tests these on the line in lower case
 
-_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_NEEDLES = tuple(n.encode().translate(_ZERO) for n in NEEDLES)
+ZERO = bytes.maketrans(b"123456789", b"000000000")
+_NEEDLES = tuple(n.encode().translate(ZERO) for n in NEEDLES)
 _FOLDED = tuple(n.encode() for n in FOLDED)
 _BRACKET = tuple(rx.match for rx in (MPI_TAG, HVD_TAG, UPPER_RANK, ROLE_PAIR, TORCHRUN_GLOBAL, TORCHRUN_ROLE, GLOG,
                                      GLOG_OLD))
 _GLOG_START = re.compile(r"\[?[EWIF]\d")
+# BARE_ROW with any digit where it has one ('int32', 'fp8_e4m3', 'bfloat16'): a shape's verdict
+# may not depend on a digit's value (its lines differ in them); what matches it is read
+ROW_SHAPE = re.compile(r"^\d{1,15} +\d{1,15} +(?:float|half|double|bfloat\d\d|u?int\d{0,2}|fp\d_e\dm\d|char) +"
+                       r"(?:sum|prod|max|min|avg|none|mulsum) +")
 MAX_SHAPES, MAX_SHAPE_LEN = 1024, 2048  # the cache's bound: a few MB at most
 
 # a shape's kind: LOUD (read it), else quiet with its rank from the file (PLAIN) or from its
@@ -52,11 +56,16 @@ MAX_SHAPES, MAX_SHAPE_LEN = 1024, 2048  # the cache's bound: a few MB at most
 LOUD, PLAIN, RANKED, DIGIT = 0, 1, 2, 4
 
 
+def held(fs):
+    """True while the file is in a multi-line construct: its next line is read whatever it is."""
+    return fs.in_tb or fs.fr_missing_ctx is not None or fs.ras_ctx is not None or fs.pending_ib is not None
+
+
 def quiet(raw, fs, st):
     """True when reading ``raw`` fully would change nothing (see the module docstring)."""
-    if fs.in_tb or fs.fr_missing_ctx is not None or fs.ras_ctx is not None or fs.pending_ib is not None:
+    if held(fs):
         return False
-    key = raw.encode("utf-8", "surrogatepass").translate(_ZERO)
+    key = raw.encode("utf-8", "surrogatepass").translate(ZERO)
     kind = st.shapes.get(key)
     if kind is None:
         kind = shape_kind(raw, key)
@@ -107,6 +116,6 @@ def shape_kind(raw, key):
     if s[:1] == "#" or s[:4].lower() in ("rank", "host", "size"):
         return LOUD  # nccl-tests' header, torchrun's failure summary
     if s[:1].isdigit():
-        return LOUD if BARE_ROW.match(s) else kind | DIGIT
+        return LOUD if ROW_SHAPE.match(s) else kind | DIGIT
     return kind
 

@@ -52,6 +52,7 @@ class JobState(object):
         self.launch = []           # launch/rendezvous and torchrun failure records (launch_lines.py)
         self.ras = []              # NCCL RAS report records (launch_lines.py)
         self.shapes = {}           # line shape -> quiet.shape_kind (the prefilter's cache)
+        self.bars_read = None      # (raw line, progress.read_bars of it): read by another process (parallel.py)
 
 
 class FileState(object):

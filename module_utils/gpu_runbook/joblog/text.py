@@ -95,15 +95,28 @@ class FileLines(object):
     dropped). Yields (lineno, line) with a trailing \\r, ANSI escapes and NULs removed (each
     line cleaned on its own: an escape never spans lines; a \\r inside stays for tqdm). A
     line longer than MAX_LINE keeps its last MAX_LINE characters and counts in ``cut``;
-    ``lines`` counts the lines read."""
+    ``lines`` counts the lines read.
+
+    A text, or a source with ``blocks()`` (TextLines), is also read in blocks of whole lines
+    (``blocks()``: (first lineno, block), ``block.split("\\n")`` the lines, cleaned the same
+    way), which is how the parser's prefilter reads a big file (scan.py)."""
 
     def __init__(self, source):
         self.source, self.cut, self.lines = source, 0, 0
 
+    @property
+    def has_blocks(self):
+        return isinstance(self.source, str) or hasattr(self.source, "blocks")
+
     def __iter__(self):
+        if self.has_blocks:
+            for n, _block, lines in self.blocks(_lines):
+                for k, line in enumerate(lines, n):
+                    yield k, line
+            return
         source, n, cut = self.source, 0, 0
         try:
-            for line in _split(source) if isinstance(source, str) else source:
+            for line in source:
                 n += 1
                 if line[-1:] == "\n":
                     line = line[:-1]
@@ -118,16 +131,72 @@ class FileLines(object):
         finally:
             self.lines, self.cut = n, cut + (getattr(source, "cut", 0) or 0)  # and what the source cut
 
+    def blocks(self, split=None):
+        """(lineno of its first line, block, ``split(block)`` or None): the lines in blocks, each
+        cleaned as __iter__ cleans a line (the same cuts, the same counts). ``split``: a function
+        of a block giving one item per line (its count is the lines' count, which then costs
+        nothing more); a source's ``blocks(count=False)`` leaves the count to this reader."""
+        source, n, cut, own = self.source, 0, 0, not isinstance(self.source, str)
+        try:
+            for block in _str_blocks(source) if not own else source.blocks(count=False):
+                if len(block) > MAX_LINE:
+                    parts = block.split("\n")
+                    if max(map(len, parts)) > MAX_LINE:
+                        long = [i for i, line in enumerate(parts) if len(line) > MAX_LINE]
+                        for i in long:
+                            parts[i] = parts[i][-MAX_LINE:]
+                        cut += len(long)
+                        block = "\n".join(parts)
+                block = clean_block(block)
+                items = split(block) if split is not None else None
+                yield n + 1, block, items
+                n += len(items) if items is not None else block.count("\n") + 1
+        finally:
+            self.lines, self.cut = n, cut + (getattr(source, "cut", 0) or 0)
+            if own:
+                source.lines = n  # what it yielded: it left the count to this reader
 
-def _split(text):
-    """A text's lines (\\n only), one at a time: no list of them beside the text."""
-    pos, end = 0, len(text)
-    while pos < end:
-        nl = text.find("\n", pos)
-        if nl < 0:
-            nl = end
-        yield text[pos:nl] if nl - pos <= MAX_LINE else text[nl - MAX_LINE - 1:nl]  # FileLines counts the cut
-        pos = nl + 1
+
+def _lines(block):
+    return block.split("\n")
+
+
+_CR_RUN_AT_END = re.compile(r"(?<!\r)\r+(?=\n)")  # from a run's start only: linear on a run of \r
+BLOCK = 256 << 10  # characters of a text per block (what stays in a core's cache through its passes)
+
+
+def clean_block(block):
+    """A block of lines cleaned as FileLines cleans each line: ANSI escapes (line by line: an
+    OSC may not span lines), NULs, then the \\r run at a line's end."""
+    if "\x1b" in block:
+        block = "\n".join(strip_ansi(line) if "\x1b" in line else line for line in block.split("\n"))
+    if "\x00" in block:
+        block = block.replace("\x00", "")
+    if "\r" in block:
+        if "\r\n" in block:  # (a search, not a memchr: only where there is a \r)
+            block = block.replace("\r\n", "\n")  # CRLF: one \r per line, the common case
+            if "\r\n" in block:
+                block = _CR_RUN_AT_END.sub("", block)
+        if block[-1:] == "\r":
+            block = block.rstrip("\r")
+    return block
+
+
+def _str_blocks(text):
+    """A text's lines (\\n only; a last \\n ends the last line) in blocks of about BLOCK
+    characters, no list of them beside the text."""
+    if not text:
+        return
+    end, pos = len(text) - 1 if text.endswith("\n") else len(text), 0
+    while end - pos > BLOCK:
+        stop = text.rfind("\n", pos, pos + BLOCK)
+        if stop < 0:
+            stop = text.find("\n", pos + BLOCK, end)  # a line longer than a block: a block of its own
+            if stop < 0:
+                break
+        yield text[pos:stop]
+        pos = stop + 1
+    yield text[pos:end]
 
 
 def physical_lines(lines):
@@ -184,8 +253,17 @@ def logical_lines(lines):
         size += len(item[1]) + 1
         if len(item[1]) > 400 or len(head) >= LOOKAHEAD_LINES or size >= LOOKAHEAD_CHARS:
             break
-    width = wrap_width(head) if size >= 180 else None
-    items = chain(head, items)
+    return joined(chain(head, items), head_width(head, size))
+
+
+def head_width(head, size):
+    """The wrap width judged on a file's first lines (``size``: their characters)."""
+    return wrap_width(head) if size >= 180 else None
+
+
+def joined(items, width):
+    """(lineno, line) with a line wrapped at ``width`` joined to its continuation (``width``
+    None: the lines as they are)."""
     if width is None:
         for item in items:
             yield item
@@ -195,12 +273,12 @@ def logical_lines(lines):
         if held is not None:
             hn, htext, joins = held
             if line and not _RECORD_START.match(line) and line[:12] != htext[:12]:
-                joined = htext + line.rstrip(" ")
-                if len(line) == width and line[-1] != " " and joins < MAX_JOIN and len(joined) < MAX_LINE:
+                whole = htext + line.rstrip(" ")
+                if len(line) == width and line[-1] != " " and joins < MAX_JOIN and len(whole) < MAX_LINE:
                     held = (hn, htext + line, joins + 1)
                     continue
                 held = None
-                yield hn, joined
+                yield hn, whole
                 continue
             held = None
             yield hn, htext

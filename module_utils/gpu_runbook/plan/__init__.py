@@ -21,8 +21,10 @@ from .policy import PolicyError, incident_id, node_state, normalize_policy, one_
 
 SCHEMA = "gpu-runbook/plan/v1"
 DECISIONS = ("act", "review", "blocked", "skip", "report_only")
+# policy approved_hosts (an AWX approval): a host outside it is planned but nothing acts on it
+NOT_APPROVED = "not in the approved plan (approved_hosts): nothing is done on this host"
 
-__all__ = ["DECISIONS", "SCHEMA", "make_plan"]
+__all__ = ["DECISIONS", "NOT_APPROVED", "SCHEMA", "make_plan"]
 
 
 def make_plan(analysis, policy=None, facts=None):
@@ -72,10 +74,13 @@ def _make_plan(analysis, policy, facts):
                                            if isinstance(f, dict) and node_state(f.get("slurm"))[0]}
     incidents = correlated_incidents(analysis, remediate, p)
     ctx = {"policy": p, "incident": incident_id(analysis, p), "incidents": incidents,
-           "caps": Caps(p, names, drained), "remediate": remediate}
+           "caps": Caps(p, names, drained), "remediate": remediate,
+           "approved": None if p["approved_hosts"] is None else set(p["approved_hosts"])}
     entries = [_plan_host(h, facts.get(h["host"]) if isinstance(facts.get(h["host"]), dict) else {}, ctx)
                for h in sorted(hosts, key=priority)]
-    job = job_section(entries, analysis.get("job"), incidents, p)
+    # an approval of no host acts on nothing, the job's own environment included
+    job = job_section(entries, analysis.get("job"), incidents, p,
+                      held=NOT_APPROVED if ctx["approved"] is not None and not ctx["approved"] else None)
     commands = [{"host": e["host"], "rung": r["rung"], "argv": argv}
                 for e in entries for r in e["rungs"] if r["status"] == "planned" for argv in r["commands"]]
     return {"schema": SCHEMA, "incident_id": ctx["incident"], "generated": analysis.get("generated"),
@@ -115,8 +120,15 @@ def _plan_host(h, host_facts, ctx):
     held = (node if conf["confidence"] != HIGH else []) + (job_rungs if conf["confidence"] == LOW else [])
     review = bool(held)
     _hold_for_review(held, conf)
+    # outside an approval given (AWX: the hosts the approver saw to act on): planned, never acted on,
+    # and no drain cap is taken for it
+    unapproved = ctx["approved"] is not None and name not in ctx["approved"]
+    if unapproved:
+        for e in job_rungs:
+            if e["status"] == "planned":
+                block(e, NOT_APPROVED)
     if node and not review:
-        _gate_drain(out, node, unavailable, ours, words, h, ctx)
+        _gate_drain(out, node, unavailable, ours, words, h, ctx, unapproved)
     out["rungs"] = sorted(node + job_rungs, key=lambda e: RUNG_RANK[e["rung"]])
     out["blockers"] = [b for e in out["rungs"] for b in e["blockers"]]
     if review:
@@ -187,19 +199,21 @@ def _node_ladder(h, findings, host_facts, ctx):
     return entries
 
 
-def _gate_drain(out, node, unavailable, ours, words, h, ctx):
-    """Ownership, correlated failures and caps decide whether the drain may happen; every
-    later node rung needs it."""
+def _gate_drain(out, node, unavailable, ours, words, h, ctx, unapproved=False):
+    """Approval, ownership, correlated failures and caps decide whether the drain may happen;
+    every later node rung needs it."""
     drain = node[0]
-    if unavailable is None:
+    if unapproved:
+        block(drain, NOT_APPROVED)
+    elif unavailable is None:
         block(drain, "%s: no drain without knowing the node's state" % words)
     elif unavailable and ours:
         drain["status"], drain["commands"] = "done", []
         drain["notes"].append("already drained by gpu-runbook: %s" % words)
         return
-    if unavailable:
+    elif unavailable:
         block(drain, "node already drained by someone else: %s" % words)
-    elif unavailable is not None:
+    else:
         why = incident_blocker(h, ctx["incidents"]) or ctx["caps"].check(h["host"])
         if why:
             block(drain, why)
@@ -223,6 +237,8 @@ def _decide(out, h, node, job_rungs, unavailable, ours, words):
         out["final"] = "stay drained for RMA" if rma else "verify; resume if healthy and the drain is still ours"
         out["after"] = None if rma else {"verify": True, "on_healthy": [
             "scontrol", "update", "NodeName=%s" % h["host"], "State=RESUME"], "on_sick": "stay drained"}
+    elif job_rungs and not planned:  # every job-scoped rung held (outside the approved plan)
+        out["decision"], out["reason"] = "blocked", "; ".join(dict.fromkeys(b for e in job_rungs for b in e["blockers"]))
     elif job_rungs:
         out["decision"] = "act"
         out["reason"] = "job-scoped (%s): the job's next run changes; the node is not drained" % ", ".join(planned)

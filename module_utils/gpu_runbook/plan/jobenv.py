@@ -77,9 +77,11 @@ def wants_timeout(findings):
     return any(f.get("rung") == "timeout" or f.get("kind") in _RETRIES for f in findings)
 
 
-def job_section(host_entries, job, incidents, policy):
+def job_section(host_entries, job, incidents, policy, held=None):
     """The job's share of the plan: the job-scoped rungs of every host and of the job's own
-    findings, merged into one environment for the next run; application fixes reported."""
+    findings, merged into one environment for the next run; application fixes reported.
+    ``held``: why nothing of the job's own may act (its rungs blocked with it, no rail of an
+    incident excluded), else None."""
     job_findings = serious({"findings": (job or {}).get("findings") or []}) if isinstance(job, dict) else []
     rungs, rails = [], set()
     for h in host_entries:
@@ -87,7 +89,8 @@ def job_section(host_entries, job, incidents, policy):
             if e["scope"] == "job" and e["rung"] in ("nccl_env", "timeout") and e["status"] == "planned":
                 rungs.append(dict(e, host=h["host"]))
                 rails.update((e.get("target") or {}).get("rails") or [])
-    rails.update(i["name"] for i in incidents if i["kind"] == "rail")
+    if held is None:
+        rails.update(i["name"] for i in incidents if i["kind"] == "rail")
     own = []
     if any(f["rung"] == "nccl_env" for f in job_findings):
         own.append(dict(nccl_env_rung(job_findings, []), host=None))
@@ -99,6 +102,10 @@ def job_section(host_entries, job, incidents, policy):
             e["status"] = "blocked"
             e["blockers"].append("job confidence %s (%s): held for review"
                                  % (level, job.get("confidence_reason") or "?"))
+    if held is not None:
+        for e in own:
+            e["status"] = "blocked"
+            e["blockers"].append(held)
     rungs.extend(own)
     env = []
     for e in rungs:

@@ -27,6 +27,7 @@ DEFAULTS = {
     "rail_errors": "exclude",       # one rail erroring, link up: "exclude" it for the job, or "drain"
     "nccl_ib_timeout": 22,          # NCCL_IB_TIMEOUT for the timeout rung (4.096 us x 2^n)
     "nccl_ib_retry_cnt": 7,         # NCCL_IB_RETRY_CNT (0-7)
+    "approved_hosts": None,         # None: no approval asked; [host]: only these may be acted on (AWX approval)
 }
 _UNIT_RE = re.compile(r"^[A-Za-z0-9@_.:-]{1,64}$")
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -102,6 +103,8 @@ def normalize_policy(policy):
         raise PolicyError("policy rail_errors must be 'exclude' or 'drain', not %r" % (p["rail_errors"],))
     p["domains"] = _check_domains(p["domains"] or {})
     p["already_drained"] = _names("already_drained", p["already_drained"] or [])
+    if p["approved_hosts"] is not None:  # [] is an approval of nothing: nothing acts
+        p["approved_hosts"] = _names("approved_hosts", p["approved_hosts"])
     if not isinstance(p["ib_unit"], str) or not _UNIT_RE.match(p["ib_unit"]):
         raise PolicyError("policy ib_unit must be a systemd unit name, not %r" % (p["ib_unit"],))
     if p["incident_id"] is not None and (not isinstance(p["incident_id"], str) or not _ID_RE.match(p["incident_id"])):

@@ -27,9 +27,10 @@ def write_reports(analysis, directory, lang="en"):
     body = dict(analysis)
     body.setdefault("tool", {"name": "gpu-runbook", "version": __version__})
     paths = []
+    said = report_facts(analysis, lang)  # what both pages say (the remediation plan behind it): made once
     for name, render in (("report.json", lambda: json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"),
-                         ("report.md", lambda: render_markdown(analysis, lang)),
-                         ("report.html", lambda: render_html(analysis, lang))):
+                         ("report.md", lambda: render_markdown(analysis, lang, facts=said)),
+                         ("report.html", lambda: render_html(analysis, lang, facts=said))):
         path = os.path.join(directory, name)
         write_atomic(path, render(), mode=mode, what="report file")
         paths.append(path)

@@ -103,10 +103,11 @@ def _html_rich(value):
     return Markup("".join("<code>%s</code>" % p if i % 2 else p for i, p in enumerate(parts)))
 
 
-def render_html(analysis, lang="en"):
+def render_html(analysis, lang="en", facts=None):
+    """report.html; ``facts`` as for render_markdown."""
     import jinja2
     env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.ChainableUndefined, finalize=lambda v: "-" if v is None else v)
     env.filters["rich"] = _html_rich
-    r = report_facts(analysis, lang)
+    r = facts if facts is not None else report_facts(analysis, lang)
     return env.from_string(HTML_TEMPLATE).render(r=r, t=r["t"], job=r["job"])

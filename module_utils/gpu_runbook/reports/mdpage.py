@@ -79,8 +79,10 @@ def _md_finding_head(f):
                                 md_text(f["message"]))
 
 
-def render_markdown(analysis, lang="en"):
-    r = report_facts(analysis, lang)
+def render_markdown(analysis, lang="en", facts=None):
+    """report.md; ``facts``: report_facts(analysis, lang) when the caller already has it
+    (write_reports makes it once for both pages: it builds the remediation plan)."""
+    r = facts if facts is not None else report_facts(analysis, lang)
     t = r["t"]
     out = ["# " + md_text(t["title"]), "",
            md_text("%s · %s: %s · %s: %d · %s: %d" % (r["version"], t["generated"], r["generated"], t["hosts"],

@@ -1,0 +1,101 @@
+"""What the play registered -> the planner's facts and failure domains (gpu_runbook.plan.inputs),
+the role's former per-host Jinja rules, case by case, and through make_plan where a rule decides
+whether a rung may run."""
+
+import pytest
+
+from gpu_runbook.findings import finding, gpu_ref
+from gpu_runbook.cluster import build_cluster
+from gpu_runbook.plan import make_plan
+from gpu_runbook.plan.inputs import failure_domains, play_facts, slurm_facts
+
+APPS = [{"pid": 4711, "process": "python", "pci": "0000:3b:00.0"}]
+FAILED = {"nvidia-smi-compute-apps.csv": {"ok": False, "kind": "timeout", "error": "no answer in 30 s"}}
+FINE = {"nvidia-smi-compute-apps.csv": {"ok": True, "usable": True}}
+
+
+# ---------------------------------------------------------------- compute processes
+@pytest.mark.parametrize("apps, probes, expected", [
+    ({"a": APPS}, {}, {"compute_apps": APPS}),                 # gathered: kept as given
+    ({"a": []}, {"a": FAILED}, {"compute_apps": []}),          # the list wins over the probe
+    ({"a": None}, {"a": FINE}, {"compute_apps": None}),        # null stays null: unreadable
+    ({}, {"a": FAILED}, {"compute_apps": None}),               # not gathered, the query failed: unreadable
+    ({}, {"a": FINE}, {}),                                     # not gathered, probe fine: absent
+    ({}, {}, {}),                                              # capture replay: absent
+    ({}, {"a": {"nvidia-smi-compute-apps.csv": {"kind": "x"}}}, {}),  # no "ok": not a failure
+    ({}, {"a": "garbage"}, {}),
+    ({}, {"a": {"nvidia-smi-compute-apps.csv": None}}, {}),
+])
+def test_compute_apps_null_means_unreadable_and_absent_means_not_gathered(apps, probes, expected):
+    assert play_facts(["a"], apps, probes, {}) == {"a": expected}
+
+
+# ---------------------------------------------------------------- Slurm
+@pytest.mark.parametrize("result, expected", [
+    ({"skipped": True, "changed": False}, None),
+    ({"failed": True, "msg": "Invalid node name specified"}, {"error": "Invalid node name specified"}),
+    ({"failed": True}, {"error": "no answer from slurm_node"}),
+    ({"failed": True, "msg": ""}, {"error": "no answer from slurm_node"}),  # an empty message is still an error
+    ({"changed": False}, {"error": "no answer from slurm_node"}),   # no state: unknown
+    ({"state": "DRAIN", "reason": "gpu-runbook: INC-1: x", "reason_user": "root", "owned": True},
+     {"state": "DRAIN", "reason": "gpu-runbook: INC-1: x", "reason_user": "root", "owned": True}),
+    ({"state": "IDLE", "reason": None, "owned": False}, {"state": "IDLE", "reason": "", "reason_user": "", "owned": False}),
+    # no ownership record: left out, so the planner reads the reason's prefix
+    ({"state": "DRAIN", "reason": "admin"}, {"state": "DRAIN", "reason": "admin", "reason_user": ""}),
+    (None, {"error": "no answer from slurm_node"}),
+    ("garbage", {"error": "no answer from slurm_node"}),
+])
+def test_slurm_read_becomes_its_state_or_the_error(result, expected):
+    assert slurm_facts(result) == expected
+    facts = play_facts(["a"], {}, {}, {"a": result})["a"]
+    assert facts == ({} if expected is None else {"slurm": expected})
+
+
+def test_every_play_host_gets_an_entry_and_nothing_else():
+    facts = play_facts(["a", "b", 3], {"a": APPS, "zz": APPS}, {"b": FAILED}, {"zz": {"state": "IDLE"}})
+    assert facts == {"a": {"compute_apps": APPS}, "b": {"compute_apps": None}}
+    assert play_facts(None, None, None, None) == {} and play_facts("ab", {}, {}, {}) == {}
+
+
+def test_a_thousand_hosts_in_one_pass():
+    hosts = ["gpu-%04d" % i for i in range(1000)]
+    facts = play_facts(hosts, {h: [] for h in hosts}, {}, {h: {"skipped": True} for h in hosts})
+    assert len(facts) == 1000 and all(f == {"compute_apps": []} for f in facts.values())
+
+
+# ---------------------------------------------------------------- failure domains
+def test_domain_is_the_first_group_by_name_with_a_prefix_and_counts_every_member():
+    groups = {"all": ["a", "b", "c", "x"], "gpu_nodes": ["a", "b", "c"], "rack2": ["b", "c"], "rack1": ["a", "b"],
+              "gpu-rack9": ["x"], "racketeers": ["c"], "ungrouped": []}
+    assert failure_domains(groups, ["rack", "gpu-rack"]) == {"a": "rack1", "b": "rack1", "c": "rack2", "x": "gpu-rack9"}
+    assert failure_domains(groups, ["gpu-rack"]) == {"x": "gpu-rack9"}
+    assert failure_domains(groups, []) == {}
+
+
+@pytest.mark.parametrize("groups, prefixes", [(None, ["rack"]), ({"rack1": "a"}, ["rack"]), ({"rack1": [1, None]}, ["rack"]),
+                                              ({"rack1": ["a"]}, "rack"), ({"rack1": ["a"]}, [None])])
+def test_bad_groups_or_prefixes_give_no_domain(groups, prefixes):
+    assert failure_domains(groups, prefixes) == {}
+
+
+# ---------------------------------------------------------------- through the planner
+def _xid48_analysis():
+    f = finding("xid", "Xid 48 (Double Bit ECC Error) on GPU 0000:3b:00.0", xid=48, rung="gpu_reset",
+                gpu=gpu_ref("0000:3b:00.0"), source="kern.log:1", evidence="NVRM: Xid (PCI:0000:3b:00.0): 48")
+    results = {"a": {"ansible_facts": {"gpu_health": {"findings": [f], "facts": {}, "probes": {}}}}}
+    return build_cluster(results, generated="2026-12-02T07:30:00+00:00")
+
+
+@pytest.mark.parametrize("apps, probes, slurm, reset, blocker", [
+    ({}, {}, {"a": {"skipped": True}}, "planned", None),
+    ({"a": APPS}, {}, {"a": {"skipped": True}}, "blocked", "GPU 0000:3b:00.0 has 1 compute process: python (pid 4711)"),
+    ({}, {"a": FAILED}, {"a": {"skipped": True}}, "blocked",
+     "GPU 0000:3b:00.0: the compute process list is unreadable, so it may be in use"),
+    ({}, {}, {"a": {"failed": True, "msg": "slurmctld silent"}}, "blocked", "needs the drain, which is blocked"),
+])
+def test_the_built_facts_decide_the_reset_as_before(apps, probes, slurm, reset, blocker):
+    plan = make_plan(_xid48_analysis(), {"max_drain": 8, "max_drain_percent": 100},
+                     facts=play_facts(["a"], apps, probes, slurm))
+    r = next(e for e in plan["hosts"][0]["rungs"] if e["rung"] == "gpu_reset")
+    assert r["status"] == reset
+    assert (blocker in r["blockers"]) if blocker else r["blockers"] == []
