@@ -307,6 +307,9 @@ def _kernel_log(gather, since, kern_log_path):
     started = 0
     with cond:
         while True:
+            pick = _best(alts, answers, final=False) if started else None
+            if pick is not None and pick < started:
+                break   # a started one answered usably: the others never start
             # start the next alternative once every started one answered (none usable), or at its turn
             while started < len(alts) and (all(a is not None for a in answers[:started])
                                            or time.monotonic() - t0 >= started * stagger):

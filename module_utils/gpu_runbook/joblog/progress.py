@@ -38,7 +38,8 @@ def read_bars(text):
                 bar = _bar(seg, mt)
                 if bar is not None:
                     bars.append(bar)
-    except Exception as exc:  # pylint: disable=broad-except  -- raised again by tqdm_bars, after these
+    # what a malformed bar can raise; raised again by tqdm_bars, after these (never_raise names it)
+    except (ValueError, LookupError, TypeError, ArithmeticError, AttributeError) as exc:
         return bars, False, exc
     tail = text.rsplit("\r", 1)[-1]
     # an error glued to the last bar update is read by the other handlers
