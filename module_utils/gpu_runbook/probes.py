@@ -307,20 +307,19 @@ def _kernel_log(gather, since, kern_log_path):
     started = 0
     with cond:
         while True:
-            pick = _best(alts, answers, final=False) if started else None
-            if pick is not None and pick < started:
-                break   # a started one answered usably: the others never start
-            # start the next alternative once every started one answered (none usable), or at its turn
-            while started < len(alts) and (all(a is not None for a in answers[:started])
-                                           or time.monotonic() - t0 >= started * stagger):
-                threading.Thread(target=run, args=(started,), daemon=True).start()
-                started += 1
+            # decided before anything more starts: a usable answer means the worse ones never run
+            # (answers change only while this loop waits: the threads take the lock to set them)
             pick = _best(alts, answers, final=False)
             if pick is not None:
                 break
             if gather.left() <= 0:
                 pick = _best(alts, answers, final=True)
                 break
+            # start the next alternative once every started one answered (none usable), or at its turn
+            while started < len(alts) and (all(a is not None for a in answers[:started])
+                                           or time.monotonic() - t0 >= started * stagger):
+                threading.Thread(target=run, args=(started,), daemon=True).start()
+                started += 1
             wait = gather.left()
             if started < len(alts):
                 wait = min(wait, max(0.0, t0 + started * stagger - time.monotonic()))
