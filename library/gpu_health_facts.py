@@ -46,6 +46,7 @@ options:
         answer by it; a probe that has not (a hung tool, a sysfs read stuck in the kernel) is
         reported as hung and every process the module started that still runs is killed with
         its process group. The module returns within about O(probe_timeout) + 3 seconds.
+      - 1 to 3600. A value outside fails the module before any probe runs (C(setting_error)).
     type: int
     default: 30
   since:
@@ -77,10 +78,10 @@ options:
         the module runs on (the node itself in live mode).
     type: str
   expected_gpus:
-    description: GPUs this host should show; fewer is a critical finding.
+    description: GPUs this host should show; fewer is a critical finding. Not negative.
     type: int
   expected_ib_rate:
-    description: Expected InfiniBand port rate in Gb/s; a slower port is a degraded link.
+    description: Expected InfiniBand port rate in Gb/s; a slower port is a degraded link. Not negative.
     type: float
   expected_ib_devices:
     description: HCA names that must be present (for example mlx5_0 ... mlx5_7).
@@ -154,9 +155,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+setting_error:
+  description:
+    - True when the module failed on its own arguments (a probe_timeout out of range, a capture
+      directory that is not there, a not_before that is not a time, ...), before any probe ran.
+      A playbook can stop on it and still keep a host whose probes broke as a suspect.
+  returned: failure
+  type: bool
+  sample: true
 ansible_facts:
   description: Facts added under C(gpu_health).
-  returned: always
+  returned: success
   type: dict
   contains:
     gpu_health:
@@ -260,6 +269,20 @@ def kernel_window(since, not_before, tz):
     return window, iso(start), "@%d" % int(start.timestamp() // 1), notes
 
 
+def setting_problems(p):
+    """What is wrong with the numbers and the capture directory, in the operator's words."""
+    why = []
+    if not 1 <= p["probe_timeout"] <= 3600:
+        why.append("probe_timeout must be 1-3600 seconds (got %d)" % p["probe_timeout"])
+    if p["expected_gpus"] is not None and p["expected_gpus"] < 0:
+        why.append("expected_gpus must not be negative (got %d)" % p["expected_gpus"])
+    if p["expected_ib_rate"] is not None and not p["expected_ib_rate"] >= 0:  # NaN too
+        why.append("expected_ib_rate must not be negative (got %s)" % p["expected_ib_rate"])
+    if p["capture_dir"] and not os.path.isdir(p["capture_dir"]):
+        why.append("capture_dir %s is not a directory on %s" % (p["capture_dir"], p["hostname"] or socket.gethostname()))
+    return why
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -283,22 +306,18 @@ def main():
     refused = problems(p, {"capture_dir": "path", "sysfs_root": "path", "kern_log_path": "path",
                            "expected_ib_devices": "hca"})
     refused += [why for why in [p["hostname"] and check_text("hostname", p["hostname"], cap=255)] if why]
-    if refused:
-        module.fail_json(msg="; ".join(refused))
-    if p["probe_timeout"] < 1:
-        module.fail_json(msg="probe_timeout must be at least 1 second")
+    refused += setting_problems(p)
+    tz = None
     try:
         # dmesg -T and syslog print the node's local time: read them in its zone
         tz = parse_tz(p["tz"]) if p["tz"] else local_tz()
-    except ValueError as exc:
-        module.fail_json(msg="tz: %s" % exc)
-    try:
         window, since, journal_since, notes = kernel_window(p["since"], p["not_before"], tz)
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
+        refused.append("tz: %s" % exc if tz is None else str(exc))
+    if refused:
+        # before any probe runs: a mistaken setting is the operator's, not a sick host
+        module.fail_json(msg="; ".join(refused), setting_error=True)
     if p["capture_dir"]:
-        if not os.path.isdir(p["capture_dir"]):
-            module.fail_json(msg="capture_dir %s is not a directory" % p["capture_dir"])
         sources, _jobs, _ignored = load_capture_dir(p["capture_dir"])
         sources, parsed = stream_large_sources(sources, since=since, tz=tz)
         timings, mode = {}, "capture"

@@ -133,6 +133,26 @@ def test_unreachable_host_is_a_prime_suspect(tmp_path):
     assert by_host["gpu-r3-n01"]["verdict"] == "healthy"
 
 
+
+def test_a_gather_that_breaks_on_the_host_is_a_suspect_not_a_stopped_play(tmp_path):
+    # Only a mistaken setting stops the play at the gather (setting_error); a module that cannot
+    # run on one host (here its Python is /bin/false) leaves that host unknown, the others are read.
+    inv = tmp_path / "hosts.ini"
+    inv.write_text(textwrap.dedent("""\
+        [gpu_nodes]
+        gpu-r3-n01 gpu_health_capture_dir={cap}/gpu-r3-n01
+        gpu-broken gpu_health_capture_dir={cap}/gpu-r3-n02 ansible_python_interpreter=/bin/false
+
+        [gpu_nodes:vars]
+        ansible_connection=local
+        ansible_python_interpreter={{{{ ansible_playbook_python }}}}
+        """).format(cap=DEMO_CAPTURES))
+    proc = run_playbook(["playbooks/diagnose.yml", "-i", str(inv), "-e", "diagnosis_report_dir=%s" % (tmp_path / "report")])
+    rep = _report(tmp_path, proc)
+    by_host = {h["host"]: h for h in rep["hosts"]}
+    assert by_host["gpu-broken"]["verdict"] == "unknown", by_host["gpu-broken"]
+    assert by_host["gpu-r3-n01"]["verdict"] == "healthy"
+
 def test_job_logs_naming_hosts_outside_the_run_are_reported(tmp_path):
     job_dir = os.path.join(REPO, "tests", "fixtures", "joblog", "epoch35-hang-combined")
     proc = run_playbook(["playbooks/diagnose.yml", "-i", "inventory-examples/demo", "-l", "gpu-r3-n01",

@@ -167,5 +167,5 @@ def test_role_refuses_a_not_before_that_is_not_a_time(tmp_path):
     write_tool(h["bin"], "dmesg", "cat %s\n" % GSP_TIMEOUT)
     proc = _diagnose(h, "-e", "gpu_health_not_before=after-the-fix")
     assert proc.returncode != 0
-    assert "gpu_health_not_before must be an ISO 8601 time" in proc.stdout
+    assert "not_before 'after-the-fix' is not an ISO 8601 time" in proc.stdout
     assert not (h["tmp"] / "report" / "report.json").exists()
