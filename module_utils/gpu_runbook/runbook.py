@@ -299,6 +299,12 @@ class Progress(object):
                 self.rung_host = host
         elif kind in ("runner_on_ok", "runner_on_skipped", "runner_on_failed", "runner_on_unreachable") and host:
             self._result(kind, host, data)
+        elif kind == "runner_item_on_ok" and isinstance(data.get("res"), dict):
+            # job_context's narrowing puts every host in its group in one task on the controller
+            # (add_host): each item is a host the play dealt with, though no task ran on it
+            added = data["res"].get("add_host")
+            if isinstance(added, dict) and isinstance(added.get("host_name"), str):
+                self.play_hosts.add(added["host_name"])
         elif kind == "playbook_on_stats":
             self._segment_done()
             self.stats = data
