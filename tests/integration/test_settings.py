@@ -10,6 +10,7 @@ from tests.conftest import REPO, run_playbook
 
 GATHER = "TASK [gpu_health : Gather GPU, kernel-log and InfiniBand health]"
 REPORT = "TASK [diagnosis_report : Build the cluster view"
+STOP = "TASK [gpu_health : Stop unless every host's gather was read]"
 
 
 def _section(stdout, header):
@@ -53,25 +54,30 @@ def test_bad_settings_fail_the_play_before_anything_runs(tmp_path, extra, needle
 
 
 
-def test_one_host_refusing_its_setting_stops_the_whole_play(tmp_path):
+@pytest.mark.parametrize("bad,where", [
+    ("gpu_health_expected_gpus=-8", "gather"),   # a value the gather module refuses
+    ("gpu_health_probe_timeout=soon", "spec"),   # a type the role's argument check refuses
+])
+def test_one_host_refusing_its_setting_stops_the_whole_play(tmp_path, bad, where):
     # a host_vars mistake on one node: the others gathered, yet nothing is reported, since a
     # report without that host would call the rack healthy without having read it
     inv = tmp_path / "hosts.ini"
     inv.write_text(
         "[gpu_nodes]\n"
         "gpu-r3-n01 gpu_health_capture_dir=%(cap)s/gpu-r3-n01\n"
-        "gpu-r3-n02 gpu_health_capture_dir=%(cap)s/gpu-r3-n02 gpu_health_expected_gpus=-8\n"
+        "gpu-r3-n02 gpu_health_capture_dir=%(cap)s/gpu-r3-n02 %(bad)s\n"
         "gpu-r3-n03 gpu_health_capture_dir=%(cap)s/gpu-r3-n03\n"
         "[gpu_nodes:vars]\nansible_connection=local\n"
         "ansible_python_interpreter={{ ansible_playbook_python }}\n"
-        % {"cap": os.path.join(REPO, "inventory-examples", "demo-captures", "nodes")})
+        % {"cap": os.path.join(REPO, "inventory-examples", "demo-captures", "nodes"), "bad": bad})
     proc = run_playbook(["playbooks/diagnose.yml", "-i", str(inv),
                          "-e", "diagnosis_report_dir=%s" % (tmp_path / "report")])
     assert proc.returncode != 0
     gather = _section(proc.stdout, GATHER)
-    assert gather.count("fatal: [") == 1 and "fatal: [gpu-r3-n02]" in gather, gather
+    assert gather.count("fatal: [") == (1 if where == "gather" else 0), gather
+    assert "fatal: [gpu-r3-n02]" in (gather if where == "gather" else proc.stdout.split(GATHER)[0])
     assert gather.count("ok: [") == 2
-    stop = _section(proc.stdout, "TASK [gpu_health : Stop when a host refused the gather's settings]")
-    assert "The gather refused its settings on gpu-r3-n02" in stop, stop
+    stop = _section(proc.stdout, STOP)
+    assert "gpu-r3-n02 left the play before its gather was read" in stop, stop
     assert REPORT not in proc.stdout
     assert not (tmp_path / "report").exists()
