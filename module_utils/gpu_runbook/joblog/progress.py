@@ -4,6 +4,8 @@ physical line, labelled 'Epoch N' or not) and HF Trainer's ``'epoch': x`` dicts.
 A handler takes (line, file state, job state) and returns True when the line is fully read."""
 
 from collections import OrderedDict
+from itertools import groupby
+from operator import itemgetter
 
 from .patterns import EPOCH_LABEL, HF_EPOCH, NON_TRAIN_LABEL, TQDM, TQDM_LABEL
 
@@ -34,10 +36,21 @@ def read_bars(text):
     bars = []
     try:
         for seg in _sampled([seg for seg in text.split("\r") if "%|" in seg]):
-            for mt in TQDM.finditer(seg):
+            # TQDM.finditer(seg), each search started where a match can start: a bar's
+            # percentage is at most 3 digits before a '%|' (no scan of the label or the tail)
+            pos = max(seg.find("%|") - 3, 0)
+            while True:
+                mt = TQDM.search(seg, pos)
+                if mt is None:
+                    break
                 bar = _bar(seg, mt)
                 if bar is not None:
                     bars.append(bar)
+                end = mt.end()
+                at = seg.find("%|", end)
+                if at < 0:
+                    break
+                pos = max(at - 3, end)
     # what a malformed bar can raise; raised again by tqdm_bars, after these (never_raise names it)
     except (ValueError, LookupError, TypeError, ArithmeticError, AttributeError) as exc:
         return bars, False, exc
@@ -73,8 +86,10 @@ def _sampled(updates):
         return updates
     keep = set(_spaced(len(updates)))
     # each update's percentage: the (stripped) three characters before its first '%|'
-    heads = [seg[:seg.find("%|")][-3:].strip() for seg in updates]
-    pcts = [int(h) if h.isdigit() else None for h in heads]
+    heads = [seg[:seg.find("%|")][-3:] for seg in updates]
+    if heads.count(heads[0]) == len(heads):  # the same percentage all along (the common case): no fall
+        return [updates[i] for i in sorted(keep)]
+    pcts = [int(h) if h.isdigit() else None for h in map(str.strip, heads)]
     for i in range(1, len(pcts)):
         pct, last = pcts[i], pcts[i - 1]
         if pct is not None and last is not None and pct < last:
@@ -117,7 +132,7 @@ def _bar(seg, mt):
     not_train, ep, tot_ep, labelled = _label(seg[at - 220 if at > 220 else 0:at])
     if not_train:
         return None
-    n, nu, tot, tu, elapsed, rate, unit = mt.group("n", "nu", "tot", "tu", "el", "rate", "unit")
+    _pct, n, nu, tot, tu, elapsed, _rem, rate, unit = mt.groups()  # TQDM's groups, in order
     try:
         n, tot = float(n) * _MUL[nu], float(tot) * _MUL[tu]
     except (ValueError, KeyError):
@@ -165,12 +180,16 @@ def hf_epoch(line, fs, st):
     return False
 
 
+_BAR_KEY = itemgetter("file", "labelled", "epoch", "reset_index")  # which bar an observation is of
+
+
 def compact_progress(st):
     """Keep at most 64 evenly spaced observations per bar (plus its last) once there are too many;
     fewer when there are many bars, down to 2 each (the first kept and the last)."""
     groups = OrderedDict()
-    for p in st.progress:
-        groups.setdefault((p["file"], p["labelled"], p["epoch"], p["reset_index"]), []).append(p)
+    # a bar's observations come in long runs (a file's bar, epoch after epoch): one step per run
+    for key, run in groupby(st.progress, _BAR_KEY):
+        groups.setdefault(key, []).extend(run)
     per = max(2, min(64, MAX_OBSERVATIONS // (2 * len(groups))))
     out = []
     for obs in groups.values():

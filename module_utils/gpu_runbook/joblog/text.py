@@ -173,13 +173,34 @@ def clean_block(block):
     if "\x00" in block:
         block = block.replace("\x00", "")
     if "\r" in block:
-        if "\r\n" in block:  # (a search, not a memchr: only where there is a \r)
+        if has_crlf(block):
             block = block.replace("\r\n", "\n")  # CRLF: one \r per line, the common case
             if "\r\n" in block:
                 block = _CR_RUN_AT_END.sub("", block)
         if block[-1:] == "\r":
             block = block.rstrip("\r")
     return block
+
+
+MAX_CR_LINES = 32  # lines with a \r looked at one by one before a plain search for "\r\n"
+
+
+def has_crlf(block):
+    """Whether "\\r\\n" is in ``block``, found from its \\r's: a line that holds one can end
+    with \\r\\n, no other can. A block of tqdm chains (a few lines of bare \\r's) costs a few
+    memchr instead of a search of every character for the two; past MAX_CR_LINES such lines,
+    that search."""
+    at = block.find("\r")
+    for _ in range(MAX_CR_LINES):
+        if at < 0:
+            return False
+        nl = block.find("\n", at)
+        if nl < 0:
+            return False
+        if block[nl - 1] == "\r":  # nl > at: the \r at ``at`` or one after it
+            return True
+        at = block.find("\r", nl + 1)
+    return at >= 0 and block.find("\r\n", at) >= 0
 
 
 def _str_blocks(text):
