@@ -51,8 +51,12 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not cluster"
 
+# Two workers: the emulated-cluster tests (one cluster per machine) run in order in one of them
+# (xdist_group "testbed", tests/cluster/conftest.py), everything else beside them; both mostly wait
+# (on ssh, Slurm, deadlines), so the wall time halves where the CPU use does not double.
+TEST_WORKERS ?= 2
 test: $(STAMP) system-deps lint
-	$(BIN)/python -m pytest --durations=40
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40
 
 # Every parser fed FUZZ_EXAMPLES generated hostile inputs (random, not the fixed CI seed);
 # `make test` runs the same tests with a small derandomized profile.
