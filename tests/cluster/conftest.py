@@ -24,10 +24,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if str(item.fspath).startswith(here + os.sep):
             item.add_marker(pytest.mark.cluster)
-            # one emulated cluster on this machine (fixed netns and Slurm names): under
-            # pytest-xdist (make test: -n 2 --dist loadgroup) every test of it runs in one worker,
-            # in order, while the other worker runs the tests that need none
-            item.add_marker(pytest.mark.xdist_group("testbed"))
 
 
 def require_testbed():
