@@ -9,6 +9,9 @@ module: gpu_runbook_report
 short_description: Aggregate every host's gpu_health result into the cluster view and report
 description:
   - Runs once on the controller after M(ansible.legacy.gpu_health_facts) ran on every host.
+  - An action plugin (C(plugins/action/gpu_runbook_report.py)) runs the step inside ansible-playbook, on
+    the controller, with the same code this module runs (C(module_utils/gpu_runbook/report_step.py)); this
+    file is the step as a module and its documentation.
   - Applies the cross-host rules (unreachable host is a prime suspect, the same Xid on
     every host points at the application), ranks the suspects and renders one console
     line per suspect host.
@@ -16,17 +19,29 @@ description:
 version_added: "0.1.0"
 author: gpu-runbook contributors
 options:
+  hosts:
+    description:
+      - The inventory hosts to report on (usually C(ansible_play_hosts)); each host's result is read from its
+        variable O(result_var) on the controller. A host without that variable (its gather never registered) is
+        reported as a host without a result, never dropped.
+      - This is how the diagnosis_report role passes the results. At 10,000 hosts nothing is templated or
+        encoded into arguments; the step reads each host's variables, as Ansible holds them.
+      - Needs the gpu_runbook_report action plugin (C(plugins/action), named by C(action_plugins) in the
+        project's ansible.cfg); without it use O(results).
+      - Mutually exclusive with O(results); one of the two is required.
+    type: list
+    elements: str
+  result_var:
+    description: The variable holding each host's registered M(ansible.legacy.gpu_health_facts) result, with O(hosts).
+    type: str
+    default: gpu_health_result
   results:
     description:
       - Map of inventory host name to that host's registered gpu_health_facts result, or that map as one
-        JSON string.
-      - The diagnosis_report role passes a JSON string of only what the report reads of each result (its
-        findings, probes, timings, mode, window and kernel-log events, or why a host has no facts). At 10,000
-        hosts that is ~15 MB instead of ~190 MB of arguments, which Ansible copies and encodes once as a
-        string instead of walking every host's nested result.
+        JSON string (rung_verify passes the one host it re-gathered).
       - A string that is not JSON, or a map whose values are not results (dicts), is refused with a message.
+      - Mutually exclusive with O(hosts); one of the two is required.
     type: raw
-    required: true
   lang:
     description: Language of the console lines.
     type: str
@@ -63,7 +78,15 @@ options:
     default: all
 extends_documentation_fragment:
   - action_common_attributes
+  - action_common_attributes.flow
 attributes:
+  action:
+    support: full
+    details: The step runs in the action plugin on the controller; no module process is started.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: partial
     details: The same analysis, RV(lines) and RV(summary); the report files are not written (no
@@ -97,19 +120,20 @@ seealso:
 """
 
 EXAMPLES = r"""
+# What the diagnosis_report role does: every host of the play, each result read on the controller
 - name: Aggregate on the controller
   gpu_runbook_report:
-    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'gpu_health_result'))) }}"
-  delegate_to: localhost
-  run_once: true
-
-# At fleet size pass one JSON string (the diagnosis_report role also keeps only what the report reads)
-- name: Aggregate on the controller, the results as one JSON string
-  gpu_runbook_report:
-    results: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'gpu_health_result'))) | to_json }}"
+    hosts: "{{ ansible_play_hosts }}"
+    result_var: gpu_health_result
     report_dir: /var/tmp/inc42
   delegate_to: localhost
   run_once: true
+
+# The results of some hosts, as a map (rung_verify: the one host it re-gathered)
+- name: Analyse one host's fresh gather
+  gpu_runbook_report:
+    results: "{{ {inventory_hostname: fresh_gather} }}"
+  delegate_to: localhost
 """
 
 RETURN = r"""
@@ -221,145 +245,34 @@ summary:
       sample: ["/var/tmp/inc42/report.json", "/var/tmp/inc42/report.md", "/var/tmp/inc42/report.html"]
 """
 
-import datetime
-import json
-import os
-import re
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_runbook.diagnose import console_lines, diagnose, summary as make_summary
-from ansible.module_utils.gpu_runbook.reports import annotate, describe_inputs, describe_window, write_reports
-from ansible.module_utils.gpu_runbook.safewrite import WriteRefused
-from ansible.module_utils.gpu_runbook.textio import TextLines, open_regular, printable, why_not_readable_by
-from ansible.module_utils.gpu_runbook import validate
-
-_MAX_LOG = 256 * 1024 * 1024  # bytes read from the END of a job log (the hang is there); a skipped head is said
-
-
-def _job_uid(job):
-    """The job owner's uid from Slurm's UserId ('alice(1001)', '1001' or 'alice'); None if unknown."""
-    user = str((job or {}).get("user") or "").strip()
-    m = re.search(r"\((\d+)\)$", user) or re.match(r"(\d+)$", user)
-    if m:
-        return int(m.group(1))
-    try:
-        import pwd
-        return pwd.getpwnam(user).pw_uid if user else None
-    except KeyError:
-        return None
-
-
-def _read_logs(log_dir, files, job=None):
-    """{name: line source} of the job's logs (textio.TextLines: streamed by the parser, never
-    held whole; at most the last _MAX_LOG bytes of each); unreadable files are reported, not fatal.
-
-    The job's files are named by its owner (Slurm's StdOut/StdErr, what the job wrote), but
-    read here as root: each is read only as its owner could -- for Slurm's paths the job's
-    user, for a file in the log directory the owner of its name (who made the link; an
-    operator's root-owned copy is root's) -- and only when it is a regular file (a FIFO,
-    /dev/zero or /proc/kmsg would block or never end)."""
-    found, problems = {}, []
-    paths = list(files or [])
-    slurm_paths = set(paths)
-    if log_dir:
-        if not os.path.isdir(log_dir):
-            problems.append("job_log_dir %s is not a directory" % log_dir)
-        else:
-            for root, _dirs, names in os.walk(log_dir):
-                paths += [os.path.join(root, n) for n in sorted(names)]
-    job_uid = _job_uid(job)
-    for path in paths:
-        if not os.path.lexists(path):
-            problems.append("%s: not found" % path)
-            continue
-        try:
-            as_uid = job_uid if path in slurm_paths and job_uid is not None else os.lstat(path).st_uid
-            why = why_not_readable_by(path, as_uid)
-            if why:
-                problems.append("%s: %s" % (path, why))
-                continue
-            name = os.path.relpath(path, log_dir) if log_dir and path.startswith(log_dir) else os.path.basename(path)
-            # the checked real path, its last step not followed: a link swapped in since is refused,
-            # here (a FIFO or device is a problem now) and again when the parser opens it
-            real = os.path.realpath(path)
-            os.close(open_regular(real, nofollow=True)[0])
-            found[name] = TextLines(real, tail=_MAX_LOG, nofollow=True)
-        except OSError as exc:
-            problems.append("%s: %s" % (path, exc.strerror or exc))
-    return found, problems
-
-
-def _results(value):
-    """The ``results`` option as {host: result}: a map, or that map as one JSON string.
-    -> (results, None) or (None, why it is refused)."""
-    what = "a map of inventory host name to its registered gpu_health_facts result"
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            return None, "results is a string but not JSON (%s); it must be %s, or that map as JSON" % (exc, what)
-    if not isinstance(value, dict):
-        return None, "results must be %s (or that map as JSON); got %s" % (what, validate.shown(value))
-    bad = sorted(str(h) for h, r in value.items() if r is not None and not isinstance(r, dict))
-    if bad:
-        return None, "results must be %s: the value for %d host(s) is not a result (a dict): %s" % (
-            what, len(bad), ", ".join(validate.shown(h, 40) for h in bad[:5]) + (", ..." if len(bad) > 5 else ""))
-    return value, None
+from ansible.module_utils.gpu_runbook import report_step as step
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            results=dict(type="raw", required=True),
-            lang=dict(type="str", choices=["en", "ko"], default="en"),
-            report_dir=dict(type="path"),
-            job=dict(type="dict"),
-            job_log_dir=dict(type="path"),
-            job_log_files=dict(type="list", elements="path", default=[]),
-            analysis_findings=dict(type="str", choices=["all", "suspects"], default="all"),
-        ),
+        argument_spec=step.ARGUMENT_SPEC,
+        required_one_of=step.REQUIRED_ONE_OF,
+        mutually_exclusive=step.MUTUALLY_EXCLUSIVE,
         supports_check_mode=True,
     )
     # Every host's result echoed back as module_args is ~18 KB a host: at 1,000 hosts it doubled
     # the module's CPU (tests/benchmarks/bench_aggregate.py); the count is what -vvv needs.
     invocation = {"module_args": dict(module.params, results="(host results, not echoed)")}
-    refused = validate.problems(module.params, {"report_dir": "path", "job_log_dir": "path", "job_log_files": "path"})
-    if refused:
-        module.fail_json(msg="; ".join(refused), invocation=invocation)
-    results, why = _results(module.params["results"])
+    if module.params["hosts"] is not None:
+        # hostvars are the controller's: only the action plugin (plugins/action) can read them
+        module.fail_json(msg="hosts needs the gpu_runbook_report action plugin (action_plugins = ./plugins/action "
+                             "in ansible.cfg); without it pass results", invocation=invocation)
+    why = step.refused(module.params)
+    results, why = (None, why) if why else step.results_map(module.params["results"])
     if why:
         module.fail_json(msg=why, invocation=invocation)
     invocation["module_args"]["results"] = "(%d host results, not echoed)" % len(results)
-    lang = module.params["lang"]
-    logs, problems = _read_logs(module.params["job_log_dir"], module.params["job_log_files"], module.params["job"])
-    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    analysis = diagnose(results, job_logs=logs, slurm_job=module.params["job"],
-                        log_problems=problems, generated=now)
-    inputs = describe_inputs(results, logs, problems)
-    annotate(analysis, inputs=inputs, window=describe_window(inputs, module.params["job"], now))
-    summary = make_summary(analysis)
-    report_dir = module.params["report_dir"]
-    report_path = None
-    changed = False
-    if report_dir and not module.check_mode:
-        report_dir = os.path.abspath(report_dir)
-        try:
-            summary["report_files"] = write_reports(analysis, report_dir, lang)
-        except ImportError as exc:  # the HTML's template engine, imported when it is rendered
-            module.fail_json(msg="report_dir needs jinja2 on the controller's Python: %s" % exc, invocation=invocation)
-        except (OSError, WriteRefused) as exc:
-            module.fail_json(msg="cannot write reports to %s: %s" % (report_dir, exc), invocation=invocation)
-        report_path = next((p for p in summary["report_files"] if p.endswith(".html")), None)
-        changed = True
-    # the play prints these: a log's terminal escapes are shown escaped, never acted on
-    lines = [printable(line) for line in console_lines(analysis, lang, report_path=report_path)]
-    if module.params["analysis_findings"] == "suspects":
-        suspects = set(analysis["cluster"]["suspects"])
-        analysis = dict(analysis, hosts=[h if h["host"] in suspects else dict(h, findings=[])
-                                         for h in analysis["hosts"]])
-    module.exit_json(changed=changed, analysis=analysis, lines=lines, summary=summary, invocation=invocation)
+    try:
+        done = step.run(module.params, results, check_mode=module.check_mode)
+    except step.StepFailed as exc:
+        module.fail_json(msg=str(exc), invocation=invocation)
+    module.exit_json(invocation=invocation, **done)
 
 
 if __name__ == "__main__":

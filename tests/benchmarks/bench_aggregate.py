@@ -2,25 +2,25 @@
 
     .venv/bin/python tests/benchmarks/bench_aggregate.py [--sizes 1000,10000] [--repeat 3] [--faulty 0.01]
 
-For each size N: an inventory of N hosts in racks of 32 (ansible_connection=local, no SSH)
-that carries each host's registered gpu_health result as its host var ``gpu_health_result``
-(a small inventory plugin written next to the run: it parses each result from JSON, so its
-strings are untrusted data as a registered result's are; loading 10,000 results this way takes
-seconds, where one set_fact per host took over 24 minutes), then the real diagnosis_report
-role (the gpu_runbook_report module, once on the controller, report files written), which
-templates every host's result from hostvars as in a real run. The results are real: the
-gpu_health_facts module run by the gpu_health role on the demo rack's captures
-(inventory-examples/demo: 5 healthy hosts, 3 sick ones), copied to N host names with ~1% of
-the hosts sick. Nothing is timed but the report task.
+For each size N: an inventory of N hosts in racks of 32 (ansible_connection=local, no SSH; a
+small inventory plugin written next to the run), and each host's gather as a real run leaves
+it in ansible-playbook: its gpu_health facts and its registered ``gpu_health_result`` (a
+callback written next to the run sets both at the play's start, as the strategy does for a
+result: the facts make Ansible's per-host variable lookups cost what they cost in a real run;
+one set_fact per host took over 24 minutes at 10,000). Then the real diagnosis_report role: the
+gpu_runbook_report action plugin, once on the controller, reading every host's result, report
+files written. The results are real: the gpu_health_facts module run by the gpu_health role on
+the demo rack's captures (inventory-examples/demo: 5 healthy hosts, 3 sick ones), copied to N
+host names with ~1% of the hosts sick. Nothing is timed but the report task.
 
-Per run: the report task's wall time (task start -> its result, Ansible's templating of
-every host's result included: a small callback), and the module process's own wall, CPU and
-peak RSS (ru_maxrss, read by an interpreter wrapper given as -e ansible_python_interpreter,
-which extra vars let override the role's task var); per run also the CPU ansible-playbook used
-from the task's start to the end (minus the module's: Ansible's own share), and the whole run's
-wall, CPU and peak RSS (inventory load included). Median of --repeat runs up to --once-above
-hosts, one run above. Goal: < 10 s and < 1 GB at 10,000 hosts. Every run checks report.json: N
-hosts, exactly the sick ones critical and listed for remediation.
+Per run: the report task's wall time (task start -> its result: a small callback); the CPU
+ansible-playbook and its workers used from the task's start to the end of the run; the most
+memory any worker or module process had to itself (sampled; the worker that runs the step);
+for a step run as a module, that process's wall, CPU and peak RSS (an interpreter wrapper given
+as -e ansible_python_interpreter); and the whole run's wall, CPU and peak RSS (the load
+included). Median of --repeat runs up to --once-above hosts, one run above. Goal: < 10 s and
+< 1 GB at 10,000 hosts. Every run checks report.json: N hosts, exactly the sick ones critical
+and listed for remediation.
 """
 
 import argparse
@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -57,12 +58,11 @@ _DUMP_PLAY = """
       delegate_to: localhost
 """
 
-# The inventory carries each host's result (the fleet's inventory plugin, below): no load play.
+# Each host's result is loaded by a callback (below) as a real run leaves it: no load play.
 # Kept for the scripts that list it among their plays (bench_plan.py).
 LOAD_PLAY = ""
 
-# N hosts in racks, each with its registered gpu_health result as the host var gpu_health_result.
-# json.loads per host: every host its own objects, and plain (untrusted) strings, as register leaves them.
+# N hosts in racks (the results come from the bench_fleet_load callback).
 _FLEET_INVENTORY = '''
 import json
 from ansible.plugins.inventory import BaseInventoryPlugin
@@ -83,10 +83,37 @@ class InventoryModule(BaseInventoryPlugin):
         for rack, hosts in fleet["racks"].items():
             inventory.add_group(rack)
             inventory.add_child("gpu_nodes", rack)
-            for name, tpl in hosts:
+            for name, _tpl in hosts:
                 inventory.add_host(name, group=rack)
-                inventory.set_variable(name, "gpu_health_result",
-                                       json.loads(fleet["templates"][tpl].replace(tpl, name)))
+'''
+
+# Each host's gather as a real run leaves it in ansible-playbook: its facts (gpu_health, from the
+# module's ansible_facts) and its registered gpu_health_result, two copies as Ansible keeps them
+# (set_host_facts and set_nonpersistent_facts are what the strategy calls for a host's result).
+# json.loads per host: every host its own objects, plain (untrusted) strings, as register leaves them.
+# A load play of one set_fact per host ran 24 minutes at 10,000 without finishing.
+_LOAD_CALLBACK = '''
+import json, os
+from ansible.plugins.callback import CallbackBase
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "bench_fleet_load"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def v2_playbook_on_play_start(self, play):
+        if not os.path.exists(os.environ["BENCH_FLEET_FILE"]):  # the run that gathers the templates
+            return
+        with open(os.environ["BENCH_FLEET_FILE"]) as fh:
+            fleet = json.load(fh)
+        manager = play.get_variable_manager()
+        for hosts in fleet["racks"].values():
+            for name, tpl in hosts:
+                text = fleet["templates"][tpl].replace(tpl, name)
+                manager.set_host_facts(name, json.loads(text)["ansible_facts"])
+                manager.set_nonpersistent_facts(name, {"gpu_health_result": json.loads(text)})
 '''
 
 REPORT_PLAY = """
@@ -150,7 +177,8 @@ sys.exit(rc)
 
 def ansible_env(work):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CALLBACK_PLUGINS=work,
-               ANSIBLE_CALLBACKS_ENABLED="task_clock", BENCH_CLOCK_FILE=os.path.join(work, "clock.json"),
+               ANSIBLE_CALLBACKS_ENABLED="task_clock,bench_fleet_load", BENCH_CLOCK_FILE=os.path.join(work, "clock.json"),
+               BENCH_FLEET_FILE=os.path.join(work, "fleet.bench_fleet.json"),
                ANSIBLE_INVENTORY_PLUGINS=work + os.pathsep + os.path.join(REPO, "plugins", "inventory"),
                ANSIBLE_INVENTORY_ENABLED="bench_fleet,host_list,auto,yaml,ini",
                PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
@@ -158,14 +186,69 @@ def ansible_env(work):
     return env
 
 
+def _descendants(root):
+    """PIDs of every process under ``root`` (ansible-playbook's workers and the modules they start)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def _private_mb(pid):
+    """Memory a process has to itself (Private_Clean + Private_Dirty of smaps_rollup), MB: for a
+    worker forked from ansible-playbook, what it added (its copies included), not the pages it shares."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as fh:
+            return sum(int(line.split()[1]) for line in fh if line.startswith(("Private_Clean:", "Private_Dirty:"))) / 1024.0
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class PeakPrivate(threading.Thread):
+    """Samples, every ``interval`` s, the private memory of every process under ansible-playbook;
+    ``peak`` is the largest seen (the report step's worker, at fleet size)."""
+
+    def __init__(self, root, interval=0.2):
+        super().__init__(daemon=True)
+        self.root, self.interval, self.peak, self.done = root, interval, 0.0, threading.Event()
+
+    def run(self):
+        while not self.done.wait(self.interval):
+            # root is /usr/bin/time; its child ansible-playbook (holding the whole inventory) is not counted
+            playbook = set(_descendants(self.root)[:1])
+            for pid in _descendants(self.root):
+                if pid not in playbook:
+                    self.peak = max(self.peak, _private_mb(pid))
+
+
 def run_playbook(args, env, measure=None):
-    """ansible-playbook ARGS; with ``measure`` (a file) under /usr/bin/time: wall, user, sys, max RSS."""
+    """ansible-playbook ARGS; with ``measure`` (a file) under /usr/bin/time: wall, user, sys, max RSS,
+    and the peak private memory of any of its workers or modules written next to it (``measure``.peak)."""
     timer = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", measure] if measure else []
-    proc = subprocess.run(timer + [os.path.join(VENV_BIN, "ansible-playbook")] + args, env=env, cwd=REPO,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.Popen(timer + [os.path.join(VENV_BIN, "ansible-playbook")] + args, env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = PeakPrivate(proc.pid)
+    if measure:
+        sampler.start()
+    stdout, stderr = proc.communicate()
+    sampler.done.set()
+    if measure:
+        sampler.join()
+        with open(measure + ".peak", "w") as fh:
+            fh.write("%.1f" % sampler.peak)
     if proc.returncode != 0:
-        raise SystemExit("ansible-playbook %s failed:\n%s%s" % (" ".join(args), proc.stdout[-4000:],
-                                                                proc.stderr[-2000:]))
+        raise SystemExit("ansible-playbook %s failed:\n%s%s" % (" ".join(args), stdout[-4000:], stderr[-2000:]))
     return proc
 
 
@@ -217,6 +300,8 @@ def write_wrapper(work):
         fh.write(_CLOCK_CALLBACK)
     with open(os.path.join(work, "bench_fleet.py"), "w") as fh:
         fh.write(_FLEET_INVENTORY)
+    with open(os.path.join(work, "bench_fleet_load.py"), "w") as fh:
+        fh.write(_LOAD_CALLBACK)
     return path
 
 
@@ -232,11 +317,16 @@ def timed_run(work, inv, plays, extra=()):
     run_playbook(argv, ansible_env(work), measure=os.path.join(work, "time.txt"))
     with open(os.path.join(work, "clock.json")) as fh:
         clock = json.load(fh)
-    with open(modlog) as fh:
-        modules = [json.loads(line) for line in fh]
+    modules = []
+    if os.path.exists(modlog):  # no module process when the step runs in ansible-playbook (an action plugin)
+        with open(modlog) as fh:
+            modules = [json.loads(line) for line in fh]
     with open(os.path.join(work, "time.txt")) as fh:
         wall, user, sys_, rss_kb = fh.read().split()[-4:]
-    whole = {"wall": float(wall), "cpu": float(user) + float(sys_), "rss_mb": int(rss_kb) / 1024.0}
+    with open(os.path.join(work, "time.txt.peak")) as fh:
+        private_mb = float(fh.read())
+    whole = {"wall": float(wall), "cpu": float(user) + float(sys_), "rss_mb": int(rss_kb) / 1024.0,
+             "private_mb": private_mb}
     return clock, modules, whole, argv
 
 
@@ -259,30 +349,43 @@ def check_report(path, hosts):
 
 
 def row(n, runs):
-    """Medians over runs: the task's wall; its module process's wall, CPU, peak RSS; the whole run's."""
+    """Medians over runs: the task's wall and CPU to the end; its module process's wall, CPU, peak RSS
+    (when the step runs as a module); the largest private memory of a worker or module; the whole run's."""
     med = statistics.median
+    mods = [r["module"] for r in runs if r["module"]]
+
+    def mod(key):
+        return med(m[key] for m in mods) if mods else float("nan")
+
     return {"hosts": n, "runs": len(runs), "task_s": med(r["task_s"] for r in runs),
-            "module_s": med(r["module"]["wall"] for r in runs), "cpu_s": med(r["module"]["cpu"] for r in runs),
-            "rss_mb": med(r["module"]["rss_mb"] for r in runs), "run_s": med(r["whole"]["wall"] for r in runs),
-            "run_cpu_s": med(r["whole"]["cpu"] for r in runs), "run_rss_mb": med(r["whole"]["rss_mb"] for r in runs)}
+            "step_cpu_s": med(r["step_cpu_s"] for r in runs), "module_s": mod("wall"), "cpu_s": mod("cpu"),
+            "rss_mb": mod("rss_mb"), "private_mb": med(r["whole"]["private_mb"] for r in runs),
+            "run_s": med(r["whole"]["wall"] for r in runs), "run_cpu_s": med(r["whole"]["cpu"] for r in runs),
+            "run_rss_mb": med(r["whole"]["rss_mb"] for r in runs)}
 
 
 def print_table(title, rows):
     print("\n%s" % title)
-    print("%7s %4s | %11s | %13s %7s %11s | %10s %10s %11s" % (
-        "N", "runs", "task wall s", "module wall s", "CPU s", "peak RSS MB", "run wall s", "run CPU s", "run RSS MB"))
+    print("%7s %4s | %11s %10s | %13s %7s %11s | %11s | %10s %10s %11s" % (
+        "N", "runs", "task wall s", "step CPU s", "module wall s", "CPU s", "peak RSS MB", "private MB",
+        "run wall s", "run CPU s", "run RSS MB"))
     for r in rows:
-        print("%7d %4d | %11.2f | %13.2f %7.2f %11.0f | %10.1f %10.1f %11.0f" % (
-            r["hosts"], r["runs"], r["task_s"], r["module_s"], r["cpu_s"], r["rss_mb"], r["run_s"], r["run_cpu_s"],
-            r["run_rss_mb"]))
-    print("task: the step's task, start to result (Ansible's templating of every host's result included); module:"
-          " its module process alone; run: the whole ansible-playbook (the untimed load step included), peak RSS of"
-          " its largest process. Load average at the end: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
+        print("%7d %4d | %11.2f %10.1f | %13.2f %7.2f %11.0f | %11.0f | %10.1f %10.1f %11.0f" % (
+            r["hosts"], r["runs"], r["task_s"], r["step_cpu_s"], r["module_s"], r["cpu_s"], r["rss_mb"],
+            r["private_mb"], r["run_s"], r["run_cpu_s"], r["run_rss_mb"]))
+    print("task: the step's task, start to result (Ansible's templating of its arguments included); step CPU: the"
+          " CPU ansible-playbook and its workers used from the task's start to the end of the run (the step and the"
+          " few run-once tasks after it); module: its module process alone (nan: no module process, the step runs in"
+          " ansible-playbook's worker); private MB: the most memory any worker or module had to itself (sampled every"
+          " 0.2 s); run: the whole ansible-playbook (the untimed load step included), peak RSS of its largest"
+          " process. Load average at the end: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
 
 
-def run_sizes(args, plays, task, check, module_index=0, extra=(), also=()):
+def run_sizes(args, plays, task, check, module_index=None, extra=(), also=()):
     """Each size: the fleet written, ``plays`` run --repeat times (once above --once-above), ``check``
-    on every run's output dir; prints a line per run (with the wall of the tasks named in ``also``)."""
+    on every run's output dir; prints a line per run (with the wall of the tasks named in ``also``).
+    ``module_index``: which module process of the run is the step's (None: the step runs in
+    ansible-playbook itself, no module process)."""
     rows, argv = [], []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as work:
         write_wrapper(work)  # and the callback and the inventory plugin
@@ -296,14 +399,19 @@ def run_sizes(args, plays, task, check, module_index=0, extra=(), also=()):
             for _ in range(args.repeat if n <= args.once_above else 1):
                 clock, modules, whole, argv = timed_run(work, inv, plays, list(extra) + ["-e", "out=" + out] + skip)
                 sick = check(out, hosts)
-                (start, end, cpu_to_end), module = clock[task], modules[module_index]
-                one = {"task_s": end - start, "module": module, "whole": whole}
-                runs.append(one)
-                # Ansible's own part of the task: templating the args before the module, the result after
-                print("N=%d sick=%d: task %.2f s (Ansible %.2f s before the module, %.2f s after); module %.2f s,"
-                      " %.2f CPU-s, %.0f MB; from the task's start to the end %.1f CPU-s; whole run %.1f s, %.1f CPU-s"
-                      % (n, sick, end - start, module["start"] - start, end - module["end"], module["wall"],
-                         module["cpu"], module["rss_mb"], cpu_to_end, whole["wall"], whole["cpu"]), flush=True)
+                (start, end, cpu_to_end) = clock[task]
+                module = modules[module_index] if module_index is not None else None
+                runs.append({"task_s": end - start, "step_cpu_s": cpu_to_end, "module": module, "whole": whole})
+                if module:  # Ansible's own part of the task: templating the args before the module, the result after
+                    where = ("(Ansible %.2f s before the module, %.2f s after); module %.2f s, %.2f CPU-s, %.0f MB"
+                             % (module["start"] - start, end - module["end"], module["wall"], module["cpu"],
+                                module["rss_mb"]))
+                else:
+                    where = "(in ansible-playbook's worker: no module process)"
+                print("N=%d sick=%d: task %.2f s %s; from the task's start to the end %.1f CPU-s; largest private"
+                      " memory of a worker or module %.0f MB; whole run %.1f s, %.1f CPU-s, peak RSS %.0f MB"
+                      % (n, sick, end - start, where, cpu_to_end, whole["private_mb"], whole["wall"], whole["cpu"],
+                         whole["rss_mb"]), flush=True)
                 # every task of the play (per-host ones included: the roles' argument checks run on each host)
                 for name, (t0, t1, cpu_after) in sorted(clock.items(), key=lambda kv: kv[1][0]):
                     print("  %s%s: %.2f s wall; from its start to the end %.1f CPU-s" % (

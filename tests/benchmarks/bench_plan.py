@@ -68,7 +68,7 @@ def task_cpu(clock, name):
 def _timed_run_with_task_cpu(*args, **kwargs):
     clock, modules, whole, argv = _timed_run(*args, **kwargs)
     print("  CPU-s: plan task %.2f (its module %.2f), hand task %.2f"
-          % (task_cpu(clock, PLAN_TASK), modules[1]["cpu"], task_cpu(clock, HAND_TASK)), flush=True)
+          % (task_cpu(clock, PLAN_TASK), modules[0]["cpu"], task_cpu(clock, HAND_TASK)), flush=True)
     return clock, modules, whole, argv
 
 
@@ -80,7 +80,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(ap, "1000")
     args = ap.parse_args()
-    rows, argv = run_sizes(args, [LOAD_PLAY, PLAN_PLAY], PLAN_TASK, check_plan, module_index=1,
+    rows, argv = run_sizes(args, [LOAD_PLAY, PLAN_PLAY], PLAN_TASK, check_plan, module_index=0,
                            extra=["-e", "remediation_plan_read_slurm=false", "-e", "plan_dir={{ out }}"],
                            also=[HAND_TASK])
     print_commands(rows, "gpu_runbook_plan through the remediation_plan role (medians; plan.json written)", argv)

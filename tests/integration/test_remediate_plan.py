@@ -180,6 +180,22 @@ def test_check_mode_gives_the_same_plan_and_writes_nothing(demo_plan, tmp_path):
     assert nothing_changed(out)
 
 
+def test_the_plan_is_the_same_whether_the_diagnosis_keeps_every_finding_or_the_suspects(demo_plan, tmp_path):
+    """diagnosis_report_analysis_findings=suspects (the default) hands the plan only the suspect
+    hosts' findings; the plan reads warning and critical findings, which only suspects have."""
+    proc, out = remediate(*(WIDE + ["-e", "incident_id=INC-42", "-e", "plan_dir=%s" % (tmp_path / "p"),
+                                    "-e", "diagnosis_report_analysis_findings=all"]))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    plan, lines = the_plan(out)
+    strip = lambda p: {k: v for k, v in p.items() if k != "generated"}  # noqa: E731 -- the diagnosis time
+    assert strip(plan) == strip(demo_plan["plan"])
+    assert lines[:5] == demo_plan["lines"][:5]  # then where the plan was written: another directory
+    report = task_result(out, "Build the cluster view from every host's result")
+    assert any(h["findings"] for h in report["analysis"]["hosts"] if h["host"] in HEALTHY)  # "all" kept them
+    default = task_result(demo_plan["out"], "Build the cluster view from every host's result")
+    assert not any(h["findings"] for h in default["analysis"]["hosts"] if h["host"] in HEALTHY)
+
+
 def test_confirm_yes_on_replayed_captures_changes_nothing_and_says_why(tmp_path):
     proc, out = remediate(*(WIDE + ["-e", "confirm=yes", "-e", "gpu_runbook_state_dir=%s" % tmp_path]))
     assert proc.returncode == 0, proc.stdout[-4000:]

@@ -2,10 +2,12 @@
 
 import os
 
+import pytest
+
 from gpu_runbook.analyze import analyze_host
 from gpu_runbook.cluster import build_cluster
 from gpu_runbook.joblog import parse_job_logs
-from gpu_runbook.reports import render_html, render_markdown, write_reports
+from gpu_runbook.reports import json_text, render_html, render_markdown, write_reports
 from tests.conftest import FIXTURES
 
 JOB_DIR = os.path.join(FIXTURES, "joblog", "epoch35-hang-combined")
@@ -365,3 +367,29 @@ def test_a_suspect_outside_the_job_is_marked_in_the_table():
     rows = {r[0]: r for r in _table_with(_md_tables(render_markdown(a)), "host")}
     assert "gpu-r3-n09 (not in the job)" in rows and "gpu-r3-n02" in rows
     assert "gpu-r3-n09 (작업에 속하지 않음)" in render_markdown(a, "ko")
+
+
+@pytest.mark.parametrize("body", [
+    {},
+    {"hosts": []},
+    {"schema": "s", "hosts": [{"host": "gpu-a", "findings": [{"message": "é \u2028 \"q\"\n"}]}, {"host": "gpu-b"}],
+     "cluster": {"suspects": ["gpu-a"], "nested": {"x": [1, 2.5, None, True]}}, "job": None},
+])
+def test_report_json_text_is_the_same_json_one_host_per_line(body):
+    text = json_text(body)
+    assert json.loads(text) == body and text.endswith("\n")
+    hosts = body.get("hosts") or []
+    # each element of a top-level list on its own line (a host per line in report.json)
+    lines = text.splitlines()
+    for h in hosts:
+        assert "    " + json.dumps(h, ensure_ascii=False).replace("\u2028", "\\u2028") in [x.rstrip(",") for x in lines]
+    # braces, a line per key, and a line per element and one for "]" of each non-empty list
+    assert len(lines) == (2 + len(body) + sum(len(v) + 1 for v in body.values() if isinstance(v, list) and v)
+                          if body else 1)
+
+
+def test_report_json_text_writes_what_json_cannot_encode_as_text():
+    import datetime
+    when = datetime.datetime(2026, 12, 4, tzinfo=datetime.timezone.utc)
+    assert json.loads(json_text({"generated": when, "hosts": [{"seen": when}]})) == {
+        "generated": str(when), "hosts": [{"seen": str(when)}]}

@@ -23,7 +23,7 @@ LAYERS = {
     "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,
     "cluster": 7,
     # words and reports, then the one orchestration and the command line
-    "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11,
+    "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11,
     "__init__": 0,
 }
 PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm")

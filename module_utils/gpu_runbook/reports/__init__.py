@@ -13,7 +13,26 @@ from .mdpage import md_code, md_rich, md_text, render_markdown
 from .words import WORDS, words
 
 __all__ = ["WORDS", "annotate", "describe_inputs", "describe_window", "md_code", "md_rich", "md_text",
-           "render_html", "render_markdown", "report_facts", "shell_line", "words", "write_reports"]
+           "json_text", "render_html", "render_markdown", "report_facts", "shell_line", "words", "write_reports"]
+
+
+def json_text(body):
+    """``body`` (a map) as JSON text: one line per top-level key and one line per element of a
+    top-level list (report.json: a host per line, for grep and diff). Each line is encoded by
+    json's C encoder; json.dumps(indent=2) uses the pure-Python one, ~4x the CPU at 10,000 hosts."""
+    def one(value):
+        # U+2028/2029 are line breaks to splitlines() and some editors: escaped, a host stays one line
+        return json.dumps(value, ensure_ascii=False, default=str).replace("\u2028", "\\u2028").replace(
+            "\u2029", "\\u2029")
+
+    parts = []
+    for key, value in body.items():
+        if isinstance(value, list) and value:
+            inner = ",\n".join("    " + one(v) for v in value)
+            parts.append("  %s: [\n%s\n  ]" % (one(key), inner))
+        else:
+            parts.append("  %s: %s" % (one(key), one(value)))
+    return "{\n" + ",\n".join(parts) + "\n}\n" if parts else "{}\n"
 
 
 def write_reports(analysis, directory, lang="en"):
@@ -28,7 +47,7 @@ def write_reports(analysis, directory, lang="en"):
     body.setdefault("tool", {"name": "gpu-runbook", "version": __version__})
     paths = []
     said = report_facts(analysis, lang)  # what both pages say (the remediation plan behind it): made once
-    for name, render in (("report.json", lambda: json.dumps(body, indent=2, ensure_ascii=False, default=str) + "\n"),
+    for name, render in (("report.json", lambda: json_text(body)),
                          ("report.md", lambda: render_markdown(analysis, lang, facts=said)),
                          ("report.html", lambda: render_html(analysis, lang, facts=said))):
         path = os.path.join(directory, name)
