@@ -13,9 +13,11 @@ description:
     host's gather saw (compute processes, GPUs) and the policy (allowed rungs, caps).
   - Per host the plan holds the evidence, each rung it would climb (cheapest first), the
     exact argv of every command and the pre-checks that block a rung, named in words.
-  - The remediation_plan role passes what the play registered as it is (O(gathered), O(domain_groups)) and
-    the module builds the per-host facts and the failure domains from it in one pass, so nothing is templated
-    per host; RV(by_host) hands each host its entry with one lookup.
+  - The remediation_plan role names the hosts (O(hosts)); an action plugin (C(plugins/action/gpu_runbook_plan.py))
+    runs the step inside ansible-playbook, on the controller, reading each host's gather and Slurm read from its
+    variables, and builds the per-host facts and the failure domains in one pass with the code this module runs
+    (C(module_utils/gpu_runbook/plan_step.py)); nothing is templated per host. RV(by_host) hands each host its
+    entry with one lookup. This file is the step as a module and its documentation.
   - Changes nothing on any host or in Slurm. It only writes C(plan.json) and C(plan.md) into
     O(plan_dir) when that is set, never through a symlink; a temporary file in the directory
     is renamed over the target, and a target that is a symlink is refused.
@@ -37,12 +39,27 @@ options:
       - A host's entry here replaces the one built from O(gathered).
     type: dict
     default: {}
+  hosts:
+    description:
+      - The hosts to plan for (usually C(ansible_play_hosts)); each host's registered gather (O(result_var)) and
+        Slurm read (O(slurm_var)) are read on the controller and make its O(gathered) entries.
+      - Needs the gpu_runbook_plan action plugin (C(plugins/action), named by C(action_plugins) in the project's
+        ansible.cfg); without it pass O(gathered). Mutually exclusive with O(gathered).
+    type: list
+    elements: str
+  result_var:
+    description: With O(hosts), the variable holding each host's registered M(ansible.legacy.gpu_health_facts) result.
+    type: str
+    default: gpu_health_result
+  slurm_var:
+    description: With O(hosts), the variable holding each host's registered Slurm read (M(ansible.legacy.slurm_node)).
+    type: str
+    default: remediation_plan_slurm
   gathered:
     description:
-      - What the play registered, per host, as it is; the module builds each host's O(facts) entry from it
-        (the remediation_plan role passes these, each map built with one C(dict(zip(...))), never per host).
+      - What the play registered, per host, as it is; the module builds each host's O(facts) entry from it.
+      - Mutually exclusive with O(hosts), which builds it from each host's variables.
     type: dict
-    default: {}
     suboptions:
       hosts:
         description: The hosts to build facts for (the play's hosts).
@@ -103,7 +120,15 @@ options:
     default: false
 extends_documentation_fragment:
   - action_common_attributes
+  - action_common_attributes.flow
 attributes:
+  action:
+    support: full
+    details: The step runs in the action plugin on the controller; no module process is started.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: partial
     details: The same plan, RV(lines) and RV(summary) (with RV(summary.plan_only) true); plan.json and plan.md are not
@@ -139,6 +164,7 @@ EXAMPLES = r"""
 - name: Plan the remediation of the hosts just diagnosed
   gpu_runbook_plan:
     analysis: "{{ diagnosis_report_result.analysis }}"
+    hosts: "{{ ansible_play_hosts }}"
     policy:
       max_drain: 2
       domains: {gpu-r3-n03: gpu-rack3, gpu-r3-n06: gpu-rack3}
@@ -305,217 +331,28 @@ summary:
       sample: 0
 """
 
-import json
-import os
-import shlex
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_runbook.plan import make_plan
-from ansible.module_utils.gpu_runbook.plan.inputs import failure_domains, play_facts
-from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
-from ansible.module_utils.gpu_runbook.validate import problems
-
-PLAN_ONLY = "plan only: nothing was changed (-e confirm=yes acts)"
-NONE_APPROVED = "plan only: the approved plan names no host, nothing acts"
-ACTING = "confirm=yes: the ladder acts on the hosts marked ACT, one serial batch at a time"
-
-
-def _cmd(argv):
-    return " ".join(shlex.quote(str(a)) for a in argv)
-
-
-def _host_facts(facts):
-    """{host: {...}} -> the engine's facts: compute_apps kept as given (null: unreadable)."""
-    out = {}
-    for host, f in (facts or {}).items():
-        if not isinstance(f, dict):
-            continue
-        keep = {k: f[k] for k in ("gpu", "slurm") if isinstance(f.get(k), dict)}
-        if "compute_apps" in f:
-            keep["compute_apps"] = f["compute_apps"] if isinstance(f["compute_apps"], list) else None
-        out[str(host)] = keep
-    return out
-
-
-def _rung_words(r):
-    if r["status"] == "planned":
-        return r["rung"]
-    return "%s %s" % (r["rung"], r["status"])
-
-
-def host_line(h):
-    """One console line: host, decision, rungs, blockers, exact commands."""
-    parts = ["%s: %s" % (h["host"], h["decision"].upper())]
-    if h.get("evidence"):
-        parts.append("evidence: %s" % h["evidence"])
-    if h["rungs"]:
-        parts.append("rungs: %s" % " -> ".join(_rung_words(r) for r in h["rungs"]))
-    if h["blockers"]:
-        parts.append("blockers: %s" % "; ".join(h["blockers"]))
-    cmds = [_cmd(c) for r in h["rungs"] if r["status"] == "planned" for c in r["commands"]]
-    if cmds:
-        parts.append("commands: %s" % " && ".join(cmds))
-    env = [v for r in h["rungs"] if r["status"] == "planned" for v in r["env"]]
-    if env:
-        parts.append("job env: %s" % " ".join(env))
-    if h.get("final"):
-        parts.append("then: %s" % h["final"])
-    elif h.get("reason") and h["decision"] not in ("act", "blocked"):
-        parts.append(h["reason"])
-    return " | ".join(parts)
-
-
-def console_lines(plan, acting, check_mode, none_approved=False):
-    s = plan["summary"]
-    head = "plan %s (%s): %d to act, %d blocked, %d report only, %d with nothing to do; %d command(s); %s" % (
-        plan.get("incident_id") or "-", plan["schema"], s["act"], s["blocked"], s["report_only"], s["skip"],
-        s["commands"], ACTING if acting else NONE_APPROVED if none_approved else PLAN_ONLY)
-    lines = [head + (" (check mode)" if check_mode else "")]
-    skipped = []
-    for h in plan["hosts"]:
-        if h["decision"] == "skip":
-            skipped.append(h["host"])
-        else:
-            lines.append(host_line(h))
-    if skipped:
-        lines.append("nothing to do (%d): %s" % (len(skipped), ", ".join(skipped)))
-    for inc in plan["incidents"]:
-        lines.append("INCIDENT %s %s: %s -> %s" % (inc["kind"], inc["name"], inc["why"], inc["action"]))
-    job = plan["job"]
-    if job["env"]:
-        lines.append("job: next run with %s" % " ".join(job["env"]))
-    lines.extend("job: %s" % n for n in job["notes"] + job["report"])
-    lines.extend("error: %s" % e for e in plan["errors"])
-    return lines
-
-
-def _md_host(h):
-    out = ["## %s: %s" % (h["host"], h["decision"]), "",
-           "- verdict: %s (%s), rung %s" % (h.get("verdict"), h.get("severity"), h.get("rung"))]
-    if h.get("evidence"):
-        out.append("- evidence: %s" % h["evidence"])
-    if h.get("slurm"):
-        out.append("- Slurm: %s" % h["slurm"])
-    out.append("- %s" % h["reason"])
-    if h.get("final"):
-        out.append("- then: %s" % h["final"])
-    for r in h["rungs"]:
-        out += ["", "### %s (%s): %s" % (r["rung"], r["label"], r["status"])]
-        if r["why"]:
-            out.append("why: %s" % r["why"])
-        out += ["- blocked: %s" % b for b in r["blockers"]]
-        out += ["- note: %s" % n for n in r["notes"]]
-        if r["commands"] or r["env"]:
-            out += ["", "```sh"] + [_cmd(c) for c in r["commands"]] + ["export %s" % shlex.quote(v)
-                                                                         for v in r["env"]] + ["```"]
-    return out + [""]
-
-
-def markdown(plan, lines):
-    s = plan["summary"]
-    out = ["# Remediation plan %s" % (plan.get("incident_id") or "-"), "",
-           "Schema %s, diagnosis of %s." % (plan["schema"], plan.get("generated") or "-"),
-           "", "| act | blocked | report only | nothing to do | commands | drains |", "|---|---|---|---|---|---|",
-           "| %d | %d | %d | %d | %d | %d |" % (s["act"], s["blocked"], s["report_only"], s["skip"], s["commands"],
-                                             s["drains"]), ""]
-    for h in plan["hosts"]:
-        if h["decision"] != "skip":
-            out += _md_host(h)
-    skipped = [h["host"] for h in plan["hosts"] if h["decision"] == "skip"]
-    if skipped:
-        out += ["Nothing to do: %s" % ", ".join(skipped), ""]
-    if plan["incidents"] or plan["job"]["env"] or plan["errors"]:
-        out += ["## Incidents, job, errors", ""] + ["- %s" % ln for ln in lines
-                                                     if ln.startswith(("INCIDENT", "job:", "error:"))] + [""]
-    return "\n".join(out)
-
-
-def write_plan(plan_dir, plan, lines):
-    """-> [paths written]; WriteRefused or OSError on failure (nothing half-written)."""
-    if os.path.islink(plan_dir):
-        raise WriteRefused("plan_dir %s is a symlink: refusing to follow it" % plan_dir)
-    if not os.path.isdir(plan_dir):
-        os.makedirs(plan_dir, 0o755)
-    targets = [(os.path.join(plan_dir, "plan.json"), json.dumps(plan, indent=2, sort_keys=True) + "\n"),
-               (os.path.join(plan_dir, "plan.md"), markdown(plan, lines))]
-    for path, _text in targets:  # check both before writing either
-        if os.path.islink(path):
-            raise WriteRefused("%s is a symlink: refusing to write through it" % path)
-    for path, text in targets:
-        write_atomic(path, text, mode=0o644)
-    return [p for p, _ in targets]
-
-
-def plan_inputs(p):
-    """The module's options -> (facts, policy) for make_plan: the facts built from O(gathered), then
-    O(facts) per host; the failure domains from O(domain_groups), then O(policy)'s own."""
-    g = p["gathered"] or {}
-    facts = play_facts(g.get("hosts") or [], g.get("compute_apps"), g.get("probes"), g.get("slurm"))
-    facts.update(p["facts"] or {})
-    policy = dict(p["policy"] or {})
-    if p["domain_prefixes"]:
-        domains = failure_domains(p["domain_groups"], p["domain_prefixes"])
-        if isinstance(policy.get("domains"), dict):
-            domains.update(policy["domains"])
-        elif policy.get("domains") is not None:
-            domains = policy["domains"]  # not a mapping: the planner names the bad input
-        policy["domains"] = domains
-    return facts, policy
+from ansible.module_utils.gpu_runbook import plan_step as step
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            analysis=dict(type="dict", required=True),
-            facts=dict(type="dict", default={}),
-            gathered=dict(type="dict", default={}, options=dict(
-                hosts=dict(type="list", elements="str", default=[]),
-                compute_apps=dict(type="dict", default={}),
-                probes=dict(type="dict", default={}),
-                slurm=dict(type="dict", default={}),
-            )),
-            domain_groups=dict(type="dict", default={}),
-            domain_prefixes=dict(type="list", elements="str", default=[]),
-            policy=dict(type="dict", default={}),
-            plan_dir=dict(type="path"),
-            confirm=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=step.ARGUMENT_SPEC, mutually_exclusive=step.MUTUALLY_EXCLUSIVE,
+                           supports_check_mode=True)
     p = module.params
-    refused = problems(p, {"plan_dir": "path"})
+    if p["hosts"] is not None:
+        # hostvars are the controller's: only the action plugin (plugins/action) can read them
+        module.fail_json(msg="hosts needs the gpu_runbook_plan action plugin (action_plugins = ./plugins/action "
+                             "in ansible.cfg); without it pass gathered")
+    refused = step.refused(p)
     if refused:
-        module.fail_json(msg="; ".join(refused))
-    facts, policy = plan_inputs(p)
-    plan = make_plan(p["analysis"], policy=policy, facts=_host_facts(facts))
-    if plan["errors"] and not plan["hosts"]:
-        module.fail_json(msg="cannot plan: %s" % "; ".join(plan["errors"]), plan=plan)
-    for e in plan["errors"]:
-        module.warn(e)
-    none_approved = plan["policy"].get("approved_hosts") == []
-    acting = p["confirm"] and not module.check_mode and not none_approved
-    lines = console_lines(plan, acting, module.check_mode, none_approved and p["confirm"])
-    summary = dict(plan["summary"], incident_id=plan["incident_id"], plan_only=not acting, files=[],
-                   hosts_act=[h["host"] for h in plan["hosts"] if h["decision"] == "act"],
-                   hosts_blocked=[h["host"] for h in plan["hosts"] if h["decision"] == "blocked"])
-    changed = False
-    if p["plan_dir"] and not module.check_mode:
-        try:
-            summary["files"] = write_plan(p["plan_dir"], plan, lines)
-        except WriteRefused as exc:
-            module.fail_json(msg="plan not written: %s" % exc, plan=plan, lines=lines)
-        except OSError as exc:
-            module.fail_json(msg="plan not written to %s: %s" % (p["plan_dir"], exc.strerror or exc), plan=plan,
-                             lines=lines)
-        lines.append("plan written: %s" % ", ".join(summary["files"]))
-        changed = True
-    elif p["plan_dir"]:
-        lines.append("check mode: plan.json and plan.md not written to %s" % p["plan_dir"])
-    # the whole diagnosis echoed back as module_args would double what the controller parses
-    invocation = {"module_args": dict(p, analysis="(not echoed)", facts="(not echoed)", gathered="(not echoed)",
-                                      domain_groups="(not echoed)")}
-    module.exit_json(changed=changed, plan=plan, by_host={h["host"]: h for h in plan["hosts"]}, lines=lines,
-                     summary=summary, invocation=invocation)
+        module.fail_json(msg=refused)
+    try:
+        done = step.run(p, check_mode=module.check_mode)
+    except step.StepFailed as exc:
+        module.fail_json(msg=exc.msg, **exc.data)
+    for warning in done.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(invocation={"module_args": step.shown_args(p)}, **done)
 
 
 if __name__ == "__main__":

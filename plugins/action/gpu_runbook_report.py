@@ -22,9 +22,11 @@ from ansible.plugins.action import ActionBase
 
 try:
     from gpu_runbook import report_step as step
+    from gpu_runbook.hostvars import MISSING, reader_for
 except ImportError:  # run from a clone without `pip install .`: the engine next to the plugins
     sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils"))
     from gpu_runbook import report_step as step
+    from gpu_runbook.hostvars import MISSING, reader_for
 
 
 class ActionModule(ActionBase):
@@ -65,39 +67,12 @@ class ActionModule(ActionBase):
         """({host: what the report reads of its ``var``}, None) or (None, why). A host with no
         such variable (skipped, or its gather never registered) stays in, as a host without a
         result. The variables as they are, untemplated, as a registered result is."""
-        hostvars = task_vars.get("hostvars")
-        if hostvars is None or not hasattr(hostvars, "raw_get"):
-            return None, "hostvars are not available to this task; pass results instead of hosts"
-        unknown = [h for h in hosts if h not in hostvars]
-        if unknown:
-            return None, "hosts not in the inventory: %s" % ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-        registered = _registered(hostvars, var)
+        reader, why = reader_for(task_vars, hosts, instead="results")
+        if reader is None:
+            return None, why
 
         def lookup(host):
-            if host in registered and var in registered[host]:
-                value = registered[host][var]
-            else:
-                found = hostvars.raw_get(host)
-                value = found.get(var) if isinstance(found, Mapping) else None
-            return dict(value) if isinstance(value, Mapping) else None
+            value = reader.get(host, var)
+            return dict(value) if value is not MISSING and isinstance(value, Mapping) else None
 
         return step.host_results(hosts, lookup), None
-
-
-def _registered(hostvars, var):
-    """{host: its registered variables} where a registered ``var`` is what Ansible would give, else {}.
-
-    A registered variable (``register:``, also set_fact) outranks every source but extra vars,
-    so where ``var`` is registered it is the host's value. Reading it there skips
-    VariableManager.get_vars, which for each host merges every source and deep-copies the
-    host's facts: at 10,000 hosts with gpu_health facts ~11 CPU-s, against ~0 here
-    (tests/benchmarks/bench_aggregate.py). Ansible keeps registered variables in the variable
-    manager's non-persistent cache; where that is not there (another ansible-core), or ``var``
-    is an extra var, every host is read through hostvars.raw_get (tests/integration/
-    test_report_input.py checks both give the same)."""
-    manager = getattr(hostvars, "_variable_manager", None)
-    cache = getattr(manager, "_nonpersistent_fact_cache", None)
-    extra = getattr(manager, "extra_vars", None)
-    if not isinstance(cache, Mapping) or not isinstance(extra, Mapping) or var in extra:
-        return {}
-    return cache

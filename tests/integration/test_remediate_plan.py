@@ -387,8 +387,8 @@ def test_module_documentation_parses():
                           env=ansible_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["gpu_runbook_plan"]
-    assert set(doc["doc"]["options"]) == {"analysis", "facts", "gathered", "domain_groups", "domain_prefixes", "policy",
-                                          "plan_dir", "confirm"}
+    assert set(doc["doc"]["options"]) == {"analysis", "facts", "gathered", "hosts", "result_var", "slurm_var",
+                                          "domain_groups", "domain_prefixes", "policy", "plan_dir", "confirm"}
     # check mode plans without writing plan.json/plan.md, and says changed=false where a real run writes them
     assert doc["doc"]["attributes"]["check_mode"]["support"] == "partial"
     assert {"schema", "hosts", "commands", "summary"} <= set(doc["return"]["plan"]["contains"])
@@ -455,3 +455,106 @@ def test_tags_choose_rungs_but_never_the_diagnosis_the_plan_or_the_rescue(tags, 
         assert name in out, name
     for name in skipped:
         assert name not in out, name
+
+
+# ------------------------------------------------------------------------------ the plan step three ways
+# What the remediation_plan role built in Jinja before the action plugin read it from hostvars:
+# the plan from it must be the same (the action plugin's gathered_from is a port of this).
+_GATHERED_TEMPLATE = """>-
+          {%- set hv = ansible_play_hosts | map('extract', hostvars) | list -%}
+          {%- set gh = hv | map(attribute='gpu_health_result.ansible_facts.gpu_health', default={}) | list -%}
+          {%- set absent = '(not gathered)' -%}
+          {{ {'hosts': ansible_play_hosts,
+              'compute_apps': dict(ansible_play_hosts | zip(gh | map(attribute='facts.compute_apps', default=absent))
+                                   | rejectattr('1', 'equalto', absent)),
+              'probes': dict(ansible_play_hosts | zip(gh | map(attribute='probes', default={}))),
+              'slurm': dict(ansible_play_hosts | zip(hv | map(attribute='remediation_plan_slurm', default={})))} }}"""
+
+_STEP_PLAY = """\
+---
+- name: The plan step from the hosts' variables and from a map of them
+  hosts: gpu_nodes
+  gather_facts: false
+  roles:
+    - role: gpu_health
+  tasks:
+    - name: The Slurm read as the role registers it (one host read, one not answered, the others skipped)
+      ansible.builtin.set_fact:
+        remediation_plan_slurm: >-
+          {{ {'state': 'ALLOCATED', 'reason': '', 'owned': false} if inventory_hostname == 'gpu-r3-n06'
+             else {'failed': true, 'msg': 'slurmctld not answering'} if inventory_hostname == 'gpu-r3-n05'
+             else {'skipped': true} }}
+    - name: The diagnosis, as a map of whole results
+      gpu_runbook_report:
+        results: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'gpu_health_result'))) }}"
+      delegate_to: localhost
+      run_once: true
+      register: diagnosis
+    - name: Plan from what the role built before
+      gpu_runbook_plan:
+        analysis: "{{ diagnosis.analysis }}"
+        gathered: %(template)s
+        domain_groups: "{{ groups }}"
+        domain_prefixes: [gpu-rack]
+        policy: {max_drain: 8, max_drain_percent: 100, max_per_domain: 8, incident_id: INC-7}
+        plan_dir: "{{ out }}/gathered"
+      delegate_to: localhost
+      run_once: true
+    - name: Plan from the hosts' variables
+      gpu_runbook_plan:
+        analysis: "{{ diagnosis.analysis }}"
+        hosts: "{{ ansible_play_hosts }}"
+        domain_groups: "{{ groups }}"
+        domain_prefixes: [gpu-rack]
+        policy: {max_drain: 8, max_drain_percent: 100, max_per_domain: 8, incident_id: INC-7}
+        plan_dir: "{{ out }}/hosts"
+      delegate_to: localhost
+      run_once: true
+      register: by_hosts
+      ignore_errors: "{{ without_plugin | default(false) | bool }}"
+    - name: Keep what naming the hosts said
+      ansible.builtin.copy:
+        content: "{{ by_hosts.msg | default('') }}"
+        dest: "{{ out }}/hosts.msg"
+        mode: "0600"
+      delegate_to: localhost
+      run_once: true
+"""
+
+
+def test_the_plan_step_as_plugin_from_hostvars_as_plugin_from_a_map_and_as_module_agree(tmp_path):
+    """The action plugin reading the hosts' variables, the action plugin given the map the role
+    used to template, and the module alone in its own process (no action plugin; it refuses
+    ``hosts`` with a message): the same plan.json. The demo rack, a Slurm read on one host and
+    a host whose gather failed."""
+    inv = tmp_path / "hosts.ini"
+    captures = os.path.join(DEMO + "-captures", "nodes")
+    nodes = "\n".join("gpu-r3-n%02d gpu_health_capture_dir=%s/gpu-r3-n%02d" % (i, captures, i) for i in range(1, 9))
+    inv.write_text("[gpu-rack3]\n%s\ngpu-broken ansible_python_interpreter=/nonexistent/python3\n\n"
+                   "[gpu_nodes:children]\ngpu-rack3\n\n[gpu_nodes:vars]\nansible_connection=local\n"
+                   "ansible_python_interpreter={{ ansible_playbook_python }}\n" % nodes)
+    play = tmp_path / "play.yml"
+    play.write_text(_STEP_PLAY % {"template": _GATHERED_TEMPLATE})
+    plans = {}
+    for how, env in (("plugin", None), ("module", {"ANSIBLE_ACTION_PLUGINS": str(tmp_path / "none")})):
+        (tmp_path / "none").mkdir(exist_ok=True)
+        out = tmp_path / how
+        proc = run_playbook(["-i", str(inv), str(play), "-e", "out=%s" % out,
+                             "-e", "without_plugin=%s" % (how == "module")], env=env)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        assert "Traceback" not in proc.stdout + proc.stderr
+        for kind in ("gathered", "hosts") if how == "plugin" else ("gathered",):
+            with open(out / kind / "plan.json") as fh:
+                plans["%s, %s" % (how, kind)] = {k: v for k, v in json.load(fh).items() if k != "generated"}
+        said = (out / "hosts.msg").read_text()
+        assert said == ("" if how == "plugin" else
+                        "hosts needs the gpu_runbook_plan action plugin (action_plugins = ./plugins/action in "
+                        "ansible.cfg); without it pass gathered")
+    first = plans["plugin, hosts"]
+    assert all(p == first for p in plans.values()), sorted(plans)
+    decided = {h["host"]: h["decision"] for h in first["hosts"]}
+    # each host's Slurm read reached the plan: read, not answered (its drain blocked), skipped (none)
+    assert (decided[N06], host(first, N06)["slurm"]) == ("act", "no reason given (ALLOCATED)")
+    assert decided[N05] == "blocked" and "Slurm state unknown: slurmctld not answering" in host(first, N05)["slurm"]
+    assert (decided[N03], host(first, N03)["slurm"]) == ("act", None)
+    assert decided["gpu-broken"] == "report_only" and all(decided[h] == "skip" for h in HEALTHY)

@@ -13,7 +13,7 @@ ENGINE = os.path.join(os.path.dirname(__file__), "..", "..", "module_utils", "gp
 # modules of a LOWER layer, or its own package.
 LAYERS = {
     # what everything speaks: the taxonomy, the finding, source names, text and time helpers
-    "taxonomy": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "findings": 1, "xid_catalog": 1,
+    "taxonomy": 0, "hostvars": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "findings": 1, "xid_catalog": 1,
     # the only I/O on a host
     "probes": 2,
     # pure parsers, one per format family
@@ -23,7 +23,7 @@ LAYERS = {
     "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,
     "cluster": 7,
     # words and reports, then the one orchestration and the command line
-    "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11,
+    "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11, "plan_step": 11,
     "__init__": 0,
 }
 PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm")
