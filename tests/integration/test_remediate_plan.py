@@ -558,3 +558,35 @@ def test_the_plan_step_as_plugin_from_hostvars_as_plugin_from_a_map_and_as_modul
     assert decided[N05] == "blocked" and "Slurm state unknown: slurmctld not answering" in host(first, N05)["slurm"]
     assert (decided[N03], host(first, N03)["slurm"]) == ("act", None)
     assert decided["gpu-broken"] == "report_only" and all(decided[h] == "skip" for h in HEALTHY)
+
+
+def test_a_plan_with_errors_but_hosts_warns_and_plans_the_rest(tmp_path):
+    """A host entry that is not a host analysis is left out with a warning (the action plugin's
+    result carries it as the module's did), and the other hosts are still planned."""
+    play = tmp_path / "warn.yml"
+    play.write_text("""\
+---
+- name: A diagnosis with one bad host entry
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Plan
+      gpu_runbook_plan:
+        analysis:
+          schema: gpu-runbook/analysis/v1
+          hosts: [42, {host: gpu-a, verdict: healthy, severity: info, rung: none, findings: []}]
+          cluster: {}
+      register: planned
+    - name: Keep it
+      ansible.builtin.copy:
+        content: "{{ planned | to_json }}"
+        dest: "%s"
+        mode: "0600"
+""" % (tmp_path / "planned.json"))
+    proc = run_playbook(["-i", "localhost,", "-c", "local", str(play), "-e",
+                         "ansible_python_interpreter=%s" % os.path.join(BIN, "python")])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    said = "hosts[0] is not a host analysis: left out, nothing planned for it"
+    assert "[WARNING]: " + said in proc.stdout + proc.stderr
+    planned = json.loads((tmp_path / "planned.json").read_text())
+    assert planned["warnings"] == [said] and [h["host"] for h in planned["plan"]["hosts"]] == ["gpu-a"]
