@@ -54,8 +54,9 @@ def report_input(result):
     ~90% of the bytes) is for the plan and the ladder, which read it from hostvars. Any
     other result keeps what says why it has no facts (unreachable, msg, module_stderr).
     ``diagnose(results)`` and ``diagnose({h: report_input(r)})`` give the same analysis.
-    The diagnosis_report role's task builds exactly this in its template (keep the two
-    alike: tests/integration/test_report_input.py runs both)."""
+    The gpu_runbook_report action plugin calls it on each host's registered result
+    (report_step.host_results); tests/integration/test_report_input.py checks that its report
+    is the one the whole results give."""
     result = result if isinstance(result, dict) else {}
     facts = (result.get("ansible_facts") or {}).get("gpu_health")
     if isinstance(facts, dict) and facts:
