@@ -16,9 +16,7 @@ host names with ~1% of the hosts sick. Nothing is timed but the report task.
 Per run: the report task's wall time (task start -> its result: a small callback); the CPU
 ansible-playbook and its workers used from the task's start to the end of the run; the most
 memory any worker or module process had to itself (sampled; the worker that runs the step);
-for a step run as a module, that process's wall, CPU and peak RSS (an interpreter wrapper given
-as -e ansible_python_interpreter); and the whole run's wall, CPU and peak RSS (the load
-included). Median of --repeat runs up to --once-above hosts, one run above. Goal: < 10 s and
+and the whole run's wall, CPU and peak RSS (the load included). Median of --repeat runs up to --once-above hosts, one run above. Goal: < 10 s and
 < 1 GB at 10,000 hosts. Every run checks report.json: N hosts, exactly the sick ones critical
 and listed for remediation.
 """
@@ -162,19 +160,6 @@ class CallbackModule(CallbackBase):
             json.dump({n: [t, self.end[n], cpu() - self.cpu[n]] for n, t in self.start.items() if n in self.end}, fh)
 '''
 
-# The module's own process, measured by the interpreter Ansible starts it with.
-_WRAPPER = '''#!%(python)s
-import json, resource, subprocess, sys, time
-t0 = time.time()
-rc = subprocess.call([%(python)r] + sys.argv[1:])
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-with open(%(log)r, "a") as fh:
-    fh.write(json.dumps({"start": t0, "end": time.time(), "wall": time.time() - t0, "cpu": ru.ru_utime + ru.ru_stime,
-                         "rss_mb": ru.ru_maxrss / 1024.0}) + "\\n")
-sys.exit(rc)
-'''
-
-
 def ansible_env(work):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CALLBACK_PLUGINS=work,
                ANSIBLE_CALLBACKS_ENABLED="task_clock,bench_fleet_load", BENCH_CLOCK_FILE=os.path.join(work, "clock.json"),
@@ -291,43 +276,33 @@ def write_fleet(work, hosts, templates):
     return inv, work
 
 
-def write_wrapper(work):
-    path = os.path.join(work, "python-measured")
-    with open(path, "w") as fh:
-        fh.write(_WRAPPER % {"python": sys.executable, "log": os.path.join(work, "module.jsonl")})
-    os.chmod(path, 0o755)
+def write_plugins(work):
+    """The clock callback, the fleet's inventory plugin and its load callback, next to the run."""
     with open(os.path.join(work, "task_clock.py"), "w") as fh:
         fh.write(_CLOCK_CALLBACK)
     with open(os.path.join(work, "bench_fleet.py"), "w") as fh:
         fh.write(_FLEET_INVENTORY)
     with open(os.path.join(work, "bench_fleet_load.py"), "w") as fh:
         fh.write(_LOAD_CALLBACK)
-    return path
 
 
 def timed_run(work, inv, plays, extra=()):
-    """One ansible-playbook run of ``plays``: (task clock {name: s}, [module process stats], argv)."""
+    """One ansible-playbook run of ``plays``: (task clock {name: s}, the whole run's figures, argv)."""
     play = os.path.join(work, "bench.yml")
     with open(play, "w") as fh:
         fh.write("---" + "".join(plays))
-    modlog = os.path.join(work, "module.jsonl")
-    if os.path.exists(modlog):
-        os.unlink(modlog)
-    argv = ["-i", inv, play, "-e", "ansible_python_interpreter=" + os.path.join(work, "python-measured")] + list(extra)
+    # the steps run in ansible-playbook (action plugins); a module that runs gets this Python
+    argv = ["-i", inv, play, "-e", "ansible_python_interpreter=" + sys.executable] + list(extra)
     run_playbook(argv, ansible_env(work), measure=os.path.join(work, "time.txt"))
     with open(os.path.join(work, "clock.json")) as fh:
         clock = json.load(fh)
-    modules = []
-    if os.path.exists(modlog):  # no module process when the step runs in ansible-playbook (an action plugin)
-        with open(modlog) as fh:
-            modules = [json.loads(line) for line in fh]
     with open(os.path.join(work, "time.txt")) as fh:
         wall, user, sys_, rss_kb = fh.read().split()[-4:]
     with open(os.path.join(work, "time.txt.peak")) as fh:
         private_mb = float(fh.read())
     whole = {"wall": float(wall), "cpu": float(user) + float(sys_), "rss_mb": int(rss_kb) / 1024.0,
              "private_mb": private_mb}
-    return clock, modules, whole, argv
+    return clock, whole, argv
 
 
 def check_report(path, hosts):
@@ -349,46 +324,37 @@ def check_report(path, hosts):
 
 
 def row(n, runs):
-    """Medians over runs: the task's wall and CPU to the end; its module process's wall, CPU, peak RSS
-    (when the step runs as a module); the largest private memory of a worker or module; the whole run's."""
+    """Medians over runs: the task's wall and CPU to the end; the largest private memory of a worker;
+    the whole run's."""
     med = statistics.median
-    mods = [r["module"] for r in runs if r["module"]]
-
-    def mod(key):
-        return med(m[key] for m in mods) if mods else float("nan")
-
     return {"hosts": n, "runs": len(runs), "task_s": med(r["task_s"] for r in runs),
-            "step_cpu_s": med(r["step_cpu_s"] for r in runs), "module_s": mod("wall"), "cpu_s": mod("cpu"),
-            "rss_mb": mod("rss_mb"), "private_mb": med(r["whole"]["private_mb"] for r in runs),
+            "step_cpu_s": med(r["step_cpu_s"] for r in runs), "private_mb": med(r["whole"]["private_mb"] for r in runs),
             "run_s": med(r["whole"]["wall"] for r in runs), "run_cpu_s": med(r["whole"]["cpu"] for r in runs),
             "run_rss_mb": med(r["whole"]["rss_mb"] for r in runs)}
 
 
 def print_table(title, rows):
     print("\n%s" % title)
-    print("%7s %4s | %11s %10s | %13s %7s %11s | %11s | %10s %10s %11s" % (
-        "N", "runs", "task wall s", "step CPU s", "module wall s", "CPU s", "peak RSS MB", "private MB",
-        "run wall s", "run CPU s", "run RSS MB"))
+    print("%7s %4s | %11s %10s | %11s | %10s %10s %11s" % (
+        "N", "runs", "task wall s", "step CPU s", "private MB", "run wall s", "run CPU s", "run RSS MB"))
     for r in rows:
-        print("%7d %4d | %11.2f %10.1f | %13.2f %7.2f %11.0f | %11.0f | %10.1f %10.1f %11.0f" % (
-            r["hosts"], r["runs"], r["task_s"], r["step_cpu_s"], r["module_s"], r["cpu_s"], r["rss_mb"],
-            r["private_mb"], r["run_s"], r["run_cpu_s"], r["run_rss_mb"]))
+        print("%7d %4d | %11.2f %10.1f | %11.0f | %10.1f %10.1f %11.0f" % (
+            r["hosts"], r["runs"], r["task_s"], r["step_cpu_s"], r["private_mb"], r["run_s"], r["run_cpu_s"],
+            r["run_rss_mb"]))
     print("task: the step's task, start to result (Ansible's templating of its arguments included); step CPU: the"
           " CPU ansible-playbook and its workers used from the task's start to the end of the run (the step and the"
-          " few run-once tasks after it); module: its module process alone (nan: no module process, the step runs in"
-          " ansible-playbook's worker); private MB: the most memory any worker or module had to itself (sampled every"
-          " 0.2 s); run: the whole ansible-playbook (the untimed load step included), peak RSS of its largest"
-          " process. Load average at the end: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
+          " few run-once tasks after it); private MB: the most memory any worker or module had to itself (sampled"
+          " every 0.2 s; the worker that runs the step); run: the whole ansible-playbook (the untimed load step"
+          " included), peak RSS of its largest process. Load average at the end: %s"
+          % " ".join(open("/proc/loadavg").read().split()[:3]))
 
 
-def run_sizes(args, plays, task, check, module_index=None, extra=(), also=()):
+def run_sizes(args, plays, task, check, extra=(), also=()):
     """Each size: the fleet written, ``plays`` run --repeat times (once above --once-above), ``check``
-    on every run's output dir; prints a line per run (with the wall of the tasks named in ``also``).
-    ``module_index``: which module process of the run is the step's (None: the step runs in
-    ansible-playbook itself, no module process)."""
+    on every run's output dir; prints a line per run (with the wall of the tasks named in ``also``)."""
     rows, argv = [], []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as work:
-        write_wrapper(work)  # and the callback and the inventory plugin
+        write_plugins(work)
         templates = demo_results(work)
         out = os.path.join(work, "out")
         for n in [int(x) for x in args.sizes.split(",")]:
@@ -397,20 +363,13 @@ def run_sizes(args, plays, task, check, module_index=None, extra=(), also=()):
             runs = []
             skip = ["--skip-tags", "always"] if n > args.arg_checks_up_to else []
             for _ in range(args.repeat if n <= args.once_above else 1):
-                clock, modules, whole, argv = timed_run(work, inv, plays, list(extra) + ["-e", "out=" + out] + skip)
+                clock, whole, argv = timed_run(work, inv, plays, list(extra) + ["-e", "out=" + out] + skip)
                 sick = check(out, hosts)
                 (start, end, cpu_to_end) = clock[task]
-                module = modules[module_index] if module_index is not None else None
-                runs.append({"task_s": end - start, "step_cpu_s": cpu_to_end, "module": module, "whole": whole})
-                if module:  # Ansible's own part of the task: templating the args before the module, the result after
-                    where = ("(Ansible %.2f s before the module, %.2f s after); module %.2f s, %.2f CPU-s, %.0f MB"
-                             % (module["start"] - start, end - module["end"], module["wall"], module["cpu"],
-                                module["rss_mb"]))
-                else:
-                    where = "(in ansible-playbook's worker: no module process)"
-                print("N=%d sick=%d: task %.2f s %s; from the task's start to the end %.1f CPU-s; largest private"
+                runs.append({"task_s": end - start, "step_cpu_s": cpu_to_end, "whole": whole})
+                print("N=%d sick=%d: task %.2f s; from the task's start to the end %.1f CPU-s; largest private"
                       " memory of a worker or module %.0f MB; whole run %.1f s, %.1f CPU-s, peak RSS %.0f MB"
-                      % (n, sick, end - start, where, cpu_to_end, whole["private_mb"], whole["wall"], whole["cpu"],
+                      % (n, sick, end - start, cpu_to_end, whole["private_mb"], whole["wall"], whole["cpu"],
                          whole["rss_mb"]), flush=True)
                 # every task of the play (per-host ones included: the roles' argument checks run on each host)
                 for name, (t0, t1, cpu_after) in sorted(clock.items(), key=lambda kv: kv[1][0]):
