@@ -8,7 +8,9 @@ Writes --files rank logs of --mb MB each into a temp dir, with what a training j
 holds: NCCL INFO setup lines, Megatron-style iteration lines with the loss, tqdm bars
 (``\\r``-chained updates), a few warnings and sub-communicator NCCL lines, then the watchdog
 tail of a collective timeout on every rank but one (rank 13 hung). Then it runs
-``gpu-runbook analyze DIR --format json`` in a fresh process --runs times and prints, for
+``gpu-runbook analyze DIR --format json`` in a fresh process --runs times (as the CLI runs by
+default: one worker process reads ahead where there are two CPUs; GPU_RUNBOOK_JOB_LOG_WORKERS=0
+in the environment for the serial parse) and prints, for
 the median run, MB/s (by wall time, and by the process's CPU time: on a shared machine the
 wall time is mostly waiting), CPU seconds and the process's peak RSS; and the peak RSS of one run on
 a tenth of the files (memory flat: the two peaks match within a few MB), and the load average

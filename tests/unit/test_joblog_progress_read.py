@@ -122,6 +122,7 @@ def _plain_compact(progress_list):
     """compact_progress as first written: each observation grouped on its own."""
     groups = {}
     for p in progress_list:
+        p = dict(zip(progress.FIELDS, p))
         groups.setdefault((p["file"], p["labelled"], p["epoch"], p["reset_index"]), []).append(p)
     per = max(2, min(64, progress.MAX_OBSERVATIONS // (2 * len(groups))))
     out = []
@@ -140,12 +141,13 @@ def test_compact_progress_keeps_what_grouping_each_observation_keeps(bars):
     while len(obs) < 9000:  # runs of one bar, bars coming back (interleaved files, epochs that start again)
         bar = r.randrange(bars)
         for _ in range(r.randint(1, 400)):
-            obs.append({"file": "rank-%d.log" % (bar % 7), "labelled": bar % 2 == 0, "epoch": bar // 14 or None,
-                        "reset_index": bar % 3, "n": k})
+            p = {"file": "rank-%d.log" % (bar % 7), "labelled": bar % 2 == 0, "epoch": bar // 14 or None,
+                 "reset_index": bar % 3, "n": k}
+            obs.append(tuple(p.get(f) for f in progress.FIELDS))  # as the parser keeps one
             k += 1
 
     class St(object):
         progress = list(obs)
 
     progress.compact_progress(St)
-    assert St.progress == _plain_compact(obs)
+    assert progress.observations(St) == _plain_compact(obs)

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from gpu_runbook.joblog import lines as joblog_lines
-from gpu_runbook.joblog import parallel, parse_job_logs, scan
+from gpu_runbook.joblog import parallel, parse_job_logs, progress, scan
 from gpu_runbook.joblog import text as joblog_text
 from gpu_runbook.joblog.text import FileLines
 from gpu_runbook.textio import TextLines
@@ -233,11 +233,7 @@ class _Broken(TextLines):
             yield block
 
 
-def test_workers_give_the_serial_result(tmp_path, monkeypatch):
-    """Files read ahead by worker processes (parallel.py): the job and findings are the serial
-    ones, counts and problems included; a reader that fails costs its file only."""
-    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
-    rnd = random.Random(11)
+def _sources_for_workers(tmp_path, rnd):
     texts = {"rank-%d.log" % r: _eventful_log(r, rnd, 3000) for r in range(5)}
     texts["rank-5.log"] = _training_log(5, 3000).replace("\n", "\r\n")
     paths = {n: _write(tmp_path, n, t.encode()) for n, t in texts.items()}
@@ -245,25 +241,113 @@ def test_workers_give_the_serial_result(tmp_path, monkeypatch):
     fifo = str(tmp_path / "rank-7.log")
     os.mkfifo(fifo)
     paths["rank-7.log"] = fifo
+    return paths
+
+
+class _MainReads(object):
+    """Counts the tqdm lines this process reads itself (progress.read_bars, as tqdm_bars calls
+    it) and the blocks it makes the shapes of (scan.shapes, or parallel.shapes where a worker
+    made some): a worker process has its own copy of the counts."""
+
+    def __init__(self, monkeypatch):
+        self.calls = self.blocks = 0
+        real, real_shapes = progress.read_bars, scan.shapes
+
+        def counted(text):
+            self.calls += 1
+            return real(text)
+
+        def counted_shapes(text):
+            self.blocks += 1
+            return real_shapes(text)
+        monkeypatch.setattr(progress, "read_bars", counted)
+        monkeypatch.setattr(scan, "shapes", counted_shapes)
+        monkeypatch.setattr(parallel, "shapes", counted_shapes)
+
+        self.seen = []  # (src, raw) of each line the parser read: the same, line for line
+        real_read_line = joblog_lines.read_line
+
+        def read_line(raw, src, fs, st):
+            self.seen.append((src, raw))
+            return real_read_line(raw, src, fs, st)
+        monkeypatch.setattr(joblog_lines, "read_line", read_line)
+
+    def reset(self):
+        got, self.calls, self.blocks, self.seen = (self.calls, self.blocks, self.seen), 0, 0, []
+        return got
+
+
+def test_workers_give_the_serial_result(tmp_path, monkeypatch):
+    """The tqdm bars read ahead by worker processes (parallel.py): the job and findings are the
+    serial ones, counts and problems included, and the parser reads no bar itself; a reader
+    that fails costs its file only, as it does without workers."""
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    paths = _sources_for_workers(tmp_path, random.Random(11))
 
     def sources(cls=TextLines):
         return {n: (cls if n == "rank-2.log" else TextLines)(p, size=4096) for n, p in sorted(paths.items())}
     serial_sources, parallel_sources = sources(), sources()
+    main = _MainReads(monkeypatch)
     serial = parse_job_logs(serial_sources)
-    assert parse_job_logs(parallel_sources, workers=3) == serial
+    bars, blocks, seen = main.reset()
+    assert parse_job_logs(parallel_sources, workers=3) == serial and main.seen == seen
+    assert bars > 200 and main.calls == 0  # every bar line was read by a worker and taken
+    # and every SHAPES_EVERY-th block's shapes (the gzip file's too; the FIFO has none)
+    assert blocks * 0.6 <= main.blocks <= blocks * 0.75
     for n in paths:
         a, b = serial_sources[n], parallel_sources[n]
         assert (a.lines, a.cut, a.problems, a.skipped) == (b.lines, b.cut, b.problems, b.skipped)
     assert serial[0]["timed_out_ranks"] == [0, 1, 2, 3, 4, 5, 6]
+    assert parse_job_logs(sources(), workers=1) == serial
     broken = parse_job_logs(sources(_Broken), workers=2)
     broken_serial = parse_job_logs(sources(_Broken))
     (bug,) = [f for f in broken[1] if f["kind"] == "parser_error"]
     assert bug["source"] == "rank-2.log" and "broken on purpose" in bug["message"]
-    assert broken[0] == broken_serial[0]  # what the file gave before it failed, then the others
+    assert broken == broken_serial  # what the file gave before it failed, then the others
 
-    def others(findings):
-        return [f for f in findings if f["kind"] != "parser_error"]
-    assert others(broken[1]) == others(broken_serial[1]) and len(broken[1]) == len(broken_serial[1])
+
+class _OtherInWorker(TextLines):
+    """A file that reads otherwise in the worker (it grew, or was rewritten, between the two
+    reads): every tqdm line's bars changed there."""
+
+    def _blocks(self):
+        for block in TextLines._blocks(self):
+            yield block.replace("Epoch", "Epoch 9") if os.getpid() != PARENT["pid"] else block
+
+
+class _DiesInWorker(TextLines):
+    """A worker that dies half way through this file (killed, out of memory)."""
+
+    def _blocks(self):
+        for k, block in enumerate(TextLines._blocks(self)):
+            if k == 3 and os.getpid() != PARENT["pid"]:
+                os._exit(9)
+            yield block
+
+
+PARENT = {"pid": os.getpid()}
+
+
+@pytest.mark.parametrize("cls", [_OtherInWorker, _DiesInWorker])
+def test_what_the_worker_read_otherwise_is_read_by_the_parser(tmp_path, monkeypatch, cls):
+    """Bars a worker read of another text than the parser's, or never sent, are read by the
+    parser: still the serial result."""
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setitem(PARENT, "pid", os.getpid())
+    paths = _sources_for_workers(tmp_path, random.Random(12))
+
+    def sources():
+        return {n: (cls if n in ("rank-1.log", "rank-5.log") else TextLines)(p, size=4096)
+                for n, p in sorted(paths.items())}
+    main = _MainReads(monkeypatch)
+    serial = parse_job_logs(sources())
+    bars, blocks, seen = main.reset()
+    assert parse_job_logs(sources(), workers=1) == serial and main.seen == seen
+    assert 0 < main.calls < bars  # the other files' bars still came from the worker
+    assert main.blocks < blocks  # and their shapes
+    if cls is _OtherInWorker:  # and the worker's text would have told another story
+        monkeypatch.setitem(PARENT, "pid", -1)
+        assert parse_job_logs(sources())[0]["failed_at"] != serial[0]["failed_at"]
 
 
 def test_line_text_is_what_read_line_hands_the_handlers():

@@ -40,7 +40,7 @@ desync report, the ranks that did not time out on the collective everybody else 
 first.  An IB peer named by several reporters is the suspect host.
 
 Pure function of its lines: no I/O of its own (a line source such as textio.TextLines reads
-its file as it is iterated; with ``workers``, processes read the line sources ahead,
+its file as it is iterated; with ``workers``, processes read the files' tqdm bars ahead,
 parallel.py), stdlib only, never raises on garbage (a bug in it becomes one ``parser_error``
 finding, through ``findings.never_raise``). Memory is flat in the logs' size.
 
@@ -49,14 +49,13 @@ over the handler families ``nccl_lines``, ``torch_lines``, ``progress``, ``error
 ``analysis`` and ``culprits`` (the whole job), ``event_findings`` and ``job_findings``;
 ``quiet`` (the prefilter: a line no handler can use is skipped unread), ``scan`` (the same
 prefilter over blocks of lines: a big file's quiet lines cost no step of Python each) and
-``parallel`` (worker processes that read and scan the files ahead of the parser).
+``parallel`` (worker processes that read the files' tqdm bars ahead of the parser).
 """
 
 from datetime import datetime, timezone
 
 from ..findings import finding, never_raise
 from .analysis import analyse, empty_job
-from . import lines as lines_module
 from . import parallel
 from .lines import parse_file
 from .patterns import IBV_WC_STATUS, MAX_LINE
@@ -73,8 +72,9 @@ __all__ = ["IBV_WC_STATUS", "parse_job_logs"]
 def parse_job_logs(files, since=None, workers=None):
     """Parse the job's logs. ``files``: {name: text or line source} (or a list of them, or one
     text); a line source is any iterable of lines, e.g. ``textio.TextLines(path)``: each file
-    is read once, line by line, and never held whole. ``workers``: processes that read the
-    line sources ahead (parallel.py; the result is the serial one). Returns (job, findings)."""
+    is read once, line by line, and never held whole. ``workers``: processes that read the tqdm
+    bars of the files read from a path ahead (parallel.py; the result is the serial one).
+    Returns (job, findings)."""
     since_dt = since_value(since)
     st = JobState(since_dt, since_dt.year if since_dt is not None else datetime.now(timezone.utc).year)
     errors = []
@@ -89,11 +89,12 @@ def parse_job_logs(files, since=None, workers=None):
     try:
         for k, (name, source) in enumerate(items):
             lines = FileLines(source)
-            blocks = readers.blocks(k, lines) if readers is not None and readers.has(k) else None
+            ahead = readers.ahead(k, lines) if readers is not None else None
             # a bug on one file costs that file's remaining lines, not the job
-            _facts, errs = never_raise(_read_file, name, name, lines, st, blocks)
-            if readers is not None:
-                readers.finish(k, lines)
+            _facts, errs = never_raise(_read_file, name, name, lines, st, ahead)
+            st.bars_read = None
+            if ahead is not None:
+                ahead.finish()
             errors.extend(errs)
             errors.extend(read_notes(name, lines))
     finally:
@@ -104,11 +105,11 @@ def parse_job_logs(files, since=None, workers=None):
 
 
 def _readers(sources, workers):
-    """parallel.Readers for the line sources, when ``workers`` > 1 and there are two of them."""
-    if not workers or workers < 2 or not (lines_module.PREFILTER and lines_module.SCAN):
+    """parallel.Readers for the line sources that read a path, when ``workers`` >= 1."""
+    if not workers or workers < 1:
         return None
     ks = parallel.usable(sources)
-    if len(ks) < 2:
+    if not ks:
         return None
     try:
         return parallel.Readers(dict((k, sources[k]) for k in ks), min(workers, len(ks)))
@@ -138,6 +139,6 @@ def _items(files):
     return [("job.log", files)]
 
 
-def _read_file(name, lines, st, blocks=None):
-    parse_file(name, lines, st, blocks)
+def _read_file(name, lines, st, ahead=None):
+    parse_file(name, lines, st, ahead)
     return {}, []

@@ -11,6 +11,7 @@ from .launch_lines import ras_culprits
 from .nccl_words import fill_process_ranks, settle_nvls
 from .job_findings import job_findings
 from .patterns import RANK_PREFIX
+from .progress import observations
 from .text import line_time, median
 
 _NCCL_ERROR_KEYS = ("kind", "rank", "host", "peer", "status", "status_name", "status_text", "vendor_err", "hca",
@@ -26,6 +27,7 @@ def empty_job():
 
 
 def analyse(st):
+    observations(st)
     world, rank_map = world_and_map(st)
     settle_nvls(st)
     fill_process_ranks(st, st.events)

@@ -40,21 +40,23 @@ PREFILTER = True  # False: every line is read in full (what the tests compare th
 SCAN = True       # False: the prefilter judges line by line (quiet.py), without the block scan (scan.py)
 
 
-def parse_file(name, text, st, blocks=None):
+def parse_file(name, text, st, ahead=None):
     """Read one file of the job (its text, a line source or a text.FileLines) into the job
     state ``st``. Past the job's first lines, a line no handler can use is skipped unread
-    (quiet.py), most of them without a step of Python per line (scan.py). ``blocks``: its
-    scan.Blocks, made by another process (parallel.py)."""
+    (quiet.py), most of them without a step of Python per line (scan.py). ``ahead``: its
+    tqdm bars, read by another process (parallel.Ahead)."""
     fs = FileState(name, rank_from_name(name))
     lines = text if isinstance(text, FileLines) else FileLines(text)
     prefilter = PREFILTER
     if prefilter and SCAN:
-        items = scan.lines_to_read(lines, fs, st, FIRST_TIME_TRIES, blocks)
+        items = scan.lines_to_read(lines, fs, st, FIRST_TIME_TRIES, ahead)
     else:
         items = logical_lines(lines)
     for lineno, raw in items:
         if not raw or (prefilter and st.time_tries >= FIRST_TIME_TRIES and quiet(raw, fs, st)):
             continue
+        if ahead is not None and "%|" in raw:
+            st.bars_read = ahead.take(lineno, raw)
         line = read_line(raw, "%s:%d" % (name, lineno), fs, st)
         if line is None:
             continue

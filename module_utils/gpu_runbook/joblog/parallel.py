@@ -1,129 +1,136 @@
-"""A job's rank logs read ahead by worker processes, for the parser in this one.
+"""A job's tqdm bars, and the shapes of a share of its blocks, read ahead by a worker
+process for the parser in this one.
 
-What a file's reading costs is mostly what does not depend on the job's state: reading,
-decompressing, decoding and cleaning its lines, each line's shape and its kind (scan.Block),
-and what a tqdm line's bars say (progress.read_bars: the handler adds them to the job). Workers do that, each for its share of the files, in order; this process
-takes their blocks file by file, in the job's order, and does all the rest (the prefilter's
-verdicts, which depend on what earlier lines said, and every handler): the job state is
-built by one process, line by line in the serial order, so the job and its findings are the
-serial ones, exactly.
+Past the parser's own reading, what a training log costs most is pure work on its text:
+reading a tqdm ``\r`` chain's bar updates (progress.read_bars, a function of the line's
+text, lines.line_text) and each block's line shapes (scan.shapes and the kinds of the
+distinct ones, a function of the block's text). A worker reads the same files in the same
+blocks (text.FileLines: the same cleaning, so the same texts) and sends, per block, the bars
+of every line with a ``%|`` (keyed by the line's hash and length) and, for every
+SHAPES_EVERY-th block, its shapes made (scan.Made, keyed by the block's hash and length).
+The parser reads its files as it always does and takes what the worker made where the key is
+its own text's, else makes it itself. Everything else, and everything that depends on the
+job's state, happens here, line by line in the serial order: the job and its findings are
+the serial ones, exactly. A worker that fails, dies or read another text (a file that grew or
+was rewritten between the two reads) only costs the parser the work it then does itself.
+
+Why not a file per process: the job state is one, fed file by file (ranks, hosts and pids
+learned in one file are used in the next). Why not the blocks' text through the pipe: a
+second read from the page cache costs less than pickling the text (BENCHMARKS.md).
 
 Memory stays flat: a worker is a block or so ahead of the parser (a pipe, written as it is
-read). A worker that
-fails on a file (a bug) says so, and the parser reports that file as it reports any bug on
-a file (findings.never_raise); one that dies makes the files it had left fail the same way.
+read, no feeder thread), and the parser keeps only what the worker sent for blocks still ahead.
 """
 
 import multiprocessing
 import signal
+from bisect import bisect_right
+from collections import deque
 
 from .lines import line_text
 from .progress import read_bars
-from .quiet import LOUD
-from .scan import Block, shapes
+from .scan import Block, Made, shapes
 from .text import FileLines
 
-POLL = 1.0  # seconds to wait for a worker that ended to say why
+END = None  # the message after the last of a file's bars
+MIN_BYTES = 32 << 20  # less than this in all: read here (starting a process costs more than it saves)
+SHAPES_EVERY = 3  # the worker makes the shapes of every third block: the two processes' shares about even
+BAR = "%|"
 
 
-class WorkerFailed(Exception):
-    """A worker could not read a file (or died): the parser reports the file as unparsed."""
+def bars_of_block(block):
+    """[(hash of the line, its length, read_bars of its text)] of the lines of ``block`` (a
+    FileLines block) that hold a tqdm bar, in order."""
+    out = []
+    find = block.find
+    pos = find("%")  # one character: a memchr, where "%|" would stop at every '|' of a log's tables
+    while pos >= 0:
+        if block.startswith(BAR, pos):
+            start = block.rfind("\n", 0, pos) + 1
+            end = find("\n", pos)
+            if end < 0:
+                end = len(block)
+            raw = block[start:end]
+            text = line_text(raw)
+            if BAR in text:
+                out.append((hash(raw), len(raw), read_bars(text)))
+            pos = end
+        pos = find("%", pos + 1)
+    return out
 
 
 def _work(assigned, out):
-    """Read each (index, source) in turn: its blocks, then ('end', counts, the source's own
-    attributes), or ('error', why)."""
+    """For each (index, source) in turn: (the block's index in the file, its bars_of_block or
+    None, its shapes made or None) per block with something to send, then END; a file it
+    cannot read ends early (the parser reads what is missing itself)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C is the parser's to handle: it ends the workers
     cache = {}
     for _index, source in assigned:
-        lines = FileLines(source)
         try:
-            for n, text, keys in lines.blocks(shapes):
-                block = Block(text, keys, cache)
-                block.bars = _bars(block)
-                out.send((n, block.pack()))
-        # a read error or a bug on this file's text: reported for this file, the others go on
+            for k, (_n, block, _none) in enumerate(FileLines(source).blocks(count=False)):
+                bars = bars_of_block(block) if BAR in block else None
+                made = None
+                if k % SHAPES_EVERY == SHAPES_EVERY - 1:
+                    made = hash(block), len(block), Made(Block(block, shapes(block), cache))
+                if bars or made:
+                    out.send((k, bars or None, made))
+        # a read error or a bug on this file's text: the parser reads the file itself, and meets it there
         except (OSError, EOFError, ValueError, LookupError, TypeError, ArithmeticError, AttributeError,
-                RuntimeError) as exc:
-            out.send(("error", "%s: %s" % (type(exc).__name__, exc)))
-            continue
-        out.send(("end", lines.lines, lines.cut, dict(vars(source))))
+                RuntimeError):
+            pass
+        out.send(END)
     out.close()
 
 
-MIN_BYTES = 32 << 20  # less than this in all: read here (starting processes costs more than it saves)
-
-
-def _bars(block):
-    """{index: progress.read_bars of its text} of the block's loud lines with a tqdm bar: what
-    the tqdm handler would read in the parser (a pure function of the line), read here."""
-    loud = [kind == LOUD for kind in block.kinds]
-    bars = {}
-    for i in [i for i, u in enumerate(block.ids) if loud[u]]:
-        raw = block[i]
-        if "%|" in raw:
-            text = line_text(raw)
-            if "%|" in text:
-                bars[i] = read_bars(text)
-    return bars or None
-
-
 def usable(sources):
-    """The indexes of ``sources`` (a list) that a worker can read: line sources with blocks
-    (textio.TextLines), not texts already in memory; none when they are small in all."""
-    ks = [k for k, source in enumerate(sources) if not isinstance(source, str) and hasattr(source, "blocks")]
+    """The indexes of ``sources`` (a list) that a worker can read again: line sources with
+    blocks that read a path (textio.TextLines), not texts in memory nor a stream that would
+    be read once; none when they are small in all."""
+    ks = [k for k, source in enumerate(sources)
+          if not isinstance(source, str) and hasattr(source, "blocks") and getattr(source, "path", None)]
     if sum(getattr(sources[k], "nbytes", lambda: 0)() for k in ks) < MIN_BYTES:
         return []
     return ks
 
 
+PIPE_BYTES = 1 << 20  # the pipe's buffer: slack for the blocks that cost one side more than the other
+
+
+def _widen(conn):
+    """Let the worker run up to PIPE_BYTES ahead (Linux's default pipe holds 64 KiB, 3 blocks'
+    worth: each side would wait on the other's slow blocks); where it cannot, as it is."""
+    try:
+        import fcntl
+        fcntl.fcntl(conn.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
 class Readers(object):
-    """``workers`` processes reading ``sources`` ({index: source}) ahead, round robin."""
+    """``workers`` processes reading the bars of ``sources`` ({index: source}) ahead, round robin."""
 
     def __init__(self, sources, workers):
-        ctx = multiprocessing.get_context("fork")
+        ctx = multiprocessing.get_context("fork")  # the worker hashes lines as this process does
         order = sorted(sources)
-        self.of, self.procs, self.done = {}, [], set()
+        self.of, self.procs = {}, []
         for w in range(workers):
             mine = [(k, sources[k]) for k in order[w::workers]]
             if not mine:
                 continue
-            out, into = ctx.Pipe(duplex=False)  # no feeder thread: a worker is a block or so ahead
+            out, into = ctx.Pipe(duplex=False)
+            _widen(into)
             proc = ctx.Process(target=_work, args=(mine, into), name="gpu-runbook-joblog-%d" % w, daemon=True)
             proc.start()
             into.close()
             self.procs.append(proc)
             for k, _source in mine:
-                self.of[k] = (out, proc)
+                self.of[k] = out
 
-    def has(self, k):
-        return k in self.of
-
-    def blocks(self, k, lines):
-        """(first lineno, Block) of file ``k`` as its worker made them; at the end, ``lines``
-        (its FileLines) and its source carry the counts the worker's reading left."""
-        out, proc = self.of[k]
-        while True:
-            msg = self._get(out, proc)
-            if msg[0] == "end":
-                self.done.add(k)
-                _tag, lines.lines, lines.cut, state = msg
-                vars(lines.source).update(state)
-                return
-            if msg[0] == "error":
-                self.done.add(k)
-                raise WorkerFailed(msg[1])
-            yield msg
-
-    def finish(self, k, lines):
-        """Take what is left of file ``k`` (the parser stopped early: a bug on that file), so
-        the next file starts where it should."""
-        if k in self.of and k not in self.done:
-            try:
-                for _item in self.blocks(k, lines):
-                    pass
-            except WorkerFailed:
-                pass
+    def ahead(self, k, lines):
+        """File ``k``'s Ahead (``lines``: the parser's text.FileLines of it), or None when no
+        worker reads it."""
+        out = self.of.get(k)
+        return Ahead(out, lines) if out is not None else None
 
     def close(self):
         for proc in self.procs:
@@ -131,10 +138,69 @@ class Readers(object):
                 proc.terminate()
             proc.join()
 
-    @staticmethod
-    def _get(out, proc):
+
+class Ahead(object):
+    """What a worker read of one file, taken block by block and line by line as the parser
+    reaches them. A line is known by its hash and length (read_bars is a function of the
+    line's text: two lines alike read alike) and by its block (the parser's FileLines.starts
+    say which block a line number is in: both read the file in the same blocks); a block by
+    its index, hash and length."""
+
+    def __init__(self, out, lines):
+        self.out, self.lines, self.upto, self.ended = out, lines, -1, False
+        self.records = deque()  # [block index, bars_of_block, how many of them were looked at, made], in order
+        self.k = -1  # the index of the block split() was last given
+
+    def split(self, block):
+        """The shapes of the parser's next block: scan.Made as the worker made them, when it made
+        them of this very text; else scan.shapes of it."""
+        self.k = k = self.k + 1
+        while self.upto < k and not self.ended:
+            self._next()
+        for record in reversed(self.records):
+            if record[0] < k:
+                break
+            made = record[3]
+            if record[0] == k and made is not None:
+                record[3] = None
+                if made[1] == len(block) and made[0] == hash(block):
+                    return made[2]
+        return shapes(block)
+
+    def take(self, lineno, raw):
+        """(raw, read_bars of its text) when the worker read ``raw`` in the block of line
+        ``lineno``; else None (the parser reads it)."""
+        k = bisect_right(self.lines.starts, lineno) - 1
+        records = self.records
+        while self.upto < k and not self.ended:
+            self._next()
+        while records and records[0][0] < k:
+            records.popleft()  # blocks before this line's
+        if not records or records[0][0] != k or not records[0][1]:
+            return None
+        record = records[0]
+        bars, key = record[1], (hash(raw), len(raw))
+        while record[2] < len(bars):  # in order: lines before it were skipped or read by another handler
+            h, size, got = bars[record[2]]
+            record[2] += 1
+            if (h, size) == key:
+                return raw, got
+        return None
+
+    def finish(self):
+        """Take what is left of the file, so the next file starts where it should."""
+        while not self.ended:
+            self._next()
+        self.records.clear()
+
+    def _next(self):
         try:
-            return out.recv()
-        except (EOFError, OSError):
-            proc.join(POLL)
-            raise WorkerFailed("the reading process ended (exit status %s)" % proc.exitcode)
+            msg = self.out.recv()
+        except (EOFError, OSError):  # the worker died: the parser reads the rest itself
+            msg = END
+        if msg is END:
+            self.ended = True
+            return
+        k, bars, made = msg
+        self.upto = k
+        self.records.append([k, bars, 0, made])

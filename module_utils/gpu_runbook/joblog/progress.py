@@ -152,6 +152,12 @@ def _bar(seg, mt):
     return n, tot, ep, tot_ep, labelled, rate, part if part > 0.0 else 0.0, seg.strip(), elapsed
 
 
+# an observation as the parser keeps it (a tuple: cheaper than a dict by the million), and
+# as analysis reads it (observations(): a dict of these keys)
+FIELDS = ("file", "epoch", "epochs_total", "labelled", "reset_index", "n", "total", "progress", "rate", "src",
+          "evidence", "elapsed")
+
+
 def _add(bar, src, fs, st):
     n, tot, ep, tot_ep, labelled, rate, part, evidence, elapsed = bar
     if not labelled:
@@ -162,10 +168,14 @@ def _add(bar, src, fs, st):
     if len(st.progress) >= MAX_OBSERVATIONS and len(st.progress) >= st.progress_kept * 2:
         compact_progress(st)
         st.progress_kept = len(st.progress)  # many bars (one per rank log) keep more: thin again only past twice it
-    st.progress.append({
-        "file": fs.name, "epoch": ep, "epochs_total": tot_ep, "labelled": labelled,
-        "reset_index": fs.tq_resets, "n": n, "total": tot, "progress": part, "rate": rate,
-        "src": src, "evidence": evidence, "elapsed": elapsed})
+    st.progress.append((fs.name, ep, tot_ep, labelled, fs.tq_resets, n, tot, part, rate, src, evidence, elapsed))
+
+
+def observations(st):
+    """The job's progress observations as dicts (FIELDS), once the logs are read."""
+    if st.progress and not isinstance(st.progress[0], dict):
+        st.progress = [dict(zip(FIELDS, obs)) for obs in st.progress]
+    return st.progress
 
 
 def hf_epoch(line, fs, st):
@@ -180,7 +190,7 @@ def hf_epoch(line, fs, st):
     return False
 
 
-_BAR_KEY = itemgetter("file", "labelled", "epoch", "reset_index")  # which bar an observation is of
+_BAR_KEY = itemgetter(0, 3, 1, 4)  # which bar an observation is of: its file, labelled, epoch and reset_index
 
 
 def compact_progress(st):

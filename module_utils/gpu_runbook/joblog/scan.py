@@ -11,8 +11,8 @@ How a block (about 256 KiB of whole lines, FileLines.blocks) is read, in C but f
 step: its lines' shapes (quiet.py's key: the UTF-8 bytes with every digit a 0) come from one
 encode, one translate and one split of the whole block; each distinct shape is judged once
 (quiet.shape_kind, through the job's shape cache: a Block); the loud ones are found by one
-pass of lookups by shape index. A Block made by a worker process (parallel.py) may also carry
-its tqdm lines' bars, read there: the line given is then paired with them in st.bars_read. The verdict of quiet() on a line is a function of its shape and of the state:
+pass of lookups by shape index. The verdict of quiet() on a line is a function of its shape
+and of the state:
 
 * the file is in a multi-line construct (quiet.held) or the job's first lines are still
   searched for a time (``st.time_tries < first_tries``): every line is given, one at a time,
@@ -33,22 +33,21 @@ from array import array
 from bisect import bisect_left
 from itertools import accumulate, chain, compress, islice
 
-from .quiet import DIGIT, LOUD, MAX_SHAPE_LEN, MAX_SHAPES, PLAIN, RANKED, ZERO, held, shape_kind
+from .quiet import DIGIT, LOUD, MAX_SHAPE_LEN, MAX_SHAPES, PLAIN, ZERO, held, shape_kind
 from .text import LOOKAHEAD_CHARS, LOOKAHEAD_LINES, head_width, joined, logical_lines
 
 # the rank of a line that starts with torchrun's '[rankN]:' (every RANKED line, and maybe more)
 _RANK_AT_START = re.compile(r"\n\[rank(\d{1,6})\]:")
 
 
-def lines_to_read(lines, fs, st, first_tries, blocks=None):
+def lines_to_read(lines, fs, st, first_tries, ahead=None):
     """(lineno, line) of ``lines`` (a text.FileLines) that the parser must see (module docstring).
-    ``blocks``: its (first lineno, Block) already made (by a worker process, parallel.py)."""
-    if blocks is None:
-        if not lines.has_blocks:
-            for item in logical_lines(lines):
-                yield item
-            return
-        blocks = _blocks(lines, st.shapes)
+    ``ahead``: what a worker process made of some of its blocks (parallel.Ahead.split)."""
+    if not lines.has_blocks:
+        for item in logical_lines(lines):
+            yield item
+        return
+    blocks = _blocks(lines, st.shapes, ahead)
     first, size, count, done = [], 0, 0, False  # the blocks that hold the first lines (text.logical_lines' head)
     for n, block in blocks:
         first.append((n, block))
@@ -77,10 +76,33 @@ def lines_to_read(lines, fs, st, first_tries, blocks=None):
             yield item
 
 
-def _blocks(lines, cache):
-    """(first lineno, Block) of a FileLines read in blocks."""
-    for n, text, keys in lines.blocks(shapes):
-        yield n, Block(text, keys, cache)
+def _blocks(lines, cache, ahead=None):
+    """(first lineno, Block) of a FileLines read in blocks: from the lines' shapes, or as a
+    worker made it (a Made, from ``ahead.split``)."""
+    for n, text, keys in lines.blocks(shapes if ahead is None else ahead.split):
+        yield n, keys.block(text) if isinstance(keys, Made) else Block(text, keys, cache)
+
+
+class Made(object):
+    """A Block as a worker process made it (parallel.py), less its text: what the shapes gave
+    (``ids``, ``kinds``) and, for an ASCII block, where its lines end (``cum``)."""
+
+    __slots__ = ("ids", "kinds", "cum")
+
+    def __init__(self, block):
+        if block.cum is None and block.parts is None:
+            block.index()
+        self.ids, self.kinds, self.cum = block.ids, block.kinds, block.cum
+
+    def __len__(self):
+        return len(self.ids)
+
+    def block(self, text):
+        made = Block.__new__(Block)
+        made.text, made.ids, made.kinds, made.cum = text, self.ids, self.kinds, self.cum
+        made.keys = made.ranks = None
+        made.parts = None if self.cum is not None else text.split("\n")
+        return made
 
 
 def shapes(text):
@@ -98,7 +120,7 @@ class Block(object):
     where the shapes' lengths put them (a line is as long as its shape); others are split
     once. ``cache``: shape -> kind (JobState.shapes; bounded as quiet.py bounds it)."""
 
-    __slots__ = ("text", "ids", "kinds", "keys", "cum", "parts", "ranks", "bars")
+    __slots__ = ("text", "ids", "kinds", "keys", "cum", "parts", "ranks")
 
     def __init__(self, text, keys, cache):
         ids, kinds = dict.fromkeys(keys), []
@@ -113,7 +135,7 @@ class Block(object):
             kinds.append(kind)
         self.text, self.keys, self.kinds = text, keys, kinds
         self.ids = array("I", map(ids.__getitem__, keys))
-        self.cum = self.parts = self.ranks = self.bars = None  # bars: {index: progress.read_bars} (parallel.py)
+        self.cum = self.parts = self.ranks = None
 
     def __len__(self):
         return len(self.ids)
@@ -136,31 +158,12 @@ class Block(object):
         else:
             self.parts = self.text.split("\n")
 
-    def pack(self):
-        """Ready to cross to another process: the line ends instead of the shapes, and the
-        torchrun ranks its lines start with when a shape is RANKED."""
-        if self.text.isascii():
-            self.index()
-        if any(kind != EMPTY and kind & RANKED for kind in self.kinds):
-            self.ranks_at_start()
-        self.keys = self.parts = None
-        return self
-
     def ranks_at_start(self):
         """The ranks of the block's lines that start with torchrun's '[rankN]:' (every line of
         a RANKED shape, and maybe more)."""
         if self.ranks is None:
             self.ranks = frozenset(int(r) for r in _RANK_AT_START.findall("\n" + self.text))
         return self.ranks
-
-    def __getstate__(self):
-        return (self.text, self.ids, self.kinds, self.cum, self.ranks, self.bars)
-
-    def __setstate__(self, state):
-        self.text, self.ids, self.kinds, self.cum, self.ranks, self.bars = state
-        self.keys = self.parts = None
-        if self.cum is None:
-            self.parts = self.text.split("\n")
 
 
 def _split(first, blocks):
@@ -191,10 +194,7 @@ def _block(n0, block, fs, st, first_tries):
         while j < len(cands):
             i = cands[j]
             j += 1
-            line = block[i]
-            if block.bars is not None and i in block.bars:
-                st.bars_read = (line, block.bars[i])  # its tqdm bars, read by the worker
-            yield n0 + i, line
+            yield n0 + i, block[i]
             pos = i + 1
             if held(fs) or _signature(st, waits) != sig:
                 break

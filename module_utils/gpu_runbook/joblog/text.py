@@ -103,6 +103,7 @@ class FileLines(object):
 
     def __init__(self, source):
         self.source, self.cut, self.lines = source, 0, 0
+        self.starts = []  # the first lineno of each block blocks() yielded
 
     @property
     def has_blocks(self):
@@ -131,12 +132,15 @@ class FileLines(object):
         finally:
             self.lines, self.cut = n, cut + (getattr(source, "cut", 0) or 0)  # and what the source cut
 
-    def blocks(self, split=None):
+    def blocks(self, split=None, count=True):
         """(lineno of its first line, block, ``split(block)`` or None): the lines in blocks, each
         cleaned as __iter__ cleans a line (the same cuts, the same counts). ``split``: a function
         of a block giving one item per line (its count is the lines' count, which then costs
-        nothing more); a source's ``blocks(count=False)`` leaves the count to this reader."""
+        nothing more); a source's ``blocks(count=False)`` leaves the count to this reader.
+        ``count=False``: the lines are not counted (each block's lineno is 0), for a reader
+        that needs only the blocks (parallel.py)."""
         source, n, cut, own = self.source, 0, 0, not isinstance(self.source, str)
+        starts = self.starts = []
         try:
             for block in _str_blocks(source) if not own else source.blocks(count=False):
                 if len(block) > MAX_LINE:
@@ -149,8 +153,10 @@ class FileLines(object):
                         block = "\n".join(parts)
                 block = clean_block(block)
                 items = split(block) if split is not None else None
+                starts.append(n + 1)
                 yield n + 1, block, items
-                n += len(items) if items is not None else block.count("\n") + 1
+                if count:
+                    n += len(items) if items is not None else block.count("\n") + 1
         finally:
             self.lines, self.cut = n, cut + (getattr(source, "cut", 0) or 0)
             if own:
