@@ -223,6 +223,32 @@ def test_a_slow_dmesg_lets_journald_start_at_its_turn(tmp_path, monkeypatch):
     assert (tmp_path / "journal-ran").read_text() == "started\n"
 
 
+def test_a_dmesg_slowed_by_load_spares_the_journal_at_the_default_deadline(tmp_path, monkeypatch):
+    # 30 s (the module's default): journald's turn is at 7.5 s; a dmesg that takes 3 s on a busy
+    # node (28-31 of 32 testbed hosts at the old 2 s cap) wins without a journal read
+    _tool(tmp_path, "dmesg", "/bin/sleep 3; echo '[ 1.0] dmesg line'\n")
+    _tool(tmp_path, "journalctl", "echo started >> %s/journal-ran; echo 'journal line'\n" % tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    text, tried = probes.probe_kernel_log(30, kern_log_path=str(tmp_path / "no-kern.log"))
+    assert text.strip() == "[ 1.0] dmesg line" and tried == []
+    assert not (tmp_path / "journal-ran").exists()
+
+
+def test_the_turns_are_capped_on_a_long_deadline(tmp_path, monkeypatch):
+    # a quarter of a 400 s deadline would be 100 s: the cap (1 s here, 8 s in the module) starts
+    # journald at 1 s, while dmesg still works (it ends at 3 s, printing nothing)
+    _tool(tmp_path, "dmesg", "/bin/sleep 3\n")
+    _tool(tmp_path, "journalctl", "/bin/date +%%s.%%N > %s/journal-started; echo 'journal line'\n" % tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(probes, "_SBIN_DIRS", ())
+    monkeypatch.setattr(probes, "_KERNEL_LOG_STAGGER", 1.0)
+    t0 = time.time()
+    text, tried = probes.probe_kernel_log(400, kern_log_path=str(tmp_path / "no-kern.log"))
+    assert text.strip() == "journal line" and "printed nothing" in tried[0]["error"]
+    assert float((tmp_path / "journal-started").read_text()) - t0 < 2.5  # at its turn, not when dmesg ended
+
+
 def test_everything_hanging_is_a_timeout_per_source_and_no_orphans(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"
     bindir.mkdir()
