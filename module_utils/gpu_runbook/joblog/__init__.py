@@ -40,8 +40,8 @@ desync report, the ranks that did not time out on the collective everybody else 
 first.  An IB peer named by several reporters is the suspect host.
 
 Pure function of its lines: no I/O of its own (a line source such as textio.TextLines reads
-its file as it is iterated; with ``workers``, processes read the files' tqdm bars ahead,
-parallel.py), stdlib only, never raises on garbage (a bug in it becomes one ``parser_error``
+its file as it is iterated; with ``workers``, processes read the files' tqdm bars and a
+share of their blocks' shapes ahead, parallel.py), stdlib only, never raises on garbage (a bug in it becomes one ``parser_error``
 finding, through ``findings.never_raise``). Memory is flat in the logs' size.
 
 The package: ``patterns`` (the regex table), ``lines`` (the per-file line parser, a dispatcher
@@ -49,7 +49,8 @@ over the handler families ``nccl_lines``, ``torch_lines``, ``progress``, ``error
 ``analysis`` and ``culprits`` (the whole job), ``event_findings`` and ``job_findings``;
 ``quiet`` (the prefilter: a line no handler can use is skipped unread), ``scan`` (the same
 prefilter over blocks of lines: a big file's quiet lines cost no step of Python each) and
-``parallel`` (worker processes that read the files' tqdm bars ahead of the parser).
+``parallel`` (worker processes that read the files' tqdm bars and some blocks' shapes ahead
+of the parser).
 """
 
 from datetime import datetime, timezone
@@ -73,7 +74,8 @@ def parse_job_logs(files, since=None, workers=None):
     """Parse the job's logs. ``files``: {name: text or line source} (or a list of them, or one
     text); a line source is any iterable of lines, e.g. ``textio.TextLines(path)``: each file
     is read once, line by line, and never held whole. ``workers``: processes that read the tqdm
-    bars of the files read from a path ahead (parallel.py; the result is the serial one).
+    bars and some blocks' shapes of the files read from a path ahead (parallel.py; the result
+    is the serial one).
     Returns (job, findings)."""
     since_dt = since_value(since)
     st = JobState(since_dt, since_dt.year if since_dt is not None else datetime.now(timezone.utc).year)

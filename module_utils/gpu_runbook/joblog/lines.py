@@ -44,7 +44,7 @@ def parse_file(name, text, st, ahead=None):
     """Read one file of the job (its text, a line source or a text.FileLines) into the job
     state ``st``. Past the job's first lines, a line no handler can use is skipped unread
     (quiet.py), most of them without a step of Python per line (scan.py). ``ahead``: its
-    tqdm bars, read by another process (parallel.Ahead)."""
+    tqdm bars and some of its blocks' shapes, read by another process (parallel.Ahead)."""
     fs = FileState(name, rank_from_name(name))
     lines = text if isinstance(text, FileLines) else FileLines(text)
     prefilter = PREFILTER

@@ -103,7 +103,7 @@ class FileLines(object):
 
     def __init__(self, source):
         self.source, self.cut, self.lines = source, 0, 0
-        self.starts = []  # the first lineno of each block blocks() yielded
+        self.starts = []  # the first lineno of each block blocks() yielded (parallel.Ahead: a line's block)
 
     @property
     def has_blocks(self):
@@ -137,8 +137,8 @@ class FileLines(object):
         cleaned as __iter__ cleans a line (the same cuts, the same counts). ``split``: a function
         of a block giving one item per line (its count is the lines' count, which then costs
         nothing more); a source's ``blocks(count=False)`` leaves the count to this reader.
-        ``count=False``: the lines are not counted (each block's lineno is 0), for a reader
-        that needs only the blocks (parallel.py)."""
+        ``count=False``: the lines are not counted (each block's lineno is 1, ``starts`` stays
+        empty), for a reader that needs only the blocks (parallel.py)."""
         source, n, cut, own = self.source, 0, 0, not isinstance(self.source, str)
         starts = self.starts = []
         try:
@@ -153,7 +153,8 @@ class FileLines(object):
                         block = "\n".join(parts)
                 block = clean_block(block)
                 items = split(block) if split is not None else None
-                starts.append(n + 1)
+                if count:
+                    starts.append(n + 1)
                 yield n + 1, block, items
                 if count:
                     n += len(items) if items is not None else block.count("\n") + 1
