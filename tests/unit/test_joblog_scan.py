@@ -367,3 +367,18 @@ def test_line_text_is_what_read_line_hands_the_handlers():
                 assert joblog_lines.line_text(raw) == line.text, raw
                 checked += 1
     assert checked > 1000
+
+
+def test_a_worker_whose_parser_is_gone_ends_quietly(tmp_path):
+    """The parser ended or died: the worker's next send meets a closed pipe, and it ends without
+    a traceback (it never writes to the job's terminal)."""
+    import multiprocessing
+    import signal
+    path = _write(tmp_path, "rank-1.log", _training_log(1, 3000).encode())
+    out, into = multiprocessing.Pipe(duplex=False)
+    out.close()
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        assert parallel._work([(0, TextLines(path, size=4096))], into) is None
+    finally:
+        signal.signal(signal.SIGINT, handler)

@@ -65,21 +65,26 @@ def _work(assigned, out):
     cannot read ends early (the parser reads what is missing itself)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C is the parser's to handle: it ends the workers
     cache = {}
-    for _index, source in assigned:
-        try:
-            for k, (_n, block, _none) in enumerate(FileLines(source).blocks(count=False)):
-                bars = bars_of_block(block) if BAR in block else None
-                made = None
-                if k % SHAPES_EVERY == SHAPES_EVERY - 1:
-                    made = hash(block), len(block), Made(Block(block, shapes(block), cache))
-                if bars or made:
-                    out.send((k, bars or None, made))
-        # a read error or a bug on this file's text: the parser reads the file itself, and meets it there
-        except (OSError, EOFError, ValueError, LookupError, TypeError, ArithmeticError, AttributeError,
-                RuntimeError):
-            pass
-        out.send(END)
-    out.close()
+    try:
+        for _index, source in assigned:
+            try:
+                for k, (_n, block, _none) in enumerate(FileLines(source).blocks(count=False)):
+                    bars = bars_of_block(block) if BAR in block else None
+                    made = None
+                    if k % SHAPES_EVERY == SHAPES_EVERY - 1:
+                        made = hash(block), len(block), Made(Block(block, shapes(block), cache))
+                    if bars or made:
+                        out.send((k, bars or None, made))
+            except BrokenPipeError:
+                raise
+            # a read error or a bug on this file's text: the parser reads the file itself, and meets it there
+            except (OSError, EOFError, ValueError, LookupError, TypeError, ArithmeticError, AttributeError,
+                    RuntimeError):
+                pass
+            out.send(END)
+        out.close()
+    except BrokenPipeError:  # the parser is gone (it ended, or died): nothing left to read ahead for
+        pass
 
 
 def usable(sources):
