@@ -235,7 +235,8 @@ class _Broken(TextLines):
 
 def _sources_for_workers(tmp_path, rnd):
     texts = {"rank-%d.log" % r: _eventful_log(r, rnd, 3000) for r in range(5)}
-    texts["rank-5.log"] = _training_log(5, 3000).replace("\n", "\r\n")
+    # CRLF ends, and non-ASCII text (its blocks' lines are split, not cut at known ends)
+    texts["rank-5.log"] = _training_log(5, 3000).replace("\n", "\r\n").replace("lm loss", "lm lo\u00df")
     paths = {n: _write(tmp_path, n, t.encode()) for n, t in texts.items()}
     paths["rank-6.log.gz"] = _write(tmp_path, "rank-6.log.gz", gzip.compress(_training_log(6, 2000).encode()))
     fifo = str(tmp_path / "rank-7.log")

@@ -90,8 +90,8 @@ class Made(object):
     __slots__ = ("ids", "kinds", "cum")
 
     def __init__(self, block):
-        if block.cum is None and block.parts is None:
-            block.index()
+        if block.cum is None and block.parts is None and block.text.isascii():
+            block.index()  # a non-ASCII block's lines are split where they are read, not here too
         self.ids, self.kinds, self.cum = block.ids, block.kinds, block.cum
 
     def __len__(self):
