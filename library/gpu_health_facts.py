@@ -224,7 +224,6 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.analyze import analyze_host
-from ansible.module_utils.gpu_runbook.capture import load_capture_dir, stream_large_sources
 from ansible.module_utils.gpu_runbook.probes import ALL_PROBES, DEFAULT_PROBES, collect
 from ansible.module_utils.gpu_runbook.findings import finding
 from ansible.module_utils.gpu_runbook.sources import KERNEL_LOG, NOTES
@@ -318,6 +317,8 @@ def main():
         # before any probe runs: a mistaken setting is the operator's, not a sick host
         module.fail_json(msg="; ".join(refused), setting_error=True)
     if p["capture_dir"]:
+        # imported here: a live gather does not compile the capture reader on the node
+        from ansible.module_utils.gpu_runbook.capture import load_capture_dir, stream_large_sources
         sources, _jobs, _ignored = load_capture_dir(p["capture_dir"])
         sources, parsed = stream_large_sources(sources, since=since, tz=tz)
         timings, mode = {}, "capture"

@@ -28,6 +28,15 @@ def _parsers():
     return kernlog, nvsmi, infiniband
 
 
+_IB_PARSERS = {"ib-sysfs.txt": "parse_ib_sysfs", "ibstat.txt": "parse_ibstat", "ibv_devinfo.txt": "parse_ibv_devinfo",
+               "perfquery.txt": "parse_perfquery", "iblinkinfo.txt": "parse_iblinkinfo"}
+
+
+def _ib_parser(infiniband, name):
+    # Looked up when it runs, inside the guard: the package imports a tool's parser on first use.
+    return lambda *args, **kwargs: getattr(infiniband, _IB_PARSERS[name])(*args, **kwargs)
+
+
 def _text(sources, name):
     v = sources.get(name)
     return v if isinstance(v, str) else None
@@ -76,13 +85,11 @@ def _parse_all(sources, opts, parsed):
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)
     if name:  # sysfs is authoritative; ibstat/ibv_devinfo only when it is absent
-        fn = {"ib-sysfs.txt": infiniband.parse_ib_sysfs, "ibstat.txt": infiniband.parse_ibstat,
-              "ibv_devinfo.txt": infiniband.parse_ibv_devinfo}[name]
-        run("ib", name, fn, sources[name], source=name, **ib_kw)
+        run("ib", name, _ib_parser(infiniband, name), sources[name], source=name, **ib_kw)
     for name in IB_COUNTER_SOURCES:
         if _text(sources, name) is not None:
-            fn = {"perfquery.txt": infiniband.parse_perfquery, "iblinkinfo.txt": infiniband.parse_iblinkinfo}[name]
-            run(name.split(".")[0], name, fn, sources[name], source=name, thresholds=opts["ib_thresholds"])
+            run(name.split(".")[0], name, _ib_parser(infiniband, name), sources[name], source=name,
+                thresholds=opts["ib_thresholds"])
     return facts, findings, usable
 
 

@@ -22,7 +22,6 @@ import time
 
 from .findings import finding
 from .sources import COMPUTE_APPS, KERNEL_LOG, NOTES, NVSMI_SOURCES, detect_source
-from .textio import read_tail_bytes
 
 DEFAULT_PROBES = ("nvidia_smi", "compute_apps", "kernel_log", "ib_sysfs")
 ALL_PROBES = DEFAULT_PROBES + ("ibstat", "perfquery")
@@ -367,6 +366,7 @@ def read_tail(path, limit, nofollow=False):
     """The last ``limit`` bytes of a file as text: the end of a log holds the incident. Only a
     regular file is read, without blocking (textio.open_regular): a FIFO, a device or a
     socket is a NotRegularFile (an OSError)."""
+    from .textio import read_tail_bytes  # on use: most gathers read dmesg, not the file
     return read_tail_bytes(path, limit, nofollow).decode("utf-8", "replace")
 
 

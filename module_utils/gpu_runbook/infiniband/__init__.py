@@ -22,20 +22,35 @@ rules), ``counters`` (counter rules), one module per format, and the dispatcher 
 
 import re
 
+from ..findings import never_raise
 from .counters import COUNTER_RULES, merged_rules
-from .iblinkinfo import parse_iblinkinfo
-from .ibstat import parse_ibstat
-from .ibv_devinfo import parse_ibv_devinfo
 from .model import unparseable
 from .names import normalize_counter_name, normalize_phys_state, normalize_state, parse_rate
-from .perfquery import parse_perfquery
-from . import restart  # the ib_restart rung's helpers (infiniband.restart.*)
 from .ports import NO_PHYSICAL_LINK, port_state_kind
 from .sysfs import parse_ib_sysfs
 
 __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
            "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_iblinkinfo",
-           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "port_state_kind", "restart"]
+           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "port_state_kind"]
+
+
+def __getattr__(name):
+    """The tool parsers, imported on first use (PEP 562): a gather reads sysfs, and every module
+    it imports is compiled from source on the node on every run. Explicit imports, not
+    importlib: Ansible's module_utils finder ships what it sees imported, in functions too."""
+    if name == "parse_ibstat":
+        from .ibstat import parse_ibstat
+        return parse_ibstat
+    if name == "parse_ibv_devinfo":
+        from .ibv_devinfo import parse_ibv_devinfo
+        return parse_ibv_devinfo
+    if name == "parse_perfquery":
+        from .perfquery import parse_perfquery
+        return parse_perfquery
+    if name == "parse_iblinkinfo":
+        from .iblinkinfo import parse_iblinkinfo
+        return parse_iblinkinfo
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 _SNIFF = (
     ("ib-sysfs", re.compile(r"/ports/\d+/(?:state|phys_state|rate|link_layer|counters/\w+|"
@@ -46,8 +61,8 @@ _SNIFF = (
     ("perfquery", re.compile(r"^[ \t]*#[ \t]*Port[ \t]+[^:\n]*:[ \t]*Lid[ \t]+\d+", re.M | re.I)),
     ("iblinkinfo", re.compile(r"==\([^\n()]*\)==>")),
 )
-_PARSERS = {"ib-sysfs": parse_ib_sysfs, "ibstat": parse_ibstat, "ibv_devinfo": parse_ibv_devinfo,
-            "perfquery": parse_perfquery, "iblinkinfo": parse_iblinkinfo}
+_PARSERS = {"ib-sysfs": "parse_ib_sysfs", "ibstat": "parse_ibstat", "ibv_devinfo": "parse_ibv_devinfo",
+            "perfquery": "parse_perfquery", "iblinkinfo": "parse_iblinkinfo"}
 
 
 def detect_ib_format(text):
@@ -65,9 +80,14 @@ def parse_ib(text, source="ib.txt", **kwargs):
     """Sniff the format and dispatch; unknown text -> info 'unparseable'. Each parser
     guards itself (never raises)."""
     fmt = detect_ib_format(text)
-    fn = _PARSERS.get(fmt)
-    if fn is None:
+    if fmt not in _PARSERS:
         return unparseable("ib", source, text)
     if fmt in ("perfquery", "iblinkinfo"):
         kwargs = {"thresholds": kwargs.get("thresholds")}
-    return fn(text, source=source, **kwargs)
+    # a parser that cannot be imported is a parser_error, as one that raises would be
+    return never_raise(lambda: _parser(fmt)(text, source=source, **kwargs), source)
+
+
+def _parser(fmt):
+    name = _PARSERS[fmt]
+    return globals()[name] if name in globals() else __getattr__(name)

@@ -16,13 +16,21 @@ and serial -- sits at which PCI address: facts ``gpus``), ``derive`` (its findin
 """
 
 from ..findings import never_raise
-from .filescan import scan_kernel_log_file, scan_kernel_log_files
 from .prefilter import MAX_LINE, NEEDLES, prefilter
 from .scanner import MAX_EVENTS, MAX_KEYS, KernelLogScanner
 from .timestamps import parse_since
 
 __all__ = ["MAX_EVENTS", "MAX_KEYS", "MAX_LINE", "NEEDLES", "KernelLogScanner", "parse_kernel_log",
            "parse_since", "prefilter", "scan_kernel_log_file", "scan_kernel_log_files"]
+
+
+def __getattr__(name):
+    """The file readers, imported on first use (PEP 562): a gather parses dmesg's text, and every
+    module it imports is compiled from source on the node on every run."""
+    if name in ("scan_kernel_log_file", "scan_kernel_log_files"):
+        from . import filescan
+        return getattr(filescan, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def _parse(text, source, since, year, tz):

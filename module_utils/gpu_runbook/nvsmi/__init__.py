@@ -51,7 +51,6 @@ from .dispatch import (detect_format, parse_compute_apps_csv, parse_compute_apps
 from .failed_run import EXIT_CODES, parse_failure
 from .failures import FAILURES
 from .model import empty_facts
-from . import reset  # noqa: F401 -- the GPU reset rung's readers (nvsmi.reset.*)
 from .rules import DEFAULT_THRESHOLDS
 
 __all__ = ["DEFAULT_THRESHOLDS", "EXIT_CODES", "FAILURES", "detect_format", "parse_compute_apps_csv",

@@ -9,10 +9,12 @@ from ..findings import never_raise, strip_ansi
 from .apps import parse_apps
 from .failures import unparseable
 from .model import PCI_RE, PCI_TXT, as_text, empty_facts, field_name, looks_like_header, split_csv
-from .q_text import parse_q
 from .q_xml import parse_xml
-from .query_csv import parse_csv
-from .table import is_gpu_box_excerpt, parse_table
+
+# The other formats' parsers are imported where they are used: a gather reads ``-q -x`` (and the
+# compute-apps CSV), and every module a gather imports is compiled from source on every node
+# on every run (an Ansible payload carries no bytecode). Ansible still ships them: its
+# module_utils finder follows imports inside functions too.
 
 # Line-start patterns run over a whole head (re.M): blanks are [ \t\r\f\v], never \s, which would
 # let `^\s+` at every line start run across all the blank lines after it (quadratic: the fuzzer
@@ -26,6 +28,22 @@ _TABLE_BORDER_RE = re.compile(r"^" + _H + r"*\+-{5,}", re.M)
 _TABLE_UUID_RE = re.compile(r"^" + _H + r"*GPU" + _H + r"+\d+:" + _H + r"[^\n]*\(UUID:", re.M)
 _TABLE_NVLINK_RE = re.compile(r"^" + _H + r"*GPU" + _H + r"+\d+:" + _H + r"[^\n]{1,120}\n" + _H + r"*Link" + _H +
                               r"+\d+" + _H + r"*:", re.M)
+
+
+# Imported inside the guard: a parser that cannot even be imported is a parser_error like any other.
+def _parse_q(*args):
+    from .q_text import parse_q
+    return parse_q(*args)
+
+
+def _parse_table(*args):
+    from .table import parse_table
+    return parse_table(*args)
+
+
+def _parse_csv(*args):
+    from .query_csv import parse_csv
+    return parse_csv(*args)
 
 
 def _guarded(fn, fmt, source, *args):
@@ -42,19 +60,19 @@ def parse_nvidia_smi_xml(text, source="nvidia-smi-q.xml", expected_gpus=None, th
 
 def parse_nvidia_smi_q(text, source="nvidia-smi-q.txt", expected_gpus=None, thresholds=None):
     """Parse ``nvidia-smi -q`` text (whole, or ``-d ECC,PAGE_RETIREMENT,...``, or an excerpt)."""
-    return _guarded(parse_q, "q", source, text, source, expected_gpus, thresholds)
+    return _guarded(_parse_q, "q", source, text, source, expected_gpus, thresholds)
 
 
 def parse_nvidia_smi_table(text, source="nvidia-smi.txt", expected_gpus=None, thresholds=None):
     """Parse the plain ``nvidia-smi`` table (+ trailing warnings), ``nvidia-smi nvlink --status`` and ``-L``."""
-    return _guarded(parse_table, "table", source, text, source, expected_gpus, thresholds)
+    return _guarded(_parse_table, "table", source, text, source, expected_gpus, thresholds)
 
 
 def parse_query_gpu_csv(text, source="nvidia-smi-query-gpu.csv", expected_gpus=None, fields=None,
                         thresholds=None):
     """Parse ``nvidia-smi --query-gpu=... --format=csv`` (header gives the fields; pass ``fields``
     for ``noheader`` output).  Known fields map onto the common GPU facts."""
-    return _guarded(parse_csv, "csv", source, text, source, expected_gpus, fields, thresholds)
+    return _guarded(_parse_csv, "csv", source, text, source, expected_gpus, fields, thresholds)
 
 
 def parse_compute_apps_csv(text, source="nvidia-smi-compute-apps.csv", fields=None):
@@ -103,6 +121,7 @@ def detect_format(text):
         return "xml"
     if "NVSMI LOG" in head or _Q_ATTACHED_RE.search(head) or _Q_GPU_RE.search(head) or _Q_SECTION_RE.search(head):
         return "q"
+    from .table import is_gpu_box_excerpt
     if (_TABLE_BORDER_RE.search(head) and ("NVIDIA-SMI" in head or "Bus-Id" in head)) or \
             _TABLE_UUID_RE.search(head) or is_gpu_box_excerpt(head) or _TABLE_NVLINK_RE.search(head):
         return "table"
