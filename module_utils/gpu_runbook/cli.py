@@ -18,7 +18,7 @@ from .capture import load_capture_dir, split_hosts, stream_large_sources
 from .diagnose import diagnose
 from .findings import finding
 from .sources import NOTES
-from .textio import printable, printable_json
+from .textio import keep_freed_memory, printable, printable_json
 from .timeutil import local_tz, parse_time, parse_tz
 
 EXIT_UNUSABLE = 3
@@ -225,6 +225,7 @@ def main(argv=None):
         if args.command != "analyze":
             raise UsageError("usage: gpu-runbook analyze|diagnose|remediate ... (see gpu-runbook COMMAND --help)")
         _check_paths(args.paths)
+        keep_freed_memory()  # logs are read block by block: no page faults for every block
         analysis = analyze_paths(args.paths, since=args.since, expected_gpus=args.expected_gpus,
                                  expected_ib_rate=args.expected_ib_rate, include_facts=args.facts,
                                  tz=args.tz if args.tz is not None else local_tz())
