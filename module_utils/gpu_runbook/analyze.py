@@ -28,13 +28,9 @@ def _parsers():
     return kernlog, nvsmi, infiniband
 
 
-_IB_PARSERS = {"ib-sysfs.txt": "parse_ib_sysfs", "ibstat.txt": "parse_ibstat", "ibv_devinfo.txt": "parse_ibv_devinfo",
-               "perfquery.txt": "parse_perfquery", "iblinkinfo.txt": "parse_iblinkinfo"}
-
-
 def _ib_parser(infiniband, name):
     # Looked up when it runs, inside the guard: the package imports a tool's parser on first use.
-    return lambda *args, **kwargs: getattr(infiniband, _IB_PARSERS[name])(*args, **kwargs)
+    return lambda *args, **kwargs: infiniband.parser(name[:-len(".txt")])(*args, **kwargs)
 
 
 def _text(sources, name):

@@ -31,7 +31,7 @@ from .sysfs import parse_ib_sysfs
 
 __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
            "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_iblinkinfo",
-           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "port_state_kind"]
+           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parser", "port_state_kind"]
 
 
 def __getattr__(name):
@@ -85,9 +85,11 @@ def parse_ib(text, source="ib.txt", **kwargs):
     if fmt in ("perfquery", "iblinkinfo"):
         kwargs = {"thresholds": kwargs.get("thresholds")}
     # a parser that cannot be imported is a parser_error, as one that raises would be
-    return never_raise(lambda: _parser(fmt)(text, source=source, **kwargs), source)
+    return never_raise(lambda: parser(fmt)(text, source=source, **kwargs), source)
 
 
-def _parser(fmt):
+def parser(fmt):
+    """The parser of one format ("ib-sysfs", "ibstat", ...: what detect_ib_format says, and the
+    capture file's name without ".txt"), its module imported on first use."""
     name = _PARSERS[fmt]
-    return globals()[name] if name in globals() else __getattr__(name)
+    return globals().get(name) or __getattr__(name)
