@@ -145,46 +145,6 @@ def _host_dirs(path):
     return out
 
 
-def job_log_workers():
-    """Processes that read the job's tqdm bars and a share of its blocks' shapes ahead of the
-    parser (joblog/parallel.py: the same result): $GPU_RUNBOOK_JOB_LOG_WORKERS (0: none), else
-    one where this process may use two CPUs or more (parse_job_logs starts it only for 32 MB
-    of logs or more): on one CPU it would only add its own cost."""
-    env = os.environ.get("GPU_RUNBOOK_JOB_LOG_WORKERS", "").strip()
-    if env.isdigit():
-        return int(env)
-    return 1 if usable_cpus() >= 2 else 0
-
-
-# the CPU quota of this process's cgroup: v2 'QUOTA PERIOD' (or 'max'), v1 the two cfs files
-CPU_MAX = "/sys/fs/cgroup/cpu.max"
-CFS_QUOTA, CFS_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
-
-
-def usable_cpus():
-    """The CPUs this process may run on (its affinity), fewer under a cgroup CPU quota (a
-    container limited to 1.5 CPUs counts 1.5)."""
-    try:
-        cpus = float(len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        cpus = float(os.cpu_count() or 1)
-    quota = None
-    try:
-        with open(CPU_MAX) as fh:
-            fields = fh.read().split()
-        if len(fields) == 2 and fields[0] != "max":
-            quota = float(fields[0]) / float(fields[1])
-    except (OSError, ValueError, ZeroDivisionError):
-        try:
-            with open(CFS_QUOTA) as fq, open(CFS_PERIOD) as fp:
-                q, period = int(fq.read()), int(fp.read())
-            if q > 0 and period > 0:
-                quota = q / float(period)
-        except (OSError, ValueError):
-            pass
-    return min(cpus, quota) if quota else cpus
-
-
 def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False, tz=None):
     """Paths -> analysis (schema v1): every host, cross-host rules, and the job joined.
     ``tz``: the zone of times written without one (None: UTC)."""
@@ -211,6 +171,7 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
                     host += "'"
                 h["host"] = host
                 results[host] = {"ansible_facts": {"gpu_health": h}}
+    from .joblog.parallel import job_log_workers  # here: the other commands never read a job log
     analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts,
                         job_workers=job_log_workers())
     return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"], "cluster": analysis["cluster"]}

@@ -258,31 +258,31 @@ def test_console_script_help_shows_exit_status_and_job_logs():
 
 
 def test_job_log_workers_one_on_two_cpus_unless_told(monkeypatch, tmp_path):
-    """The CLI reads job logs with one worker where it may use two CPUs or more (the parse
-    starts it only for 32 MB of logs: joblog.parallel.MIN_BYTES), not under a cgroup quota
-    of fewer; $GPU_RUNBOOK_JOB_LOG_WORKERS says otherwise, 0 for none."""
-    from gpu_runbook import cli as cli_module
+    """The CLI and the report step read job logs with one worker where they may use two CPUs or
+    more (the parse starts it only for 32 MB of logs: joblog.parallel.MIN_BYTES), not under a
+    cgroup quota of fewer; $GPU_RUNBOOK_JOB_LOG_WORKERS says otherwise, 0 for none."""
+    from gpu_runbook.joblog import parallel  # where the CLI and the report step ask
     monkeypatch.delenv("GPU_RUNBOOK_JOB_LOG_WORKERS", raising=False)
     cpu_max, quota, period = tmp_path / "cpu.max", tmp_path / "quota", tmp_path / "period"
-    monkeypatch.setattr(cli_module, "CPU_MAX", str(cpu_max))
-    monkeypatch.setattr(cli_module, "CFS_QUOTA", str(quota))
-    monkeypatch.setattr(cli_module, "CFS_PERIOD", str(period))
-    monkeypatch.setattr(cli_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    assert cli_module.job_log_workers() == 1  # no cgroup files: the affinity
+    monkeypatch.setattr(parallel, "CPU_MAX", str(cpu_max))
+    monkeypatch.setattr(parallel, "CFS_QUOTA", str(quota))
+    monkeypatch.setattr(parallel, "CFS_PERIOD", str(period))
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert parallel.job_log_workers() == 1  # no cgroup files: the affinity
     for text, workers in (("max 100000\n", 1), ("150000 100000\n", 0), ("200000 100000\n", 1), ("garbage", 1)):
         cpu_max.write_text(text)
-        assert cli_module.job_log_workers() == workers, text
+        assert parallel.job_log_workers() == workers, text
     cpu_max.unlink()
     quota.write_text("50000\n")
     period.write_text("100000\n")
-    assert cli_module.usable_cpus() == 0.5 and cli_module.job_log_workers() == 0  # cgroup v1
+    assert parallel.usable_cpus() == 0.5 and parallel.job_log_workers() == 0  # cgroup v1
     quota.write_text("-1\n")  # v1: no quota
-    assert cli_module.job_log_workers() == 1
-    monkeypatch.setattr(cli_module.os, "sched_getaffinity", lambda pid: {3}, raising=False)
-    assert cli_module.job_log_workers() == 0
+    assert parallel.job_log_workers() == 1
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert parallel.job_log_workers() == 0
     for value, workers in (("0", 0), ("2", 2), (" 1 ", 1)):
         monkeypatch.setenv("GPU_RUNBOOK_JOB_LOG_WORKERS", value)
-        assert cli_module.job_log_workers() == workers
+        assert parallel.job_log_workers() == workers
 
 
 # Page faults of one parse of ``path`` in a fresh process: argv[2] "keep" calls keep_freed_memory first.

@@ -16,6 +16,8 @@ from gpu_runbook.joblog import text as joblog_text
 from gpu_runbook.joblog.text import FileLines
 from gpu_runbook.textio import TextLines
 
+from tests.conftest import FIXTURES
+
 from .test_joblog_stream import CASES, _text, _training_log
 
 
@@ -383,3 +385,29 @@ def test_a_worker_whose_parser_is_gone_ends_quietly(tmp_path):
         assert parallel._work([(0, TextLines(path, size=4096))], into) is None
     finally:
         signal.signal(signal.SIGINT, handler)
+
+
+def test_the_report_step_reads_the_job_logs_with_a_worker_and_gets_the_serial_job(tmp_path, monkeypatch):
+    """The playbook's report step asks for workers as the CLI does (parallel.job_log_workers:
+    one on two CPUs, $GPU_RUNBOOK_JOB_LOG_WORKERS to say otherwise); its job is the serial one."""
+    import shutil
+    from gpu_runbook import report_step
+    logs = tmp_path / "logs"
+    shutil.copytree(os.path.join(FIXTURES, "joblog", "epoch35-hang-per-rank"), logs)
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)  # 32 small rank logs stand in for big ones
+    started, real = [], parallel.Readers.__init__
+
+    def counted(self, sources, workers):
+        started.append((len(sources), workers))
+        real(self, sources, workers)
+    monkeypatch.setattr(parallel.Readers, "__init__", counted)
+    params = {"results": {}, "hosts": None, "result_var": "gpu_health_result", "lang": "en", "report_dir": None,
+              "job": None, "job_log_dir": str(logs), "job_log_files": [], "analysis_findings": "all"}
+    monkeypatch.setenv("GPU_RUNBOOK_JOB_LOG_WORKERS", "1")
+    ahead = report_step.run(params, {})["analysis"]["job"]
+    assert started == [(32, 1)]
+    monkeypatch.setenv("GPU_RUNBOOK_JOB_LOG_WORKERS", "0")
+    serial = report_step.run(params, {})["analysis"]["job"]
+    assert started == [(32, 1)]  # none the second time
+    assert ahead == serial
+    assert serial["culprit_ranks"] == [11] and serial["timed_out_ranks"]  # the fixture's hung rank

@@ -23,6 +23,7 @@ read, no feeder thread), and the parser keeps only what the worker sent for bloc
 """
 
 import multiprocessing
+import os
 import signal
 from bisect import bisect_right
 from collections import deque
@@ -209,3 +210,43 @@ class Ahead(object):
         k, bars, made = msg
         self.upto = k
         self.records.append([k, bars, 0, made])
+
+
+def job_log_workers():
+    """How many workers the CLI and the report step ask parse_job_logs for (the same result):
+    $GPU_RUNBOOK_JOB_LOG_WORKERS (0: none), else one where this process may use two CPUs or
+    more (parse_job_logs starts it only for MIN_BYTES of logs or more): on one CPU it would
+    only add its own cost."""
+    env = os.environ.get("GPU_RUNBOOK_JOB_LOG_WORKERS", "").strip()
+    if env.isdigit():
+        return int(env)
+    return 1 if usable_cpus() >= 2 else 0
+
+
+# the CPU quota of this process's cgroup: v2 'QUOTA PERIOD' (or 'max'), v1 the two cfs files
+CPU_MAX = "/sys/fs/cgroup/cpu.max"
+CFS_QUOTA, CFS_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
+
+
+def usable_cpus():
+    """The CPUs this process may run on (its affinity), fewer under a cgroup CPU quota (a
+    container limited to 1.5 CPUs counts 1.5)."""
+    try:
+        cpus = float(len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        cpus = float(os.cpu_count() or 1)
+    quota = None
+    try:
+        with open(CPU_MAX) as fh:
+            fields = fh.read().split()
+        if len(fields) == 2 and fields[0] != "max":
+            quota = float(fields[0]) / float(fields[1])
+    except (OSError, ValueError, ZeroDivisionError):
+        try:
+            with open(CFS_QUOTA) as fq, open(CFS_PERIOD) as fp:
+                q, period = int(fq.read()), int(fp.read())
+            if q > 0 and period > 0:
+                quota = q / float(period)
+        except (OSError, ValueError):
+            pass
+    return min(cpus, quota) if quota else cpus
