@@ -113,7 +113,8 @@ def _widen(conn):
 
 
 class Readers(object):
-    """``workers`` processes reading the bars of ``sources`` ({index: source}) ahead, round robin."""
+    """``workers`` processes reading the tqdm bars and some blocks' shapes of ``sources`` ({index:
+    source}) ahead, the files dealt round robin."""
 
     def __init__(self, sources, workers):
         ctx = multiprocessing.get_context("fork")  # the worker hashes lines as this process does
