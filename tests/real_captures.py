@@ -52,7 +52,19 @@ def analyse_case(case_dir):
     from gpu_runbook.timeutil import UTC
     with open(os.path.join(case_dir, "case.json"), encoding="utf-8") as fh:
         options = json.load(fh).get("options") or {}
-    return analyze_paths([case_dir], tz=UTC, **{k: v for k, v in options.items() if k in OPTIONS})
+    kw = {k: v for k, v in options.items() if k in OPTIONS}
+    try:
+        return analyze_paths([case_dir], tz=UTC, ignore=("case.json",), **kw)
+    except TypeError:  # an engine from before issue 24 (score_captures --engine): the case without its case.json
+        import shutil
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="gpurb-case-")
+        try:
+            copy = os.path.join(tmp, os.path.basename(case_dir.rstrip(os.sep)))
+            shutil.copytree(case_dir, copy, ignore=shutil.ignore_patterns("case.json"))
+            return analyze_paths([copy], tz=UTC, **kw)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _suspicion():

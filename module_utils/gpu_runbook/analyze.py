@@ -12,7 +12,8 @@ into findings. Pure: the caller (module, CLI, tests) supplies text.
 from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
-from .sources import BUG_REPORT, COMPUTE_APPS, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NOTES, NVSMI_SOURCES
+from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
+                      NOTES, NVSMI_SOURCES)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -45,15 +46,19 @@ def _split_bug_report(sources):
         sources.setdefault(k, v)
 
 
-def _parse_all(sources, opts, parsed):
-    """-> (facts, findings, {source: usable}) over every source present."""
+def _parse_all(sources, opts, parsed, shown=None):
+    """-> (facts, findings, {source: usable}) over every source present. ``shown``: {source:
+    the file it was read from}: what findings cite."""
     kernlog, nvsmi, infiniband = _parsers()
     facts, findings, usable = {}, [], {}
+    shown = shown or {}
 
     def run(key, name, fn, *args, **kwargs):
+        if "source" in kwargs:
+            kwargs["source"] = shown.get(name, kwargs["source"])
         f, fs = never_raise(fn, name, *args, **kwargs)
         facts[key] = f
-        findings.extend(fs)
+        findings.extend(of_family(fs, name))
         usable[name] = bool(f) and not any(x["kind"] in _UNUSABLE_KINDS for x in fs)
         return fs
 
@@ -69,10 +74,15 @@ def _parse_all(sources, opts, parsed):
                                COMPUTE_APPS, sources[COMPUTE_APPS])
         facts["compute_apps"] = apps if isinstance(apps, list) else []
         findings.extend(fs)
+    if parsed and KERNEL_LOG in parsed and not_a_kernel_log(*parsed[KERNEL_LOG]):
+        parsed = dict(parsed)
+        del parsed[KERNEL_LOG]  # read by content: none of its lines is the kernel's
+        sources.pop(KERNEL_LOG, None)
     if parsed and KERNEL_LOG in parsed:
         facts["kernel_log"], fs = parsed[KERNEL_LOG]
-        findings.extend(fs)
-        usable[KERNEL_LOG] = bool((facts["kernel_log"] or {}).get("lines"))
+        findings.extend(of_family(fs, KERNEL_LOG))
+        kl = facts["kernel_log"] or {}
+        usable[KERNEL_LOG] = bool(kl.get("kernel_lines", kl.get("lines")))
     elif _text(sources, KERNEL_LOG) is not None:
         run("kernel_log", KERNEL_LOG, kernlog.parse_kernel_log, sources[KERNEL_LOG], source=KERNEL_LOG,
             **_kernel_opts(opts))
@@ -89,6 +99,33 @@ def _parse_all(sources, opts, parsed):
     return facts, findings, usable
 
 
+def of_family(findings, name):
+    """The findings of the reader of source ``name``, each marked with the family of evidence
+    it was read from (sources.FAMILY): what the line or block was, not the file's name (a Xid
+    in ``paste.txt`` is the kernel's word). Findings about the capture itself keep none."""
+    fam = FAMILY.get(name)
+    for f in findings:
+        if fam and f.get("kind") not in _NOT_EVIDENCE:
+            f.setdefault("family", fam)
+    return findings
+
+
+_NOT_EVIDENCE = ("capture_truncated", "capture_unreadable", "parser_error")
+
+
+# what a kernel-log scan finds in a text that is not a kernel log (kernlog/scanner.py)
+_LOG_ONLY = ("kernlog_unparseable", "kernlog_tz_invalid", "kernlog_window_invalid")
+
+
+def not_a_kernel_log(facts, findings):
+    """True when a capture's kernel-log scan found none of the kernel's lines and nothing else
+    (every text of a capture is offered to the kernel-log reader: a job log or a paste of
+    other output is not a kernel log, and no kernel log is claimed read)."""
+    facts = facts or {}
+    return facts.get("kernel_lines") == 0 and not facts.get("xids") and not facts.get("events") and all(
+        f.get("kind") in _LOG_ONLY for f in findings or ())
+
+
 def _kernel_opts(opts):
     kw = {"since": opts["since"], "year": opts["year"]}
     if opts.get("tz") is not None:
@@ -103,6 +140,7 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
     ``tz``: the zone of the host's times written without one (dmesg -T: its local zone)."""
     sources = dict(sources)
     findings = list(sources.pop(NOTES, None) or [])
+    shown = sources.pop(NAMES, None) or {}
     probes = {}
     if isinstance(sources.get(BUG_REPORT), str):
         _, fs = never_raise(lambda: (_split_bug_report(sources), []), BUG_REPORT)
@@ -116,7 +154,7 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
     opts = {"since": since, "year": year, "tz": tz, "expected_gpus": expected_gpus,
             "expected_ib_rate": expected_ib_rate, "expected_ib_devices": expected_ib_devices,
             "ib_thresholds": ib_thresholds}
-    facts, fs, usable = _parse_all(sources, opts, parsed)
+    facts, fs, usable = _parse_all(sources, opts, parsed, shown)
     findings.extend(fs)
     for name, ok in usable.items():
         probes.setdefault(name, {"ok": True})["usable"] = ok
@@ -151,6 +189,14 @@ def unreachable_host(host, message):
                 evidence=(message or "")[:300], source="ansible")
     return dict({"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
                  "findings": [f], "facts": {}, "probes": {}}, **host_confidence("unknown", [f]))
+
+
+def host_of_findings(host, findings):
+    """A host known only by findings its capture's loose text gave (lines nothing explains)."""
+    findings = sort_findings(list(findings))
+    v = host_verdict(findings)
+    return dict({"host": host, "verdict": v["verdict"], "severity": v["severity"], "rung": v["rung"],
+                 "findings": findings, "facts": {}, "probes": {}}, **host_confidence(v["verdict"], findings))
 
 
 def exit_status(hosts):

@@ -1,15 +1,26 @@
 """Capture directories: the offline twin of probes.collect. A directory of captured outputs
-becomes the same ``sources`` dict a live gather gives, and nothing in it is lost silently:
+becomes the same ``sources`` dict a live gather gives, and nothing in it is lost silently.
 
-- kernel logs (any name the registry maps to kern.log, or recognised by content; plain,
-  gzip or UTF-16; any size) are never read whole: their paths are listed,
+Every file is read by its content, never by its name (content.py): a bug report by its
+header and section markers; the structured blocks it holds (nvidia-smi, ibstat, ibv_devinfo,
+perfquery, the sysfs dump, ...) each by the parser of its format, several blocks of a paste
+each by its own; and every other line by both line readers: the kernel-log reader (which
+takes the kernel's lines and leaves the rest; a file none of whose lines is the kernel's
+adds no kernel log) and the job-log reader (which takes the job's lines: NCCL, PyTorch,
+launchers, Slurm's srun/slurmstepd, progress). So ``dmesg.txt``, ``paste.txt`` and
+``kern.log`` holding the same lines give the same findings, and findings name the file as
+the user named it.
+
+- kernel-log reading never holds a file whole: its paths are listed,
   ``sources["kern.log"] = {"paths": [...]}``, every one of them, and
-  ``stream_large_sources`` streams them all through the kernel-log scanner;
-- any other source is decoded with textio (gzip by magic, UTF-16 by BOM or NULs) up to the
-  read cap; a bigger file is read to the cap AND says so, and so does a truncated or corrupt
-  gzip (``capture_truncated``);
-- a file that cannot be read, or is not a regular file (a FIFO or device is never opened),
-  is a ``capture_unreadable`` finding naming it.
+  ``stream_large_sources`` streams them through the kernel-log scanner; the job-log reader
+  streams them line by line too (``job_files``: a TextLines, or the text left once the
+  structured blocks were taken out);
+- a structured block is read up to the read cap; a bigger file is read to the cap AND says
+  so, and so does a truncated or corrupt gzip (``capture_truncated``);
+- a file that cannot be read, or is not a regular file (a FIFO, a device, a /proc or /sys
+  pseudo file is never opened), is a ``capture_unreadable`` finding naming it; an empty file
+  is named in ``unknown``.
 
 Those findings travel in ``sources["_notes"]`` (analyze adds them to the host's findings).
 """
@@ -19,25 +30,31 @@ import os
 import stat
 import zlib
 
+from .content import plan as content_plan
 from .findings import finding, never_raise
-from .sources import BUG_REPORT, JOB_LOG, KERNEL_LOG, NOTES, canonical_name, detect_source
-from .textio import TextChunks, TextLines, decode, is_gzip, open_regular
+from .linefamily import is_node_line
+from .sources import BUG_REPORT, KERNEL_LOG, NAMES, NOTES
+from .textio import TextChunks, TextLines, decode, is_gzip, open_regular, pseudo_file
 
-_MAX_READ = 64 * 1024 * 1024  # characters of one non-kernel source held in memory
+_MAX_READ = 64 * 1024 * 1024  # characters of one file's structured text held in memory
 _MAX_JOB_LOG = 256 * 1024 * 1024  # bytes of a job log read from its END (the hang is there); the head skipped is said
-_HEAD = 65536  # what content detection looks at (sources.detect_source)
+_HEAD = 65536  # what the first look at a file reads
+_WHOLE = 1024 * 1024  # a file up to this size (on disk) is searched whole for structured blocks
 _CHUNK = 1024 * 1024
 
 
-def load_capture_dir(path, files=None):
-    """A capture directory -> (host sources, job log files, ignored names).
+def load_capture_dir(path, files=None, blocks=None, ignore=()):
+    """A capture directory -> (host sources, job log files, unread names).
 
-    Known names are recognised by name (a ``.gz`` suffix aside), others by content, else
-    ignored. Job logs (NCCL / PyTorch output) keep their own names: the rank may only be in
-    the file name. ``files`` limits the load to those entries of the directory (a single
-    file given on the command line). Subdirectories are skipped (per-host directories)."""
-    sources, job_files, unknown, notes, kernel_paths = {}, {}, [], [], []
+    ``files`` limits the load to those entries of the directory (a single file given on the
+    command line). Subdirectories are skipped (per-host directories). ``job_files`` maps each
+    file's own name to what the job-log reader reads of it; ``unread`` names the files that
+    hold nothing at all (empty). ``blocks``: a dict that gets, per file, the structured
+    sources found in it (``["nvidia-smi.txt", ...]``, ``["bug-report.txt"]``)."""
+    sources, job_files, unknown, notes, kernel_paths, plain = {}, {}, [], [], [], []
     for entry in sorted(os.listdir(path) if files is None else files):
+        if entry in ignore:
+            continue
         full = os.path.join(path, entry)
         kind_of_file = _file_type(full)
         if kind_of_file == "directory":
@@ -46,35 +63,61 @@ def load_capture_dir(path, files=None):
             notes.append(finding("capture_unreadable", "%s is %s: it was not read" % (entry, kind_of_file),
                                  evidence=full, source=entry))
             continue
-        base = entry[:-3] if entry.endswith(".gz") else entry
-        name = canonical_name(base)
-        if name in (None, KERNEL_LOG):
-            try:
-                head = _head(full)
-            except OSError as exc:
-                notes.append(_unreadable(entry, full, exc))
-                continue
-            name = name or detect_source(head)
-            if name is None:
-                unknown.append(entry)
-                continue
-        if name == KERNEL_LOG:
-            kernel_paths.append(full)  # streamed later, all of them: none overwrites another
+        try:
+            head, size = _head(full)
+        except OSError as exc:
+            notes.append(_unreadable(entry, full, exc))
             continue
-        if name == JOB_LOG:  # streamed by the job-log parser, line by line, never held whole
-            job_files[base] = TextLines(full, tail=_MAX_JOB_LOG)
+        if not head.strip():
+            unknown.append(entry)  # empty (or only blanks): nothing to read
             continue
-        text = _read_text(full, entry, notes=notes)
-        if text is None:
-            continue
-        if name == "nvidia-smi-q.txt" and text.lstrip().startswith("<"):
-            name = "nvidia-smi-q.xml"
-        sources[name] = sources[name] + "\n" + text if isinstance(sources.get(name), str) else text
+        found = read_file(full, entry, head, size, sources, job_files, kernel_paths, notes)
+        if blocks is not None:
+            blocks[entry] = found
+        if size > _WHOLE and full in kernel_paths and not _node_lines_in(head):
+            plain.append(full)  # a big text whose start holds no node line: no host to find in it
     if kernel_paths:
-        sources[KERNEL_LOG] = {"paths": kernel_paths}
+        sources[KERNEL_LOG] = {"paths": kernel_paths, "plain": plain}
     if notes:
         sources[NOTES] = notes
     return sources, job_files, unknown
+
+
+def read_file(full, entry, head, size, sources, job_files, kernel_paths, notes):
+    """One file into the readers that take it (module docstring). A file is searched whole
+    for structured blocks when it is small, or when its head already holds one (a paste); a
+    big log whose head holds none is streamed, never held in memory."""
+    job_name = entry[:-3] if entry.endswith(".gz") else entry
+    found = content_plan(head)
+    text = None
+    if size <= min(_WHOLE, _MAX_READ) or found.blocks:  # a structured block is read to the cap
+        text = _read_text(full, entry, notes=notes)
+        if text is None:
+            return []
+        found = content_plan(text)
+    if found.bug_report:
+        _add(sources, BUG_REPORT, text if text is not None else _read_text(full, entry, notes=notes) or "")
+        return [BUG_REPORT]
+    for name, block in found.blocks.items():
+        _add(sources, name, block)
+        sources.setdefault(NAMES, {}).setdefault(name, entry)  # findings cite the file as it is named
+    if text is not None and found.blocks:
+        if found.rest is not None:  # the lines around the blocks, numbered as in the file
+            kernel_paths.append(full)
+            job_files[job_name] = found.rest
+        return sorted(found.blocks)
+    kernel_paths.append(full)  # the kernel-log reader takes the kernel's lines, streamed
+    job_files[job_name] = TextLines(full, tail=_MAX_JOB_LOG)  # the job-log reader the job's
+    return sorted(found.blocks)
+
+
+def _node_lines_in(head, lines=400):
+    """True when the first lines of a text hold a line of the node's logs (linefamily)."""
+    return any(is_node_line(line) for line in head.split("\n", lines)[:lines])
+
+
+def _add(sources, name, text):
+    sources[name] = sources[name] + "\n" + text if isinstance(sources.get(name), str) else text
 
 
 def _file_type(full):
@@ -84,7 +127,7 @@ def _file_type(full):
     except OSError as exc:
         return "a broken link" if os.path.islink(full) else "not readable (%s)" % (exc.strerror or exc)
     if stat.S_ISREG(mode):
-        return None
+        return pseudo_file(full)  # /proc/kmsg is "regular": reading it drains the kernel's ring
     if stat.S_ISDIR(mode):
         return "directory"
     if stat.S_ISFIFO(mode):
@@ -100,13 +143,14 @@ def _unreadable(entry, full, exc):
 
 
 def _head(full):
-    """The first ``_HEAD`` bytes of a file as text, decompressed when it is gzip (by magic,
-    whatever the name), decoded as UTF-8 or UTF-16. Never more than that is decompressed."""
-    fd, _st = open_regular(full)  # checked again on the open file: it may have been swapped
+    """(the first ``_HEAD`` bytes of a file as text, decompressed when it is gzip (by magic,
+    whatever the name), decoded as UTF-8 or UTF-16; its size on disk). Never more than that
+    is decompressed."""
+    fd, st = open_regular(full)  # checked again on the open file: it may have been swapped
     with os.fdopen(fd, "rb") as fh:
         raw = fh.read(_HEAD)
         if not is_gzip(raw):
-            return decode(raw)
+            return decode(raw), st.st_size
         z, out = zlib.decompressobj(wbits=31), b""
         while raw and len(out) < _HEAD and not z.eof:
             try:
@@ -114,7 +158,8 @@ def _head(full):
             except zlib.error:
                 break  # corrupt: detection sees what came out before it
             raw = z.unconsumed_tail or fh.read(_HEAD)
-    return decode(out)
+    # a compressed file's size is not its text's: read it whole only when it is small on disk
+    return decode(out), st.st_size * 8
 
 
 def _read_text(full, entry, notes):
@@ -155,7 +200,8 @@ def stream_large_sources(sources, since=None, year=None, tz=None):
     rest, parsed = {}, {}
     notes = list(sources.get(NOTES) or [])
     for name, value in sources.items():
-        if name == NOTES:
+        if name in (NOTES, NAMES):
+            rest[name] = value
             continue
         if isinstance(value, dict) and "paths" in value and "error" not in value:
             parsed[name] = never_raise(_scan, name, name, value["paths"], since, year, tz)
@@ -203,7 +249,7 @@ def split_hosts(sources, since=None, year=None, tz=None):
     from .kernlog.hosts import split_text
     per_host, base = {}, {}
     for src, value in sources.items():
-        if src == NOTES:
+        if src in (NOTES, NAMES):
             continue
         if src == BUG_REPORT and isinstance(value, str):
             host = bug_report_hostname(value)
@@ -228,7 +274,9 @@ def split_hosts(sources, since=None, year=None, tz=None):
                 per_host.setdefault(h, {})[src] = text
     kparsed, kname = _split_kernel(base.get(KERNEL_LOG), since, year, tz)
     if kparsed:
-        base.pop(KERNEL_LOG, None)
+        plain = base.pop(KERNEL_LOG, {}).get("plain")
+        if plain:  # not demultiplexed: read whole by the capture's own entry
+            base[KERNEL_LOG] = {"paths": list(plain)}
     hosts = list(per_host) + [h for h in kparsed if h is not None and h not in per_host]
     if kname and kname not in hosts:
         hosts.append(kname)
@@ -248,6 +296,9 @@ def split_hosts(sources, since=None, year=None, tz=None):
     if notes:
         target = next((e for e in out if e[0] is None), out[0])
         target[1][NOTES] = notes
+    if sources.get(NAMES):
+        for entry in out:
+            entry[1][NAMES] = sources[NAMES]
     return out
 
 
@@ -258,7 +309,10 @@ def _split_kernel(value, since, year, tz):
     if not (isinstance(value, dict) and "paths" in value and "error" not in value):
         return {}, None
     from .kernlog.hostscan import scan_by_host, survey_hosts
-    paths = list(value["paths"])
+    plain = set(value.get("plain") or ())  # big texts with no node line at their start: never surveyed
+    paths = [p for p in value["paths"] if p not in plain]
+    if not paths:
+        return {}, None
     try:
         names, demux_needed = survey_hosts(paths)
         if not demux_needed:

@@ -10,48 +10,49 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 
 from . import __version__, runbook
-from .analyze import SCHEMA, analyze_host, exit_status
+from .analyze import SCHEMA, analyze_host, exit_status, host_of_findings, not_a_kernel_log
 from .capture import load_capture_dir, split_hosts, stream_large_sources
 from .diagnose import diagnose
 from .findings import finding
-from .sources import NOTES
+from .sources import KERNEL_LOG, NAMES, NOTES
 from .textio import keep_freed_memory, printable, printable_json
 from .timeutil import local_tz, parse_time, parse_tz
 
 EXIT_UNUSABLE = 3
 EXIT_OUTPUT_FAILED = 4
 
-# The epilog of `analyze --help`. The job-log names are canonical_name()'s and the contents
-# DETECTORS' (sources.py); the codes are exit_status()'s plus EXIT_UNUSABLE: the tests hold
-# this text to that behaviour.
+# The epilog of `analyze --help`: the tests hold this text to the behaviour (the exit codes are
+# exit_status()'s plus EXIT_UNUSABLE).
 INPUTS_AND_EXIT_STATUS = """\
 inputs:
-  host captures   a directory of one host's files (kern.log or dmesg.txt, nvidia-smi-q.txt
-                  or .xml, ib-sysfs.txt, ibstat.txt, perfquery.txt, nvidia-bug-report.log,
-                  ...), a directory of such per-host directories, or one file; files are
-                  also recognised by their content, and may be gzipped.
-  job logs        the training job's output, one combined file or one file per rank, in any
-                  of those directories: files named nccl.log, *.out, *.err, rank-*, rank_*
-                  or slurm-* (.gz too), or any file whose start shows NCCL INFO/WARN lines,
-                  ProcessGroupNCCL, "Watchdog caught collective" or a tqdm progress bar.
-                  They fill the job section: the rank the others waited for, its host and
-                  GPU, and the host finding that explains it.
+  PATH is a file, a directory of one host's files, or a directory of per-host directories;
+  - is standard input. Every file is read by its content, never by its name: a kernel log
+  (dmesg, dmesg -T, journalctl -k, syslog, kern.log), a training job's output (job logs: NCCL_DEBUG,
+  PyTorch, torchrun, srun/slurmstepd, progress bars), the output of nvidia-smi (-q, -q -x,
+  the table, --query-gpu CSV), ibstat, ibstatus, ibv_devinfo, ibdev2netdev, perfquery,
+  iblinkinfo, the InfiniBand sysfs dump, an nvidia-bug-report.log, the node daemons' lines
+  (Slurm, NHC, DCGM, Fabric Manager), or a paste of several of them. Files may be gzipped
+  or UTF-16. Findings name the file as it is named. The job section says which rank the
+  others waited for, its host and GPU, and the host finding that explains it.
+  Error-like lines nothing explains are quoted as "unexplained", never taken as healthy; a
+  file nothing in which is recognised is named on stderr.
 
 exit status:
   0  nothing at warning or above
   1  warnings
   2  critical (a host or the job)
   3  unusable input: a bad argument or a missing path (one line on stderr, nothing
-     analysed), or no input gave usable evidence
+     analysed), or no input gave usable evidence (each such input named on stderr)
   4  the output could not be written (a closed pipe, as in `| head`, or a full disk):
      one line on stderr
 
 A host directory that cannot be listed does not stop the others: it is reported as a
 host with no usable evidence, saying why. Control characters in the logs' text (terminal
-escapes) are printed escaped, as \x1b.
+escapes) are printed escaped, like \\x1b.
 """
 
 
@@ -120,49 +121,72 @@ def _positive(kind):
     return convert
 
 
-def _host_dirs(path):
-    """A path -> list of (host name, sources, job files, ignored)."""
+def _host_dirs(path, ignore=()):
+    """A path -> list of (host name, directory, sources, job files, empty files, blocks per file)."""
     if os.path.isfile(path):
         directory, entry = os.path.split(os.path.abspath(path))
-        sources, jobs, ignored = load_capture_dir(directory, files=[entry])
-        return [(os.path.basename(directory) or entry, sources, jobs, ignored)]
+        blocks = {}
+        sources, jobs, empty = load_capture_dir(directory, files=[entry], blocks=blocks, ignore=ignore)
+        return [(os.path.basename(directory) or entry, directory, sources, jobs, empty, blocks)]
     if not os.path.isdir(path):
         raise UsageError("%s: no such file or directory" % path)
-    sources, jobs, ignored = load_capture_dir(path)
-    if sources or jobs:
-        return [(os.path.basename(os.path.abspath(path)), sources, jobs, ignored)]
-    out = []
+    blocks = {}
+    sources, jobs, empty = load_capture_dir(path, blocks=blocks, ignore=ignore)
+    out = [(os.path.basename(os.path.abspath(path)), path, sources, jobs, empty, blocks)]
     for entry in sorted(os.listdir(path)):
         sub = os.path.join(path, entry)
         if os.path.isdir(sub):
+            blocks = {}
             try:
-                s, j, i = load_capture_dir(sub)
+                s, j, e = load_capture_dir(sub, blocks=blocks, ignore=ignore)
             except OSError as exc:  # one host's directory unreadable: the others are still analysed
                 why = "%s could not be read: %s" % (entry, exc.strerror or exc)
-                s, j, i = {NOTES: [finding("capture_unreadable", why, evidence=sub, source=entry)]}, {}, []
-            if s or j:
-                out.append((entry, s, j, i))
+                s, j, e = {NOTES: [finding("capture_unreadable", why, evidence=sub, source=entry)]}, {}, []
+            out.append((entry, sub, s, j, e, blocks))
     return out
 
 
-def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False, tz=None):
-    """Paths -> analysis (schema v1): every host, cross-host rules, and the job joined.
-    ``tz``: the zone of times written without one (None: UTC)."""
+# what a structured block of a file was read as, in the words of the "read as" lines
+BLOCK_LABEL = {"nvidia-smi-q.xml": "nvidia-smi -q -x", "nvidia-smi-q.txt": "nvidia-smi -q", "nvidia-smi.txt": "nvidia-smi",
+               "nvidia-smi-query-gpu.csv": "nvidia-smi --query-gpu", "nvidia-smi-compute-apps.csv": "compute apps",
+               "ib-sysfs.txt": "InfiniBand sysfs", "ibstat.txt": "ibstat", "ibv_devinfo.txt": "ibv_devinfo",
+               "perfquery.txt": "perfquery", "iblinkinfo.txt": "iblinkinfo", "ibdev2netdev.txt": "ibdev2netdev", "bug-report.txt": "nvidia-bug-report"}
+
+
+def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False, tz=None,
+                  ignore=()):
+    """Paths -> analysis (schema v1): every host, cross-host rules, and the job joined, and
+    ``files``: what each file was read as (none: nothing in it was recognised).
+    ``tz``: the zone of times written without one (None: UTC). ``ignore``: file names that
+    are not captures (a test case's case.json)."""
     if since is not None:
         since = parse_time(since, tz).isoformat()  # a naive --since is in the captures' zone
-    results, job_files = {}, {}
+    results, job_files, inputs, job_paths, dir_hosts, dir_files = {}, {}, {}, {}, {}, {}
     for path in paths:
-        found = _host_dirs(path)
-        if not found:
-            raise UsageError("%s: no recognisable capture (kern.log, nvidia-smi-q.txt, ibstat.txt, ...)" % path)
-        for name, sources, jobs, _ignored in found:
-            job_files.update({os.path.join(name, k): v for k, v in jobs.items()})
+        for name, directory, sources, jobs, empty, blocks in _host_dirs(path, ignore):
+            for entry, found in blocks.items():
+                full = os.path.join(directory, entry)
+                inputs[full] = {"file": _shown(path, directory, entry), "read_as": [BLOCK_LABEL.get(b, b)
+                                                                                    for b in found]}
+            for entry in empty:
+                inputs[os.path.join(directory, entry)] = {"file": _shown(path, directory, entry), "read_as": [],
+                                                          "empty": True}
+            if os.path.isdir(path) and (blocks or empty):  # a directory of captures: its host is named
+                dir_files[name] = dict([(e, True) for e in empty] + [(e, False) for e in blocks if not blocks[e]])
+            for k, v in jobs.items():
+                key = os.path.join(name, k)
+                job_files[key] = v
+                job_paths[key] = os.path.join(directory, k if k in blocks else k + ".gz")
             if not sources:
                 continue
             for host, host_sources, parsed in split_hosts(sources, since=since, tz=tz):
                 host_sources, more = stream_large_sources(host_sources, since=since, tz=tz)
                 parsed.update(more)
-                if not host_sources and not parsed:
+                if KERNEL_LOG in parsed:
+                    _kernel_read(parsed[KERNEL_LOG][0], inputs)
+                    if not_a_kernel_log(*parsed[KERNEL_LOG]):
+                        del parsed[KERNEL_LOG]  # none of its lines was the kernel's: no kernel log here
+                if not [k for k in host_sources if k not in (NOTES, NAMES)] and not parsed and not host_sources.get(NOTES):
                     continue
                 h = analyze_host(host_sources, since=since, expected_gpus=expected_gpus,
                                  expected_ib_rate=expected_ib_rate, parsed=parsed, tz=tz)
@@ -171,23 +195,72 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
                     host += "'"
                 h["host"] = host
                 results[host] = {"ansible_facts": {"gpu_health": h}}
+                dir_hosts.setdefault(name, []).append(host)
+
+    def loose_lines(res, findings, files_read):
+        """What the job-log reader left: its unexplained lines go to the host the same capture
+        named (the first), else to a host of the capture's name; a directory of captures
+        nothing was read of is an unknown host that says why (never dropped)."""
+        for f in findings:
+            name = str(f.get("source") or "").split(os.sep)[0]
+            host = (dir_hosts.get(name) or [None])[0]
+            if host is not None and host in res:
+                res[host]["ansible_facts"]["gpu_health"]["findings"].append(f)
+            else:
+                res[name] = {"ansible_facts": {"gpu_health": host_of_findings(name, [f])}}
+                dir_hosts[name] = [name]
+        for name, files in dir_files.items():
+            if dir_hosts.get(name) or any(files_read.get(os.path.join(name, k)) for k in files):
+                continue
+            why = ", ".join("%s: %s" % (k, "empty" if v else "not recognised") for k, v in sorted(files.items()))
+            res[name] = {"ansible_facts": {"gpu_health": host_of_findings(name, [finding(
+                "no_evidence", "no source gave usable evidence (%s): this host's health is unknown" % why,
+                source=", ".join(sorted(files)))])}}
     from .joblog.parallel import job_log_workers  # here: the other commands never read a job log
     analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts,
-                        job_workers=job_log_workers())
-    return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"], "cluster": analysis["cluster"]}
+                        job_workers=job_log_workers(), loose_lines=loose_lines)
+    for key, n in ((analysis.get("job") or {}).get("files_read") or {}).items():
+        full = job_paths.get(key)
+        if n and full is not None:
+            for k in (full, full[:-3] if full.endswith(".gz") else full + ".gz"):
+                if k in inputs:
+                    inputs[k]["read_as"].append("job log")
+    return {"schema": SCHEMA, "hosts": analysis["hosts"], "job": analysis["job"], "cluster": analysis["cluster"],
+            "files": sorted(inputs.values(), key=lambda i: i["file"])}
+
+
+def _shown(given, directory, entry):
+    """A file as the user would name it: the path given, or the path given + the entry."""
+    if os.path.isfile(given):
+        return given
+    return os.path.normpath(os.path.join(given, os.path.relpath(os.path.join(directory, entry), given)))
+
+
+def _kernel_read(facts, inputs):
+    """Mark the files a kernel-log scan found the kernel's lines in."""
+    files = (facts or {}).get("files") or []
+    for f in files:
+        n = f.get("kernel_lines", (facts or {}).get("kernel_lines"))
+        if n and f.get("path") in inputs and "kernel log" not in inputs[f["path"]]["read_as"]:
+            inputs[f["path"]]["read_as"].append("kernel log")
 
 
 def main(argv=None):
     parser = _build_parser()
+    stdin_dir = None
     try:
         args = parser.parse_args(argv)
         if args.command in runbook.PLAYBOOKS:
             return runbook.main(args)
         if args.command != "analyze":
             raise UsageError("usage: gpu-runbook analyze|diagnose|remediate ... (see gpu-runbook COMMAND --help)")
-        _check_paths(args.paths)
+        paths = list(args.paths)
+        if "-" in paths:
+            stdin_dir = _stdin_to_file()
+            paths = [os.path.join(stdin_dir, STDIN_NAME) if p == "-" else p for p in paths]
+        _check_paths(paths)
         keep_freed_memory()  # logs are read block by block: no page faults for every block
-        analysis = analyze_paths(args.paths, since=args.since, expected_gpus=args.expected_gpus,
+        analysis = analyze_paths(paths, since=args.since, expected_gpus=args.expected_gpus,
                                  expected_ib_rate=args.expected_ib_rate, include_facts=args.facts,
                                  tz=args.tz if args.tz is not None else local_tz())
     except UsageError as exc:
@@ -196,10 +269,17 @@ def main(argv=None):
     except (OSError, UnicodeError) as exc:
         print("gpu-runbook: cannot read input: %s" % exc, file=sys.stderr)
         return EXIT_UNUSABLE
+    finally:
+        if stdin_dir is not None:
+            shutil.rmtree(stdin_dir, ignore_errors=True)
+    for line in unread_inputs(analysis):
+        print(printable("gpu-runbook: %s" % line), file=sys.stderr)
     unusable = _unusable(analysis)
     for host, why in unusable:
         print(printable("gpu-runbook: %s: no usable evidence: %s" % (host, why)), file=sys.stderr)
-    if unusable and len(unusable) == len(analysis["hosts"]) and not analysis.get("job"):
+    if len(unusable) == len(analysis["hosts"]) and not analysis.get("job"):
+        if not analysis["hosts"]:
+            print("gpu-runbook: nothing in the input was recognised: no host and no job to analyse", file=sys.stderr)
         return EXIT_UNUSABLE
     if args.format == "json":
         out = printable_json(json.dumps(analysis, indent=2, ensure_ascii=False, default=str)) + "\n"
@@ -215,6 +295,37 @@ def main(argv=None):
         return EXIT_OUTPUT_FAILED
     # the job's findings weigh like a host's: a job that hung on no sick host is still critical
     return exit_status(analysis["hosts"] + list((analysis.get("job") or {}).get("findings") or []))
+
+
+STDIN_NAME = "stdin"
+
+
+def _stdin_to_file():
+    """Standard input (``analyze -``) copied to a private temporary file, streamed: the readers
+    read files (twice: the kernel's lines and the job's). -> its directory (removed after)."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="gpu-runbook-stdin-")
+    src = getattr(sys.stdin, "buffer", None)
+    with open(os.path.join(d, STDIN_NAME), "wb") as out:
+        if src is None:  # a test's StringIO
+            out.write(sys.stdin.read().encode("utf-8"))
+        else:
+            shutil.copyfileobj(src, out, 1 << 20)
+    return d
+
+
+def unread_inputs(analysis):
+    """One line per input nothing was read from: empty, or nothing in it recognised."""
+    out = []
+    for i in analysis.get("files") or []:
+        name = "standard input" if os.path.basename(i["file"]) == STDIN_NAME and "gpu-runbook-stdin-" in i["file"] \
+            else i["file"]
+        if i.get("empty"):
+            out.append("%s: empty: nothing to read" % name)
+        elif not i["read_as"]:
+            out.append("%s: nothing in it was recognised (not a kernel log, a job's log, or the output of a tool "
+                       "gpu-runbook reads): it was not used" % name)
+    return out
 
 
 def _silence_stdout():

@@ -344,8 +344,8 @@ def join_job(hosts, job):
                             evidence=_job_evidence(job, rank), source="job", rank=int(rank), gpu=gpu)
             host["findings"].append(f)
         culprits.append(entry)
-    verdict = _job_verdict(job, culprits, explanations)
-    return {"culprits": culprits, "verdict": verdict}
+    verdict, decided_by = _job_verdict(job, culprits, explanations)
+    return {"culprits": culprits, "verdict": verdict, "decided_by": decided_by}
 
 
 def _job_evidence(job, rank):
@@ -361,10 +361,13 @@ _CAUSES = ("gpu_hardware", "driver", "ib_network", "dataloader", "memory_leak", 
 
 
 def _job_verdict(job, culprits, explanations):
-    """The job's cause, ranked once by the one order (verdict.rank_key) over what explains
-    its culprit ranks and the job's own findings. Without a cause the failure phase is
-    weighed as the field does: a falling iteration rate leans to a leak, erratic stalls to
-    the DataLoader, an early failure to code, a late hang with a silent rank to the node."""
+    """(the job's cause, the finding that decided it or None), ranked once by the one order
+    (verdict.rank_key) over what explains its culprit ranks and the job's own findings.
+    Without a cause the failure phase is weighed as the field does: a falling iteration rate
+    leans to a leak, erratic stalls to the DataLoader, an early failure to code, a late hang
+    with a silent rank to the node. A hang (nccl_deadlock) needs ranks that waited; a job whose
+    logs hold no failure is healthy only when they also say it ended well (or, for NCCL's own
+    tests and a communicator's setup, that it ran to its end)."""
     found = list(explanations) + list(job.get("findings") or [])
     # a critical application finding (mismatched collectives, an illegal memory access on the
     # culprit's GPU) is a cause; a plain traceback (a warning) is not
@@ -372,19 +375,35 @@ def _job_verdict(job, culprits, explanations):
                if (f["severity"] in ("warning", "critical") and f["category"] in _CAUSES)
                or (f["severity"] == "critical" and f["category"] == "application")]
     if serious:
-        return max(serious, key=rank_key)["category"]
+        top = max(serious, key=rank_key)
+        return top["category"], top
     trend = (job.get("iteration_rate") or {}).get("trend")
     if trend == "falling":
-        return "memory_leak"
+        return "memory_leak", None
     if trend == "erratic":
-        return "dataloader"
+        return "dataloader", None
     if job.get("phase") == "early":
-        return "application"
-    if culprits:
-        return "nccl_deadlock"
-    if job.get("timed_out_ranks") or any(f["severity"] in ("warning", "critical") for f in found):
-        return "unknown"
-    return "healthy" if _job_logs_read(job) else None
+        return "application", None
+    waited = job.get("timed_out_ranks")
+    if culprits and waited:
+        return "nccl_deadlock", None
+    failing = [f for f in found if f["severity"] in ("warning", "critical")]
+    if waited or failing:
+        return "unknown", max(failing, key=rank_key) if failing else None
+    if _ended_well(job):
+        return "healthy", None
+    return ("unknown" if _job_logs_read(job) or job.get("training") else None), None
+
+
+def _ended_well(job):
+    """The job's logs say it ended well: its trainer or launcher said so; or they are NCCL's
+    own (a communicator's setup, nccl-tests) and say nothing wrong. A training run's log that
+    just stops (progress, no end, no error) did not say it ended well: unknown."""
+    if job.get("success"):
+        return True
+    if job.get("training"):
+        return False
+    return _job_logs_read(job)
 
 
 def _job_logs_read(job):

@@ -90,6 +90,8 @@ def family(f):
     whatever host evidence it copies; a file is its sources.FAMILY (or itself)."""
     if f.get("kind") == "job_culprit":
         return "job"
+    if f.get("family"):  # what the reader read it as (analyze.of_family), whatever the file's name
+        return f["family"]
     name = str(f.get("source") or "").split(":")[0].strip()
     if name in FAMILY:
         return FAMILY[name]

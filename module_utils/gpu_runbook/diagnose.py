@@ -7,7 +7,7 @@ from .render import render_lines, summary_counts
 
 
 def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=None, generated=None,
-             keep_facts=False, job_workers=None):
+             keep_facts=False, job_workers=None, loose_lines=None):
     """results: {host: registered gpu_health_facts result (or unreachable/failed)};
     job_logs: {name: text or line source (textio.TextLines: streamed, never held whole)} of
     the job's logs; slurm_job: gpu_runbook_job's ``job``; job_workers: processes that read the
@@ -15,12 +15,20 @@ def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=No
     -> analysis (schema v1) with the job joined and the cluster section."""
     job = None
     slurm_job = slurm_job or {}
+    if not (job_logs or slurm_job) and loose_lines is not None:
+        loose_lines(results, [], {})
     if job_logs or slurm_job:
-        from .joblog import parse_job_logs
+        from .joblog import loose, parse_job_logs, read_anything
         parsed, job_findings = parse_job_logs(job_logs or {}, since=since or slurm_job.get("start"),
                                               workers=job_workers)
-        job = dict(parsed, findings=job_findings, job_id=slurm_job.get("job_id"),
-                   slurm=slurm_job or None, log_problems=list(log_problems or []))
+        # every text of a capture is offered to the job-log reader: one that held no line of
+        # a job is no job (a kernel log, an nvidia-smi paste)
+        held_a_job = slurm_job or log_problems or read_anything(parsed, job_findings)
+        if loose_lines is not None:
+            loose_lines(results, [] if held_a_job else loose(job_findings), parsed.get("files_read") or {})
+        if held_a_job or (loose_lines is None and loose(job_findings)):
+            job = dict(parsed, findings=job_findings, job_id=slurm_job.get("job_id"),
+                       slurm=slurm_job or None, log_problems=list(log_problems or []))
     return build_cluster(results, job=job, generated=generated, keep_facts=keep_facts)
 
 

@@ -151,3 +151,21 @@ def small_int(text, default=None):
     also accepts '²' and int() refuses a number of 4300 digits: both are log text, not counts."""
     s = text if isinstance(text, str) else ""
     return int(s) if 0 < len(s) < 19 and s.isascii() and s.isdigit() else default
+
+
+# The field's suspicion order (GPU Xid/ECC -> IB -> the node -> NCCL settings -> code),
+# weighted like its priors (~60% GPU, ~30% IB, ~10% code/DataLoader/leak).
+SUSPICION = {
+    "gpu_hardware": 9, "driver": 8, "ib_network": 7, "unknown": 5, "memory_leak": 4,
+    "dataloader": 3, "nccl_config": 3, "nccl_deadlock": 2, "application": 1, "healthy": 0,
+}
+
+
+def rank_key(finding):
+    """Sort key: most severe, then what the engine understood before what it did not (lines
+    no rule explains decide a verdict only when nothing else does), then most suspect
+    category, then the costliest rung; at a tie an Xid (NVIDIA's own diagnosis of the GPU) is
+    the best evidence to show."""
+    return (SEVERITY_RANK[finding["severity"]], finding.get("kind") != "unexplained_errors",
+            SUSPICION.get(finding["category"], 0), RUNG_RANK.get(finding.get("rung") or "none", 0),
+            finding.get("xid") is not None)

@@ -226,8 +226,12 @@ def job_lines(analysis, lang="en"):
         out += wrap("%s: %s" % (text(lang, "culprit"), culprit_chain(c, analysis.get("hosts") or [], lang)),
                     WIDTH, INDENT, HANG)
     own = _serious(job.get("findings"))
-    if not culprits and own:
-        top = max(own, key=_key)
+    decided = job.get("decided_by") if isinstance(job.get("decided_by"), dict) else None
+    # the finding the verdict was decided from, when it is the job's own (a host's that explains
+    # a culprit is in the chain above); else, with no culprit, the job's most serious finding
+    top = decided if decided is not None and decided.get("family") == "job" else (
+        max(own, key=_key) if not culprits and own else None)
+    if top is not None:
         msg, act = finding_message(top, lang)
         out += wrap("%s: %s" % (text(lang, "why"), _v(msg)), WIDTH, INDENT, HANG)
         if act:

@@ -8,7 +8,8 @@ import re
 NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-query-gpu.csv")
 COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
 KERNEL_LOG = "kern.log"
-IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt")  # first present wins (sysfs is authoritative)
+IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "ibdev2netdev.txt")  # first present wins
+# (sysfs is authoritative; ibdev2netdev says the least: a port's interface Up or Down)
 IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")
 IB_SOURCES = IB_LINK_SOURCES + IB_COUNTER_SOURCES
 BUG_REPORT = "bug-report.txt"
@@ -16,6 +17,9 @@ JOB_LOG = "nccl.log"
 # not a source: the key under which a loader or probe hands over findings about the evidence
 # itself (a read cut at the cap, a truncated capture); analyze adds them to the host's findings
 NOTES = "_notes"
+# not a source: {source name: the file it was read from, as the user named it} (capture.py); the
+# parsers cite that name, not the source's
+NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT,)
 
 # source -> family: what a failed probe of it means (probe_findings.py)

@@ -103,6 +103,38 @@ def open_regular(path, nofollow=False):
     return fd, st
 
 
+_PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+_pseudo_devs = None
+
+
+def pseudo_file(path):
+    """What a "regular" file of a pseudo filesystem is ("a /proc pseudo file, not a capture"),
+    or None for a file of a real one. /proc/kmsg reads as a regular file of size 0: reading it
+    drains the kernel's ring buffer (as root) and then blocks; /sys and /dev files are live
+    state, not captures. Told by the device the path lives on (links followed)."""
+    global _pseudo_devs
+    if _pseudo_devs is None:
+        devs = {}
+        try:
+            real = {os.stat("/").st_dev, os.stat(os.path.expanduser("~")).st_dev}
+        except OSError:
+            real = set()
+        for root in _PSEUDO_ROOTS:
+            try:
+                dev = os.stat(root).st_dev
+            except OSError:
+                continue
+            if dev not in real:  # a /dev that is a directory of the root filesystem is not one
+                devs[dev] = root
+        _pseudo_devs = devs
+    try:
+        dev = os.stat(path).st_dev
+    except OSError:
+        return None
+    root = _pseudo_devs.get(dev)
+    return "a %s pseudo file, not a capture" % root if root else None
+
+
 def read_tail_bytes(path, limit, nofollow=False):
     """The last ``limit`` bytes of a regular file (open_regular's rules), never more: a /proc
     file that reports size 0 and keeps producing stops at ``limit`` too."""

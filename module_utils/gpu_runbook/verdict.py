@@ -2,22 +2,7 @@
 and the one order (``rank_key``) every ranking of findings uses: the host's primary finding,
 the finding that explains a job's culprit rank, the job's cause."""
 
-from .findings import RUNG_RANK, SEVERITY_RANK, worst_severity
-
-# The field's suspicion order (GPU Xid/ECC -> IB -> the node -> NCCL settings -> code),
-# weighted like its priors (~60% GPU, ~30% IB, ~10% code/DataLoader/leak).
-SUSPICION = {
-    "gpu_hardware": 9, "driver": 8, "ib_network": 7, "unknown": 5, "memory_leak": 4,
-    "dataloader": 3, "nccl_config": 3, "nccl_deadlock": 2, "application": 1, "healthy": 0,
-}
-
-
-def rank_key(finding):
-    """Sort key: most severe, then most suspect category, then the costliest rung; at a tie
-    an Xid (NVIDIA's own diagnosis of the GPU) is the best evidence to show."""
-    return (SEVERITY_RANK[finding["severity"]], SUSPICION.get(finding["category"], 0),
-            RUNG_RANK.get(finding.get("rung") or "none", 0), finding.get("xid") is not None)
-
+from .findings import RUNG_RANK, SEVERITY_RANK, SUSPICION, rank_key, worst_severity  # noqa: F401 (the one order)
 
 def primary_finding(findings):
     """The finding that decides the verdict (None when nothing is at warning or above)."""

@@ -88,7 +88,11 @@ def test_empty_captures_are_unusable_input_not_a_healthy_host(capsys, tmp_path):
     (tmp_path / "nvidia-smi-q.txt").write_text("")
     rc, doc, err = _run(capsys, tmp_path)
     assert rc == 3 and doc is None
-    assert len(err.strip().splitlines()) == 1 and "no usable evidence" in err and tmp_path.name in err
+    # each input said (issue 24: input nobody can read is named), then the host none of them served
+    lines = err.strip().splitlines()
+    assert [l.split(": ", 1)[1].rsplit("/", 1)[-1] for l in lines[:2]] == ["kern.log: empty: nothing to read",
+                                                                         "nvidia-smi-q.txt: empty: nothing to read"]
+    assert len(lines) == 3 and "%s: no usable evidence" % tmp_path.name in lines[2]
 
 
 def test_one_unusable_host_beside_a_usable_one_is_unknown_and_named(capsys, tmp_path):

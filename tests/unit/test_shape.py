@@ -14,10 +14,12 @@ ENGINE = os.path.join(os.path.dirname(__file__), "..", "..", "module_utils", "gp
 LAYERS = {
     # what everything speaks: the taxonomy, the finding, source names, text and time helpers
     "taxonomy": 0, "hostvars": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "findings": 1, "xid_catalog": 1,
-    # the only I/O on a host
-    "probes": 2,
+    # the only I/O on a host; which family a line is; the emitters' vocabularies (data and matching)
+    "probes": 2, "linefamily": 2, "vocab": 2,
     # pure parsers, one per format family
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3,
+    # what a text holds, by content: its structured blocks and the rest for the line readers
+    "content": 3,
     "verdict": 4,
     # one host: dispatch, probe errors, capture loading
     "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,

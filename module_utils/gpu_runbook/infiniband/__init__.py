@@ -1,5 +1,5 @@
 """InfiniBand / RoCE port state and error counters: sysfs, ibstat, ibstatus, ibv_devinfo,
-perfquery and iblinkinfo text -> (facts, findings).
+ibdev2netdev, perfquery and iblinkinfo text -> (facts, findings).
 
 Every parser returns ``(facts, findings)`` with
 
@@ -30,7 +30,8 @@ from .ports import NO_PHYSICAL_LINK, port_state_kind
 from .sysfs import parse_ib_sysfs
 
 __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
-           "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_iblinkinfo",
+           "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_ibdev2netdev",
+           "parse_iblinkinfo",
            "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parser", "port_state_kind"]
 
 
@@ -50,6 +51,9 @@ def __getattr__(name):
     if name == "parse_iblinkinfo":
         from .iblinkinfo import parse_iblinkinfo
         return parse_iblinkinfo
+    if name == "parse_ibdev2netdev":
+        from .ibdev2netdev import parse_ibdev2netdev
+        return parse_ibdev2netdev
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 _SNIFF = (
@@ -60,9 +64,10 @@ _SNIFF = (
     ("ibv_devinfo", re.compile(r"^[ \t]*hca_id[ \t]*:", re.M)),
     ("perfquery", re.compile(r"^[ \t]*#[ \t]*Port[ \t]+[^:\n]*:[ \t]*Lid[ \t]+\d+", re.M | re.I)),
     ("iblinkinfo", re.compile(r"==\([^\n()]*\)==>")),
+    ("ibdev2netdev", re.compile(r"\bport[ \t]+\d{1,3}(?:[ \t]+\([A-Z_]{1,16}\))?[ \t]+==>[ \t]+\S{1,64}[ \t]+\((?:Up|Down)\)")),
 )
 _PARSERS = {"ib-sysfs": "parse_ib_sysfs", "ibstat": "parse_ibstat", "ibv_devinfo": "parse_ibv_devinfo",
-            "perfquery": "parse_perfquery", "iblinkinfo": "parse_iblinkinfo"}
+            "perfquery": "parse_perfquery", "iblinkinfo": "parse_iblinkinfo", "ibdev2netdev": "parse_ibdev2netdev"}
 
 
 def detect_ib_format(text):

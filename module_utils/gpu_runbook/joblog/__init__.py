@@ -103,7 +103,28 @@ def parse_job_logs(files, since=None, workers=None):
         if readers is not None:
             readers.close()
     job, findings = never_raise(analyse, "job logs", st)
-    return job or empty_job(), errors + findings
+    job = job or empty_job()
+    job["files_read"] = dict(st.files_read)
+    for f in findings:
+        f.setdefault("family", "job")  # the job's own words, whatever file they were in
+    return job, errors + findings
+
+
+_NOTE_KINDS = ("capture_truncated", "capture_unreadable", "parser_error")
+
+
+def read_anything(job, findings):
+    """True when the job's logs held anything of a job: a line some reader used, or a finding
+    about the logs themselves (a file that could not be read is said, not dropped). Error-like
+    lines nothing explains are no sign of a job by themselves (``loose``)."""
+    return any((job or {}).get("files_read", {}).values()) or any(
+        f["kind"] != "unexplained_errors" for f in findings)
+
+
+def loose(findings):
+    """The findings of a text that held no job: its unexplained lines, which belong to the
+    host whose capture held them (cli.py), never dropped."""
+    return [f for f in findings if f["kind"] == "unexplained_errors"]
 
 
 def _readers(sources, workers):

@@ -80,6 +80,10 @@ def analyse(st):
         "nccl_tests": nccl_tests.summary(st),
         "nccl": {"transport": transport(st), "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
                  "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},
+        # the run ended well, as its trainer or launcher says (emitter_lines.SUCCESS)
+        "success": [{"who": s["who"], "src": s["src"]} for s in st.success[:8]],
+        # a training run's own lines were seen (progress bars, epochs): its end must be said
+        "training": bool(st.progress or st.hf_epoch is not None or st.training_lines),
     }
     return job, job_findings(st, job, last_prog)
 
@@ -88,6 +92,8 @@ def _more_hosts(st, hosts):
     """Hosts named without a rank: RAS's dead/missing processes, the one host of an nccl-tests
     run that returned wrong data."""
     extra = list(ras_culprits(st)[1])
+    # a node Slurm says failed under the job ('srun: error: Node failure on NODE')
+    extra += [r["node"] for r in st.slurm if r["kind"] == "node_failure"]
     # torchrun's root cause killed by SIGKILL: its host is the one to read (OOM killer); not a rank
     # the others waited for, so not a culprit rank
     for r in st.launch:

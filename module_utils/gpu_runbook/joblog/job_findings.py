@@ -5,17 +5,17 @@ taxonomy/kinds_job.py."""
 
 from collections import Counter
 
-from ..findings import finding, gpu_ref
+from ..findings import finding, gpu_ref, rank_key
 from . import nccl_tests
+from . import emitter_lines
 from .event_findings import finding_for_event
 from .launch_lines import launch_findings
 from .nccl_words import word_findings
 from .patterns import CONSEQUENCE_EXC, MAX_FINDINGS_PER_KIND
 from .text import evidence
 
-# the cause of a timeout, most specific first
-_CAUSE_PRIORITY = {"gpu_hardware": 0, "ib_network": 1, "driver": 2, "dataloader": 3, "memory_leak": 4,
-                   "application": 5, "nccl_config": 6}
+# the categories that can be the cause of a timeout (ranked by the engine's one order, verdict.rank_key)
+_CAUSES = ("gpu_hardware", "ib_network", "driver", "dataloader", "memory_leak", "application", "nccl_config")
 # the timeout's kind by the rung its cause calls for ("drain": the culprit's host)
 _TIMEOUT_KIND_BY_RUNG = {"drain": "nccl_watchdog_timeout", "ib_restart": "nccl_watchdog_timeout_ib",
                          "gpu_reset": "nccl_watchdog_timeout_gpu", "nccl_env": "nccl_watchdog_timeout_config",
@@ -36,6 +36,7 @@ def job_findings(st, job, last_prog):
     findings.extend(word_findings(st, findings))     # NCCL's own words (nccl_words.py)
     findings.extend(nccl_tests.findings(st))
     findings.extend(launch_findings(st))
+    findings.extend(emitter_lines.findings(st, findings))  # what only an emitter's vocabulary explains
     if trend == "falling":
         findings.append(_falling_rate(st, job["iteration_rate"]["by_epoch"]))
     early = _early_failure(st, job, last_prog, findings)
@@ -43,7 +44,18 @@ def job_findings(st, job, last_prog):
         findings.append(early)
     if st.timeouts or st.desync_timeout:
         findings.append(_timeout(st, job, findings))
+    if job["training"] and not job["success"] and not any(f["severity"] in ("warning", "critical")
+                                                           for f in findings):
+        findings.append(_end_unknown(st))
     return dedupe(findings)
+
+
+def _end_unknown(st):
+    """A training run's log that stops: no end said, no error: never taken as healthy."""
+    last = st.progress[-1] if st.progress else None
+    return finding("job_end_unknown", "The training log stops without saying the run ended (no trainer or launcher "
+                                      "said so) and without an error: still running, killed, or hung?",
+                   evidence=evidence(last["evidence"]) if last else "", source=last["src"] if last else "")
 
 
 def _drop_restated_exceptions(findings, st):
@@ -122,11 +134,11 @@ def _early_failure(st, job, last_prog, findings):
 def _cause(findings, culprits):
     """The finding that explains the timeout: a critical one (or the socket fallback when no
     rank is to blame), on a culprit rank if any, most specific category first."""
-    cands = [f for f in findings if f["category"] in _CAUSE_PRIORITY and (
+    cands = [f for f in findings if f["category"] in _CAUSES and (
         f["severity"] == "critical" or (f["kind"] == "nccl_socket_fallback" and not culprits))]
     on_culprit = [f for f in cands if f["rank"] is not None and f["rank"] in culprits]
     pool = on_culprit or cands
-    return min(pool, key=lambda f: _CAUSE_PRIORITY[f["category"]]) if pool else None
+    return max(pool, key=rank_key) if pool else None
 
 
 def _timeout_kind(cause, job):

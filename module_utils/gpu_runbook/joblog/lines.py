@@ -5,7 +5,8 @@ Handlers run in a fixed order (the order matters: a wrapped IB line must be join
 anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
 its own handler). A handler returns True when no later handler needs the line."""
 
-from . import error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, scan, torch_lines
+from . import emitter_lines, error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, scan, torch_lines
+from ..linefamily import is_kernel_line
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
 from ..findings import unpaste
@@ -52,6 +53,7 @@ def parse_file(name, text, st, ahead=None):
         items = scan.lines_to_read(lines, fs, st, FIRST_TIME_TRIES, ahead)
     else:
         items = logical_lines(lines)
+    used = 0
     for lineno, raw in items:
         if not raw or (prefilter and st.time_tries >= FIRST_TIME_TRIES and quiet(raw, fs, st)):
             continue
@@ -60,11 +62,33 @@ def parse_file(name, text, st, ahead=None):
         line = read_line(raw, "%s:%d" % (name, lineno), fs, st)
         if line is None:
             continue
+        # the last reader's lines (an emitter's, an error, a run's end) are told from a handler's by
+        # whether a handler changed the job's state: worth the look only for a line it could read
+        before = _mark(st, fs) if " NCCL INFO " not in line.text and emitter_lines.might_read(line.text) else None
         for handle in HANDLERS:
             if handle(line, fs, st):
+                used += 1
                 break
+        else:
+            if before is None or _mark(st, fs) != before:
+                used += 1
+            elif emitter_lines.read(line, fs, st) or line.prefixed:
+                used += 1
     if fs.fr_cur:
         torch_lines.fr_flush(fs, fs.file_rank, st)
+    st.files_read[name] = st.files_read.get(name, 0) + used
+
+
+def _mark(st, fs):
+    """What a handler changes when it reads a line (most of them read it and let the others
+    read it too): a line that changed none of it was read by none of them."""
+    return (len(st.events), len(st.comm), len(st.timeouts), len(st.progress), len(st.nccl_words), len(st.launch),
+            len(st.ras), len(st.last_work), len(st.world_hints), len(st.networks), len(st.rank_host_weak),
+            len(st.ib_devices), len(st.roce_devices), len(st.some_failed), len(st.stuck), len(st.desync_missing),
+            len(st.desync_lagging), len(st.desync_timeout), len(st.fr_missing), len(st.fr_entries),
+            len(st.ip_host), len(st.via), st.nccl_version, st.hf_epoch, st.nccl_tests is not None, st.oob,
+            st.ib_disabled, st.socket_ifname, fs.in_tb, fs.elastic_host, fs.pending_ib is not None,
+            fs.ras_ctx is not None, fs.fr_missing_ctx is not None, fs.exit_ctx is not None, len(fs.fr_cur))
 
 
 def read_line(raw, src, fs, st):
@@ -75,6 +99,8 @@ def read_line(raw, src, fs, st):
     after what a collector put first), else Lightning ``GLOBAL_RANK: 3``, else the file name.
     A role prefix alone is a local rank, kept apart."""
     text, lrank, host, ip = launchers.strip(unpaste(raw))
+    if is_kernel_line(text):
+        return None  # the kernel's line (a dmesg paste in a job's output): the kernel-log reader's
     text, rank, head = _prefixes(text)
     if rank is None:
         rank = lrank

@@ -121,6 +121,8 @@ def _comm(body, line, host, pid, dev, st):
     mc = CUDADEV.search(body)
     if mc:
         rec["cuda_dev"] = int(mc.group(1))
+    # src/init.cc: '... commId 0x%llx - Init COMPLETE': this communicator came up
+    rec["init_complete"] = "Init COMPLETE" in body
     st.comm.append(rec)
     return True
 

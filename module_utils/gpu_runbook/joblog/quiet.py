@@ -19,6 +19,7 @@ translate and one dict lookup; scan.py judges whole blocks of lines by their sha
 
 import re
 
+from .emitter_lines import emitter_markers
 from .launchers import MPI_TAG, HVD_TAG, PDSH, RAY, ROLE_PAIR, UPPER_RANK
 from .patterns import GLOG, GLOG_OLD, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_ROLE
 
@@ -36,7 +37,12 @@ NEEDLES = (
     "heckpoint", "socket", "C10d", "Rendezvous", "TCPStore", "key-value store", "exitcode", "SIGKILL",  # launch_lines
     "INCOMPLETE", "DEAD", "ERROR", "MISMATCH", "TIMEOUT",
     "Traceback", "GLOBAL_RANK", "[rank", "](",                                      # error_lines, read_line
-)
+    # emitter_lines: Slurm's words, a run's end, the words of a failure (vocab/reading.py ERROR_LIKE)
+    "srun", "***", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
+    "after training is done",
+    "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
+    "egmentation fault", "core dumped", "illed", "TIMEOUT",
+) + emitter_markers()
 FOLDED = ("oom", "out of memory")  # memory_and_cuda tests these on the line in lower case
 
 ZERO = bytes.maketrans(b"123456789", b"000000000")

@@ -3,6 +3,8 @@
 
 from collections import Counter
 
+from ..vocab.reading import Seen
+
 
 class JobState(object):
     """Everything the line handlers saw, across every file of the job."""
@@ -52,6 +54,12 @@ class JobState(object):
         self.launch = []           # launch/rendezvous and torchrun failure records (launch_lines.py)
         self.ras = []              # NCCL RAS report records (launch_lines.py)
         self.shapes = {}           # line shape -> quiet.shape_kind (the prefilter's cache)
+        # what the last reader (emitter_lines.py) found in lines no dedicated handler read
+        self.slurm = []            # Slurm's words: a node failure, a cancellation and its reason
+        self.success = []          # a run that ended well, as its launcher or trainer says
+        self.training_lines = 0    # a training run's own progress lines (a step and a loss)
+        self.seen = Seen()         # messages of an emitter's vocabulary, lines nothing explains
+        self.files_read = {}       # file -> lines some reader used (a file of none was not a job log)
         self.bars_read = None      # (raw line, progress.read_bars of it): read by another process (parallel.py)
 
 

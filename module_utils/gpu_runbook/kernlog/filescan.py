@@ -18,8 +18,8 @@ import shutil
 import subprocess
 
 from ..findings import finding, never_raise
-from ..textio import TextChunks, is_gzip, sniff_encoding
-from .prefilter import MAX_LINE, NEEDLES, SAMPLE_LINES
+from ..textio import TextChunks, is_gzip, open_regular, sniff_encoding
+from .prefilter import MAX_LINE, NEEDLES, SAMPLE_LINES, has_needle, nul_parts
 from .scanner import KernelLogScanner
 
 _CHUNK = 16 * 1024 * 1024
@@ -64,20 +64,21 @@ def _scan(entries, since, year, tz, use_grep):
     files, problems = [], []
     for path, name in entries:
         sc.begin_source(name)
-        start = sc.lines
+        start, kstart = sc.lines, sc.kernel_lines
         info = {"path": path, "source": name, "encoding": None, "compressed": False, "lines": 0,
                 "truncated": None}
+        fd = None
         try:
-            with open(path, "rb") as fh:
-                head = fh.read(4096)
+            fd, _st = open_regular(path)  # the file read is the one checked: grep reads this descriptor
+            head = os.pread(fd, 4096, 0)
             info["compressed"] = is_gzip(head)
             info["encoding"] = None if info["compressed"] else sniff_encoding(head)
             if info["compressed"] or info["encoding"] != "utf-8":
                 _read_decoded(sc, path, info)
             elif grep:
-                _read_with_grep(sc, path, grep)
+                _read_with_grep(sc, fd, grep)
             else:
-                _read_plain(sc, path)
+                _read_plain(sc, fd)
         except OSError as exc:  # a missing or unreadable file must not hide the others
             sc.close()
             if sc.lines == start:
@@ -86,7 +87,17 @@ def _scan(entries, since, year, tz, use_grep):
                                         evidence=path, source=name))
             else:
                 info["truncated"] = "read error: %s" % exc
+        finally:
+            if fd is not None:
+                os.close(fd)
         info["lines"] = sc.lines - start
+        info["kernel_lines"] = sc.kernel_lines - kstart
+        if sc.cut_lines:
+            problems.append(finding("capture_truncated", "%s: %d line(s) longer than %d KiB (NULs or junk a crash "
+                                    "left): only their last %d KiB were read" % (name, sc.cut_lines, MAX_LINE >> 10,
+                                                                                 MAX_LINE >> 10),
+                                    evidence=path, source=name, severity="info"))
+            sc.cut_lines = 0
         if info["truncated"]:
             problems.append(finding("capture_truncated", "%s ended early (%s); %d line(s) read before the cut" % (
                 name, info["truncated"], info["lines"]), evidence=path, source=name))
@@ -106,14 +117,19 @@ def _read_decoded(sc, path, info):
     info["truncated"] = chunks.error
 
 
-def _read_plain(sc, path, skip_lines=0):
-    """Chunks into the scanner; ``skip_lines``: leading lines already read (by grep)."""
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            if skip_lines:
-                chunk, skip_lines = _after_lines(chunk, skip_lines)
-            if chunk:
-                sc.feed_chunk(chunk)
+def _read_plain(sc, fd, skip_lines=0):
+    """Chunks of the open file ``fd`` into the scanner; ``skip_lines``: leading lines already
+    read (by grep)."""
+    offset = 0
+    while True:
+        chunk = os.pread(fd, _CHUNK, offset)
+        if not chunk:
+            break
+        offset += len(chunk)
+        if skip_lines:
+            chunk, skip_lines = _after_lines(chunk, skip_lines)
+        if chunk:
+            sc.feed_chunk(chunk)
     sc.close()
 
 
@@ -128,24 +144,31 @@ def _after_lines(chunk, n):
     return chunk[pos + 1:], 0
 
 
-def _read_with_grep(sc, path, grep):
-    """grep -F NEEDLES picks the lines, wc -l counts them all; the scanner sees only the picks."""
+def _read_with_grep(sc, fd, grep):
+    """grep -F NEEDLES picks the lines, wc -l counts them all; the scanner sees only the picks.
+    Both read the open file ``fd`` (as /dev/fd/N: the file that was checked, not whatever the
+    path names by the time they start)."""
     env = dict(os.environ, LC_ALL="C")  # byte semantics: no UTF-8 decoding cost, no locale surprises
     wc = shutil.which("wc")
+    path = "/dev/fd/%d" % fd
     counter = subprocess.Popen([wc, "-l", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               env=env) if wc else None
-    with open(path, "rb") as fh:
-        head = fh.read(16 * 1024).split(b"\n")[:SAMPLE_LINES]
+                               env=env, pass_fds=(fd,)) if wc else None
+    head = os.pread(fd, 16 * 1024, 0).split(b"\n")[:SAMPLE_LINES]
     argv = [grep, "-a", "-n", "-F"] + [x for n in NEEDLES for x in ("-e", n)] + ["--", path]
     start = sc.lines
-    proc = subprocess.Popen(_memory_capped(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(_memory_capped(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                            pass_fds=(fd,))
     batch, first, last = [], True, -1
-    for raw in _bounded_lines(proc.stdout):
+    for raw in _bounded_lines(proc.stdout, sc):
         num, _, line = raw.partition(b":")
         if not num.isdigit():
             continue
         last = int(num) - 1
-        batch.append((last, line.rstrip(b"\r\n")))
+        line = line.rstrip(b"\r\n")
+        if b"\x00" in line:  # a run of NULs ends a message: each part with a needle is read
+            batch.extend((last, part) for part in nul_parts(line) if has_needle(part))
+        else:
+            batch.append((last, line))
         if len(batch) >= _GREP_BATCH:
             sc.feed_prefiltered(0, batch, head if first else ())  # indices from the file's start: lines stay put
             batch, first = [], False
@@ -156,9 +179,9 @@ def _read_with_grep(sc, path, grep):
             counter.kill()
             counter.wait()
         sc.lines = start + last + 1
-        _read_plain(sc, path, skip_lines=last + 1)
+        _read_plain(sc, fd, skip_lines=last + 1)
         return
-    sc.lines = start + _count_lines(path, counter)
+    sc.lines = start + _count_lines(fd, counter)
 
 
 def _memory_capped(argv):
@@ -170,31 +193,42 @@ def _memory_capped(argv):
     return [sh, "-c", 'ulimit -v %d 2>/dev/null; exec "$0" "$@"' % (_GREP_MEMORY // 1024)] + argv
 
 
-def _bounded_lines(stream):
-    """grep's output lines, each cut at MAX_LINE bytes (the rest of a longer one is skipped unread
-    into memory): one huge matching line costs MAX_LINE, not its size."""
+def _bounded_lines(stream, sc=None):
+    """grep's output lines, each at most MAX_LINE bytes: a longer one keeps its 'NNN:' and its
+    last MAX_LINE bytes (the message a crash's NULs or junk ran into is at its end), and is
+    counted in ``sc.cut_lines``; one huge matching line costs MAX_LINE, not its size."""
     while True:
         raw = stream.readline(MAX_LINE + 32)  # + room for grep's 'NNN:' prefix
         if not raw:
             return
         if not raw.endswith(b"\n"):
+            head, _, _ = raw.partition(b":")
             tail = raw
             while tail and not tail.endswith(b"\n"):
-                tail = stream.readline(_CHUNK)
+                more = stream.readline(_CHUNK)
+                if not more:
+                    break
+                tail = (tail + more)[-(MAX_LINE + 1):]
+            raw = head + b":" + tail[-(MAX_LINE + 1):]
+            if sc is not None:
+                sc.cut_lines += 1
         yield raw
 
 
-def _count_lines(path, counter):
+def _count_lines(fd, counter):
     total = None
     if counter is not None:
         out = counter.communicate()[0].split()
         total = int(out[0]) if out and out[0].isdigit() else None
+    size = os.fstat(fd).st_size
     if total is None:
-        with open(path, "rb") as fh:
-            total = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(_CHUNK), b""))
-    with open(path, "rb") as fh:  # an unterminated last line is a line too (wc -l does not count it)
-        fh.seek(0, os.SEEK_END)
-        if fh.tell():
-            fh.seek(-1, os.SEEK_END)
-            total += fh.read(1) != b"\n"
+        total, offset = 0, 0
+        while offset < size:
+            chunk = os.pread(fd, _CHUNK, offset)
+            if not chunk:
+                break
+            total += chunk.count(b"\n")
+            offset += len(chunk)
+    if size:  # an unterminated last line is a line too (wc -l does not count it)
+        total += os.pread(fd, 1, size - 1) != b"\n"
     return total

@@ -26,6 +26,7 @@ import itertools
 import re
 
 from ..findings import strip_ansi, unpaste
+from ..linefamily import _MONTH, SYSLOG_HOST  # noqa: F401 (SYSLOG_HOST: hostscan's)
 
 MAX_HOSTS = 4096
 _MAX_SET = 4096  # names one node-set header may expand to
@@ -44,16 +45,6 @@ _DASHES_RE = re.compile(r"-{3,}\s*$")
 _BARE_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.\-]{0,62}\d[A-Za-z0-9_.\-]{0,62}):?\s*$")
 _SET_LINE_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))?\s*$")
 _SET_INLINE_RE = re.compile(r"^-{3,} ([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))? -{3,}\s*$")
-_MONTH = r"(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월])"  # 'Dec', 'déc.', 'Okt', 'sep', '9月', '12월'
-# 'grep -H' of syslog files prefixes the file's name: '/var/log/messages:Jun 17 20:18:08 node kernel: ...'
-GREP_FILE = r"(?:[\w./\-]{0,200}(?:messages|syslog|kern|\.log)[\w.\-]{0,16}:)?"
-# a syslog / journal line up to its hostname field (group 1) and its tag: the survey
-# (hostscan) searches whole chunks for it, the demultiplexer matches it per line
-SYSLOG_HOST = (
-    GREP_FILE + r"(?:<\d{1,3}>)?"
-    r"(?:" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?"
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
-    r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:(?: |$)")
 _SYSLOG_RE = re.compile(SYSLOG_HOST)
 _RFC5424_RE = re.compile(r"<\d{1,3}>\d{1,2} \S{1,64} ([A-Za-z0-9][^\s:\[\]<>]{0,252}) ")
 # what the rest of a 'node: ' line looks like when node is a host (pdsh of dmesg, journalctl,

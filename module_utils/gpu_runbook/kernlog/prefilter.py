@@ -25,9 +25,14 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # "invoked oom-killer" the head of an OOM report whose kill line was cut or rate-limited,
 # "[nvidia" a call-trace frame in the NVIDIA driver (a hung task stuck inside it, an oops in it),
 # "IO_PAGE_FAULT"/"DMAR: [DMA" the IOMMU refusing a device's DMA (AMD, Intel).
+# The last ones are the words of a failure (vocab/reading.py ERROR_LIKE) and the line heads of the
+# node's other emitters (ib_core, ipoib, mlx4): a node line no dedicated reader takes is read
+# against the emitters' vocabularies, or quoted when nothing explains it (nodelines.py).
 NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC",
            "oom-kill:", "Hardware Error]", "probe with driver", "probe of ", "recovery action",
-           "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA")
+           "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA",
+           "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
+           "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4")
 
 
 def prefilter(block, start=0, end=None):
@@ -39,6 +44,7 @@ def prefilter(block, start=0, end=None):
         end = len(block)
     text = isinstance(block, str)
     nl = "\n" if text else b"\n"
+    nul = ("\x00" if text else b"\x00") * NUL_RUN
     spans = set()
     for search in (_FINDERS_S if text else _FINDERS_B):
         pos = search(block, start, end)
@@ -47,16 +53,41 @@ def prefilter(block, start=0, end=None):
             e = block.find(nl, pos, end)
             if e < 0:
                 e = end
+            k = block.rfind(nul, s, pos)  # a run of NULs before the message starts it (nul_parts)
+            if k >= 0:
+                s = k + NUL_RUN
+            k = block.find(nul, pos, e)
+            next_pos = e + 1
+            if k >= 0:
+                e, next_pos = k, k + NUL_RUN
             spans.add((s, e))
-            pos = search(block, e + 1, end)
+            pos = search(block, next_pos, end)
     hits = []
     idx, prev = 0, start
     for s, e in sorted(spans):  # counting between hits doubles as the line count: one pass
         idx += block.count(nl, prev, s)
         prev = s
-        hits.append((idx, own(block[s:min(e, s + MAX_LINE)])))
+        hits.append((idx, own(block[s:min(e, s + MAX_LINE)] if e - s <= MAX_LINE else _around(block, s, e))))
     head = [own(x) for x in block[start:min(end, start + 16 * 1024)].split(nl, SAMPLE_LINES)[:SAMPLE_LINES]]
     return idx + block.count(nl, prev, end), hits, head
+
+
+NUL_RUN = 16  # NULs in a row that end a message (fewer are dropped from it, as clean() does)
+
+
+def nul_parts(line):
+    """The messages of one line (str or bytes) a run of NUL_RUN or more NULs separates: a log a
+    crash left NULs in (blocks the file system allocated but never wrote) goes on after them,
+    glued to the next message; that message is read as a line of its own (the same line
+    number: it is the file's line), never lost inside a giant 'line'."""
+    nul = "\x00" if isinstance(line, str) else b"\x00"
+    return [p.strip(nul) for p in line.split(nul * NUL_RUN) if p.strip(nul)]
+
+
+def _around(block, s, e):
+    """A line longer than MAX_LINE: its last MAX_LINE characters (a message that junk ran into
+    is at its end)."""
+    return block[max(s, e - MAX_LINE):e]
 
 
 def has_needle(line):

@@ -8,14 +8,18 @@ from bisect import bisect_left
 from datetime import datetime, timedelta
 
 from ..findings import finding, normalize_pci
+from ..vocab.reading import Seen
 from ..timeutil import UTC, iso, parse_tz
 from . import derive
 from .driverlog import DriverLog
 from .identity import GpuIdentities
+from . import nodelines
+from .aer import read_aer
 from .nodelog import NodeLog, count_line
-from .patterns import (AER_CLASS, AER_DEV_RE, AER_RE, AER_SEV_RE, GPU_IDX_RE, MLX_RE, NVRM_PCI_RE, PCI_FULL_RE,
-                       PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE, mlx5_event, nvrm_gpu_event)
+from .patterns import (GPU_IDX_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE, mlx5_event,
+                       nvrm_gpu_event)
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
+from ..linefamily import is_node_line
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
 
 MAX_EVENTS = 200        # timeline keeps the first N events, counts the rest
@@ -61,6 +65,9 @@ class KernelLogScanner:
             self.year = self.since.astimezone(self.zone).year if self.since else self.reference.year
         self.max_events = max_events
         self.lines = 0
+        self.cut_lines = 0          # lines longer than MAX_LINE (their tail was read): filescan says so
+        self.kernel_lines = 0       # lines that are the kernel's (sampled head lines, read lines): a text
+        # none of whose lines is the kernel's is not a kernel log, whatever its name
         self._pending = None        # head of a line split across chunks
         self._segments = [(0, source)]  # (lines before it, source name): one per file read
         self._formats = {}
@@ -78,6 +85,7 @@ class KernelLogScanner:
         self._hcas = set()          # PCI addresses the log knows as mlx5 HCAs
         self._node = NodeLog(MAX_KEYS)  # OOM kills, hung tasks, machine checks
         self._last_xid = None       # (record, line) of the last Xid (a wrapped Xid 154 continues it)
+        self._seen = Seen()         # lines no dedicated reader used: emitters' messages, what nothing explains
         self._events = []
         self.dropped_events = 0
         self.excluded = 0           # events before ``since``
@@ -169,6 +177,8 @@ class KernelLogScanner:
         if host and self._hostname is None:
             self._hostname = host
         self._formats[fmt] = self._formats.get(fmt, 0) + 1
+        if is_node_line(line):
+            self.kernel_lines += 1
 
     # -- parsing of a hit line ----------------------------------------------------------
     def _handle(self, lineno, raw):
@@ -184,10 +194,22 @@ class KernelLogScanner:
                 self._hostname = host
         else:
             dt, mono, fmt = None, None, "bare"
+        node = is_node_line(line)
         if not self._in_head(lineno):  # the first lines were tallied by _sample already
             self._formats[fmt] = self._formats.get(fmt, 0) + 1
+            if node:
+                self.kernel_lines += 1
         when = iso(dt.astimezone(self.zone)) if dt is not None else mono
         ctx = (lineno, line, dt, when)
+        before = len(self._events) + self.dropped_events
+        dedicated = self._dedicated(ctx)
+        if node and len(self._events) + self.dropped_events == before:
+            self._node_line(ctx, dedicated)
+
+    def _dedicated(self, ctx):
+        """The scanner's own readers; -> True when one of them took the line up."""
+        line = ctx[1]
+        taken = True
         if "NVRM" in line:
             self._nvrm(ctx)
         elif "mlx5" in line:
@@ -196,8 +218,10 @@ class KernelLogScanner:
             self._note(ctx, self._drv.kprobe(ctx, self._in_window))
         elif "recovery action" in line:
             self._xid_continued(ctx)
+        else:
+            taken = False
         if "AER:" in line:  # also 'mlx5_core <pci>: AER: ...' from the HCA itself
-            self._pcie_aer(ctx)
+            read_aer(self, ctx)
         elif ("of memory: Kill" in line or "oom-kill:" in line or "blocked for more than" in line
               or "Hardware Error]" in line or "invoked oom-killer" in line or "[nvidia" in line
               or "IO_PAGE_FAULT" in line or "DMAR: [DMA" in line):
@@ -206,6 +230,24 @@ class KernelLogScanner:
             self._note(ctx, self._drv.sxid(ctx, self._in_window))
         elif "EDAC" in line:
             self._note(ctx, self._drv.edac(ctx, self._in_window))
+        else:
+            return taken
+        return True
+
+    def _node_line(self, ctx, dedicated):
+        """A node line no dedicated reader made an event of (nodelines.py), in the window."""
+        if self.since is not None and ctx[2] is not None and ctx[2] < self.since:
+            return
+        found = nodelines.read(ctx[1], dedicated)
+        if found is None:
+            return
+        if found == "unexplained":
+            self._seen.line(ctx[1], self.sref(ctx[0]), ctx[1][:1000])
+            return
+        tbl, row = found
+        if row["kind"] != "benign":
+            self._seen.message(tbl, row, self.sref(ctx[0]), ctx[1][:1000], when=ctx[3])
+            self._event(ctx, "logged")
 
     def _note(self, ctx, kind):
         if kind:
@@ -366,45 +408,6 @@ class KernelLogScanner:
         derive.link_transition(rec, kind, ctx)
         self._event(ctx, "ib_" + kind)
 
-    def _pcie_aer(self, ctx):
-        line = ctx[1]
-        surprise = "Surprise Down" in line or "SDES" in line
-        dm = AER_DEV_RE.search(line)
-        if dm:  # 'nvidia 0000:03:00.0: AER: can't recover': the device below the port that reported
-            dev = normalize_pci(dm.group("pci"))
-            (self._gpu if dm.group("drv") == "nvidia" else self._hca)(dev)
-            h = self._aer_header
-            if h is not None and 0 <= ctx[0] - h[0] <= 12 and h[2] is not None and dev != h[1]:
-                h[2].setdefault("below", dev)
-        m = AER_RE.search(line)
-        if m:
-            sev, src = m.group("sev"), m.group("src")
-        else:
-            # Detail lines ('PCIe Bus Error: severity=..', '[ 5] SDES') repeat the header just
-            # above them; they count only for what they add (Surprise Down) or when alone.
-            near = self._aer_header is not None and 0 < ctx[0] - self._aer_header[0] <= 8
-            m = AER_SEV_RE.search(line)
-            if near:
-                if not surprise:
-                    return
-                src = self._aer_header[1]
-            elif not m and not surprise:
-                return  # 'AER: enabled with IRQ ..' and other boot chatter
-            else:
-                src = None
-            sev = m.group("sev") if m else "Uncorrected (Fatal)"
-        cls = "surprise_down" if surprise else AER_CLASS.get(sev, "fatal")
-        if not src:
-            pm = PCI_FULL_RE.findall(line)
-            src = pm[-1] if pm else None
-        pci = normalize_pci(src) if src else None
-        ok = self._in_window(ctx)
-        rec = self._bump(self._aer, (cls, pci), ctx, cls=cls, pci=pci) if ok else None
-        if AER_RE.search(line):
-            self._aer_header = (ctx[0], pci, rec)
-        if ok:
-            self._event(ctx, "pcie_aer_" + cls)
-
     def _hca(self, pci):
         if len(self._hcas) < MAX_KEYS:
             self._hcas.add(pci)
@@ -433,6 +436,7 @@ class KernelLogScanner:
         findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref, self._ids,
                                             hcas=(self._hcas, self._ib_names)))
         findings.extend(self._node.findings(sref))
+        findings.extend(self._seen.findings(set(f.get("evidence") for f in findings)))
         findings.extend(self._log_findings())
         facts = self._facts(xids, ib_devices)
         facts.update(self._drv.facts())
@@ -460,6 +464,7 @@ class KernelLogScanner:
             "format": self._format(),
             "formats": dict(self._formats),
             "lines": self.lines,
+            "kernel_lines": self.kernel_lines,
             "hostname": self._hostname,
             "tz": str(self.zone),
             "xids": [dict({k: r[k] for k in ("xid", "pci", "pid", "process", "message", "count", "first", "last",

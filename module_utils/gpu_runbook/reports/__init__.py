@@ -40,17 +40,19 @@ def write_reports(analysis, directory, lang="en"):
     path by the caller); -> list of paths. Each is written whole to a new temporary file and
     renamed over its name, never through a link (a symlink there is refused: WriteRefused),
     readable by no one the directory does not already let in."""
-    from ..safewrite import write_atomic
+    from ..safewrite import check_target, write_atomic
     os.makedirs(directory, exist_ok=True)
     mode = 0o644 & os.stat(directory).st_mode
     body = dict(analysis)
     body.setdefault("tool", {"name": "gpu-runbook", "version": __version__})
-    paths = []
     said = report_facts(analysis, lang)  # what both pages say (the remediation plan behind it): made once
-    for name, render in (("report.json", lambda: json_text(body)),
-                         ("report.md", lambda: render_markdown(analysis, lang, facts=said)),
-                         ("report.html", lambda: render_html(analysis, lang, facts=said))):
-        path = os.path.join(directory, name)
-        write_atomic(path, render(), mode=mode, what="report file")
-        paths.append(path)
+    pages = (("report.json", lambda: json_text(body)),
+             ("report.md", lambda: render_markdown(analysis, lang, facts=said)),
+             ("report.html", lambda: render_html(analysis, lang, facts=said)))
+    paths = [os.path.join(directory, name) for name, _ in pages]
+    for path in paths:  # every name first: a refused one leaves no half a set behind
+        check_target(path, "report file")
+    texts = [render() for _, render in pages]  # every page made before any is written
+    for path, text in zip(paths, texts):
+        write_atomic(path, text, mode=mode, what="report file")
     return paths

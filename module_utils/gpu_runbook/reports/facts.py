@@ -198,6 +198,7 @@ def _job_facts(job, hosts_by_name, lang, t):
     return {
         "job_id": _s(job.get("job_id")),
         "verdict": label(VERDICT_LABEL, lang, job["verdict"]) if job.get("verdict") else "-",
+        "decided_by": _decided_by(job, lang),
         "how_sure": _s(how_sure(job, lang)),
         "failed_at": t["epoch_at"].format(epoch=fa["epoch"], pct=_pct(fa.get("progress")))
         if fa.get("epoch") is not None else "-",
@@ -208,6 +209,15 @@ def _job_facts(job, hosts_by_name, lang, t):
         "nccl_errors": _nccl_errors(job),
         "rate_text": rate_text, "rate_svg": rate_picture,
     }
+
+
+def _decided_by(job, lang):
+    """The finding the job's verdict was decided from, as the reports say it ("-" when the
+    verdict was inferred from the run's shape, which its confidence says)."""
+    f = job.get("decided_by")
+    if not isinstance(f, dict) or not f.get("kind"):
+        return "-"
+    return "%s (%s)" % (finding_message(f, lang)[0], _s(f.get("source")))
 
 
 def _inputs_facts(inputs, job, t):

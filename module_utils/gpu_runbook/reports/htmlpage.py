@@ -36,6 +36,7 @@ svg .mark-fault,svg .mark-watchdog,svg .mark-fail{pointer-events:none}
 {% if job %}<h2 id="job">{{ t.job }}</h2><table class="job">
 <tr><th>{{ t.job_id }}</th><td>{{ job.job_id }}</td></tr>
 <tr><th>{{ t.verdict }}</th><td><b>{{ job.verdict }}</b></td></tr>
+<tr><th>{{ t.decided_by }}</th><td>{{ job.decided_by }}</td></tr>
 <tr><th>{{ t.how_sure }}</th><td>{{ job.how_sure }}</td></tr>
 <tr><th>{{ t.failed_at }}</th><td>{{ job.failed_at }}</td></tr>
 <tr><th>{{ t.collective }}</th><td>{{ job.collective }}</td></tr>

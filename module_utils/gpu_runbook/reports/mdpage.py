@@ -92,7 +92,7 @@ def render_markdown(analysis, lang="en", facts=None):
     if job:
         out += ["", "## " + md_text(t["job"])]
         out += md_table([t["field"], t["value"]], [[t["job_id"], job["job_id"]], [t["verdict"], job["verdict"]],
-                                   [t["how_sure"], job["how_sure"]], [t["failed_at"], job["failed_at"]],
+                                   [t["decided_by"], job["decided_by"]], [t["how_sure"], job["how_sure"]], [t["failed_at"], job["failed_at"]],
                                    [t["collective"], job["collective"]], [t["timed_out"], job["timed_out"]]])
         if job["chain"]:
             out += ["### " + md_text(t["culprit_chain"]), ""]

@@ -4,7 +4,7 @@ WORDS = {
     "en": {
         "title": "gpu-runbook incident report", "generated": "generated", "hosts": "hosts", "suspects": "suspects",
         "tool": "gpu-runbook", "job": "Job", "job_id": "job id", "verdict": "verdict", "failed_at": "failed at",
-        "collective": "collective", "timed_out": "ranks timed out",
+        "collective": "collective", "timed_out": "ranks timed out", "decided_by": "decided by",
         "culprit_chain": "Culprit: rank → host → GPU → finding",
         "unexplained": "no finding on this host explains it", "host_unknown": "host not known",
         "suspect_hosts": "Suspect hosts", "severity": "severity", "next": "next rung", "evidence": "evidence",
@@ -36,7 +36,7 @@ WORDS = {
     "ko": {
         "title": "gpu-runbook 장애 보고서", "generated": "생성 시각", "hosts": "호스트", "suspects": "의심 호스트",
         "tool": "gpu-runbook", "job": "작업", "job_id": "작업 ID", "verdict": "판정", "failed_at": "실패 시점",
-        "collective": "collective", "timed_out": "타임아웃 랭크",
+        "collective": "collective", "timed_out": "타임아웃 랭크", "decided_by": "판정 근거",
         "culprit_chain": "원인: 랭크 → 호스트 → GPU → 발견 사항",
         "unexplained": "이 호스트에 이를 설명하는 발견 사항 없음", "host_unknown": "호스트 모름",
         "suspect_hosts": "의심 호스트", "severity": "심각도", "next": "다음 단계", "evidence": "근거",

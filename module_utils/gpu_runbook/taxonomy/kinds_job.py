@@ -38,6 +38,10 @@ STEPS = {
                                               "from, and fix the dataset code (`num_workers`, `pin_memory`).",
                            "해당 노드의 호스트 메모리와 `/dev/shm`, 읽는 스토리지를 확인하고 데이터셋 코드"
                            "(`num_workers`, `pin_memory`)를 수정하십시오."),
+    "job_check_end": (None, "Check whether the job still runs or how it ended (`sacct -j JOBID -o State,ExitCode`); "
+                            "a hang stops the log with no error.",
+                      "작업이 아직 실행 중인지, 어떻게 끝났는지 확인하십시오 (`sacct -j JOBID -o State,ExitCode`). "
+                      "멈춘 작업은 오류 없이 로그가 끊깁니다."),
     "job_read_nccl_warn": (None, "Read the NCCL WARN lines around it (`NCCL_DEBUG=INFO`) for the peer or device at "
                                  "fault.",
                            "주변의 NCCL WARN 줄(`NCCL_DEBUG=INFO`)에서 문제의 피어나 장치를 확인하십시오."),
@@ -306,6 +310,10 @@ KINDS = {
         "application", "critical", "fix_application", ("job_fix_collective_order",),
         "the ranks run different collectives (operation, shape or sequence number differ): an application bug",
         "랭크들이 서로 다른 collective를 실행함 (연산, shape 또는 sequence number가 다름): 애플리케이션 버그"),
+    "job_end_unknown": kind(
+        "unknown", "warning", "none", ("job_check_end",),
+        "the training log stops without saying the run ended, and without an error",
+        "학습 로그가 실행 종료도 오류도 밝히지 않은 채 끝남"),
     "python_exception": kind(
         "application", "warning", "fix_application", ("job_fix_traceback",),
         "rank {rank} raised a Python exception",

@@ -1,0 +1,295 @@
+"""What a text holds, read by its content: never by its file's name.
+
+A capture file may be one tool's output, a log, or a paste of several commands' outputs and
+log lines. ``plan(text)`` finds:
+
+- a bug report (nvidia-bug-report.log), by its header and its section markers together
+  (``Start of NVIDIA bug report log file`` / ``nvidia-bug-report.sh Version:``, or two
+  sections opened by a line of underscores and a ``*** /path`` or command header): never by
+  the script's name inside a line (the driver's own "please run nvidia-bug-report.sh" is a
+  kernel line);
+- the structured blocks (``BLOCKS``): nvidia-smi ``-q -x`` XML, ``-q`` text, the table,
+  ``nvlink --status``/``-L``, ``--query-gpu`` CSV, ibstat, ibstatus, ibv_devinfo, perfquery, the IB
+  sysfs dump; each from the line that opens it to the first line that cannot belong to it
+  (a shell prompt, a log line with a timestamp, another block's opening line);
+- the rest: lines for the line readers (the kernel-log reader and the job-log reader, each
+  of which takes the lines of its own emitters and leaves the others).
+
+Pure functions of text, stdlib only; every pattern is linear in its input.
+"""
+
+import re
+
+# -- the bug report -----------------------------------------------------------------------
+_BR_HEADER_RE = re.compile(r"^\s{0,4}(?:Start of NVIDIA bug report log file|nvidia-bug-report\.sh Version:)", re.M)
+_BR_SEP_RE = re.compile(r"^_{20,}[ \t]*\r?\n(?:[ \t]*\r?\n){0,2}(?:\*\*\* /|/usr/bin/nvidia-smi|dmesg|Scanning kernel "
+                        r"log files|/sbin/lspci|lspci|uname)", re.M)
+
+
+def is_bug_report(text):
+    """True when ``text`` (its head is enough) is an nvidia-bug-report.log: its header, or two
+    of its section openings (a line of underscores, then a ``*** /path`` or command header)."""
+    head = text[:262144]
+    if _BR_HEADER_RE.search(head):
+        return True
+    return len(_BR_SEP_RE.findall(head, 0, len(head))[:2]) >= 2
+
+
+# -- structured blocks --------------------------------------------------------------------
+_H = r"[ \t]"
+# a shell prompt that starts another command's output ('root@node4:~# ibstat', '[root@n4 ~]# ..', '$ dmesg')
+PROMPT_RE = re.compile(r"^(?:\([^()\s]{1,64}\) )?(?:\[?[A-Za-z0-9_.\-]{1,64}@[A-Za-z0-9_.\-]{1,253}[^\n#$]{0,256}"
+                       r"[#$%]|[$#>]) ?\S")
+# a log line: a timestamp at its start (dmesg, dmesg -T, ISO, syslog, journal, glog, slurm daemons)
+LOG_LINE_RE = re.compile(r"^(?:[\w.\-]{1,64}: )?(?:\[ *\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d |"
+                         r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|"
+                         r"[EWIF]\d{4} \d\d:\d\d:\d\d)")
+
+
+def _indented(line):
+    return line[:1] in (" ", "\t")
+
+
+def _q_text(line):
+    # 'Timestamp : ..', 'Driver Version : ..', 'GPU 00000000:3B:00.0', indented 'Key : Value', blanks
+    return (not line.strip() or _indented(line) or " : " in line or line.startswith("GPU ")
+            or line.startswith("="))
+
+
+def _table(line):
+    s = line.strip()
+    return not s or s[:1] in ("|", "+") or s.startswith(("Processes:", "WARNING: infoROM", "No running processes"))
+
+
+def _nvlink(line):
+    return not line.strip() or _indented(line) or line.startswith("GPU ")
+
+
+_IBSTAT_KEYS = ("CA type", "Number of ports", "Firmware version", "Hardware version", "Node GUID",
+                "System image GUID", "Port ", "State:", "Physical state", "Rate:", "Base lid", "LMC", "SM lid",
+                "Capability mask", "Port GUID", "Link layer")
+
+
+def _ibstat(line):
+    # ibstat's own complaints ('ibpanic: ... stat of IB device 'mlx5_8' failed', 'ibwarn: ...') are its output too
+    return (not line.strip() or _indented(line) or line.startswith("CA '") or line.startswith(_IBSTAT_KEYS)
+            or line.startswith(("ibpanic:", "ibwarn:", "ibstat:")))
+
+
+def _ibstatus(line):
+    return not line.strip() or _indented(line) or line.startswith("Infiniband device ")
+
+
+def _ibv(line):
+    return not line.strip() or _indented(line) or line.startswith("hca_id:")
+
+
+def _perfquery(line):
+    return not line.strip() or line.startswith("# ") or bool(_PQ_ROW_RE.match(line))
+
+
+def _sysfs(line):
+    return not line.strip() or line.startswith("/sys/class/infiniband")
+
+
+def _ibdev2netdev(line):
+    return not line.strip() or "==>" in line
+
+
+def _iblinkinfo(line):
+    return not line.strip() or _indented(line) or "==(" in line or line.startswith(("CA: ", "Switch: "))
+
+
+def _one_line(_line):
+    return False
+
+
+def _csv_rows(width):
+    def belongs(line):
+        return bool(line.strip()) and line.count(",") == width
+    return belongs
+
+
+_PQ_ROW_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,60}:\.{0,80}-?\d")
+_CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus_id|gpu_uuid|timestamp|"
+                            r"driver_version)\b[^\n]{0,4000},")
+# what nvidia-smi prints instead of its report (nvsmi/failures.py reads them): one line is a block
+_SMI_FAILURE_RE = re.compile(r"NVIDIA-SMI has failed because|Failed to initialize NVML|Unable to determine the "
+                             r"device handle for|No devices were found|infoROM is corrupted at gpu|"
+                             r"couldn'?t find libnvidia-ml\.so|GPU access blocked by the operating system|"
+                             r"^NVML library version:")
+
+# (source, opening line pattern, belongs(line) -> bool); the first opening that matches wins
+BLOCKS = (
+    ("nvidia-smi-q.xml", re.compile(r"^\s{0,8}(?:<\?xml\b|<!DOCTYPE nvidia_smi_log|<nvidia_smi_log\b)"), None),
+    ("nvidia-smi-q.txt", re.compile(r"^=+NVSMI LOG=+|^Attached GPUs" + _H + r"*:|^GPU" + _H +
+                                    r"+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d" + _H + r"*$|^" + _H +
+                                    r"+(?:ECC Errors|Retired Pages|Remapped Rows|Clocks (?:Throttle|Event) Reasons|"
+                                    r"GPU Reset Status)" + _H + r"*$"), _q_text),
+    ("nvidia-smi.txt", re.compile(r"^" + _H + r"*\+-{5,}[-+]*" + _H + r"*$|^\|" + _H + r"+NVIDIA-SMI \d"), _table),
+    ("nvidia-smi.txt", re.compile(r"^GPU" + _H + r"+\d{1,3}:" + _H + r"[^\n]{1,200}$"), _nvlink),
+    ("nvidia-smi.txt", _SMI_FAILURE_RE, _one_line),
+    ("nvidia-smi-query-gpu.csv", _CSV_HEADER_RE, None),
+    ("ib-sysfs.txt", re.compile(r"^/sys/class/infiniband/[^/\s]{1,64}/ports/\d{1,3}/(?:state|phys_state|rate|"
+                                r"link_layer|counters/\w{1,64}|hw_counters/\w{1,64}):"), _sysfs),
+    ("ibstat.txt", re.compile(r"^CA '[^'\n]{1,64}'"), _ibstat),
+    ("ibstat.txt", re.compile(r"^Infiniband device '[^'\n]{1,64}' port \d{1,3} status:"), _ibstatus),
+    ("ibv_devinfo.txt", re.compile(r"^hca_id:" + _H + r"*\S"), _ibv),
+    ("perfquery.txt", re.compile(r"^# (?:Port (?:extended )?counters|PortXmitData|Port counters):"), _perfquery),
+    ("ibdev2netdev.txt", re.compile(r"^\s{0,8}(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?[\w.\-]{1,64}\s"
+                                    r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
+                                    r"(?:Up|Down)\)"), _ibdev2netdev),
+    ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
+)
+# sources whose opening line may be the whole block (nvidia-smi's one-line messages, an ibstat
+# of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
+_ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
+                "ibdev2netdev.txt")
+_SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
+                                r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
+_LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
+
+
+def _opening(line, after=()):
+    """(source, belongs) of the block ``line`` opens, or None. ``after``: the lines that follow
+    it (a box of dashes opens nvidia-smi's table only when a header or a GPU row follows, as
+    dcgmi and others draw boxes too; 'GPU 0: name' opens nvlink's output only before a link)."""
+    for source, opening, belongs in BLOCKS:
+        if not opening.match(line):
+            continue
+        if belongs is _table and line.lstrip()[:1] == "+" and not any(
+                _SMI_TABLE_HEAD_RE.search(a) for a in after[:3]):
+            continue
+        if belongs is _nvlink and "(UUID:" not in line and "(S/N:" not in line and not (
+                after and _LINK_RE.match(after[0])):
+            continue
+        if source == "nvidia-smi-q.xml" and not line.lstrip().startswith(("<!DOCTYPE", "<nvidia_smi_log")) and not \
+                any("nvidia_smi_log" in a for a in after[:3]):
+            continue
+        if belongs is None and source == "nvidia-smi-query-gpu.csv":
+            belongs = _csv_rows(line.count(","))
+        return source, belongs
+    return None
+
+
+def _ends_block(line, after, source):
+    """A line that cannot belong to the block of ``source`` whatever it looks like: a shell
+    prompt, a log line, another kind of block's opening."""
+    if PROMPT_RE.match(line) or LOG_LINE_RE.match(line):
+        return True
+    other = _opening(line, after)
+    return other is not None and other[0] != source
+
+
+# a pdsh / clush / xdsh line prefix ('gpu01: '): blocks are found in what follows it, and keep it
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9][\w.\-]{0,252}: ")
+# what names the host of the lines below it (kernlog/hosts.py reads them): kept with the block
+_HEADER_RE = re.compile(r"^(?:[A-Za-z][\w.\-]{0,62}\d[\w.\-]{0,62}:?\s*$|-{3,}|[A-Za-z0-9][\w.\-]{0,252} \| "
+                        r"(?:CHANGED|SUCCESS|FAILED|UNREACHABLE)|[A-Za-z0-9][\w.,\-\[\]]{0,400}(?: \(\d{1,9}\))?\s*$)")
+
+
+_DATE_RE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\s*$")
+
+
+def _unprefixed(line):
+    m = _PREFIX_RE.match(line)
+    return line[m.end():] if m else None
+
+
+def _header_start(lines, i):
+    """The first of the lines just above line ``i`` that name its host (a shell prompt, a
+    clush/dshbak or ansible header, a bare node name), or ``i``."""
+    k, start = i - 1, i
+    while k >= 0 and i - k <= 4:
+        line = lines[k].rstrip("\r")
+        if not line.strip() or _DATE_RE.match(line):  # nvidia-smi prints the date above its table
+            k -= 1
+            continue
+        if PROMPT_RE.match(line) or (_HEADER_RE.match(line) and not LOG_LINE_RE.match(line)):
+            start = k
+            if PROMPT_RE.match(line):
+                break
+            k -= 1
+            continue
+        break
+    return start
+
+
+def find_blocks(lines):
+    """The structured blocks of a text's lines: [(source, first index, end index, header
+    index)], the end exclusive; ``header index`` <= first: the lines above the block that name
+    its host. A block of one line only (an opening with nothing after it) is no block, but for
+    nvidia-smi's own one-line messages. Lines may carry a pdsh ``host: `` prefix."""
+    out, i, n = [], 0, len(lines)
+    while i < n:
+        line = lines[i].rstrip("\r")
+        if not line.strip():
+            i += 1
+            continue
+        opened = _opening(line, lines[i + 1:i + 4])
+        prefixed = False
+        if opened is None:
+            body = _unprefixed(line)
+            opened = _opening(body, [_unprefixed(x) or x for x in lines[i + 1:i + 4]]) if body else None
+            prefixed = opened is not None
+        if opened is None:
+            i += 1
+            continue
+        source, belongs = opened
+        j = i + 1
+        if source == "nvidia-smi-q.xml":
+            while j < n and "</nvidia_smi_log>" not in lines[j - 1]:
+                j += 1
+        else:
+            while j < n:
+                nxt = lines[j].rstrip("\r")
+                if prefixed:
+                    nxt = _unprefixed(nxt)
+                    if nxt is None:
+                        break
+                if not belongs(nxt) or _ends_block(nxt, lines[j + 1:j + 4], source):
+                    break
+                j += 1
+            while j > i + 1 and not lines[j - 1].strip():  # trailing blanks are not the block's
+                j -= 1
+        if j > i + 1 or source in _ONE_LINE_OK:
+            out.append((source, i, j, _header_start(lines, i)))
+        i = max(j, i + 1)
+    return out
+
+
+class Plan(object):
+    """What one text holds: ``bug_report`` (bool), ``blocks`` ({source: text} of the structured
+    blocks, several of one source joined), ``rest`` (the text with every block's lines blanked,
+    so line numbers stay the file's; None when nothing is left for the line readers) and
+    ``block_lines`` (how many lines the blocks took)."""
+
+    def __init__(self, bug_report=False, blocks=None, rest=None, block_lines=0):
+        self.bug_report = bug_report
+        self.blocks = blocks or {}
+        self.rest = rest
+        self.block_lines = block_lines
+
+
+def plan(text):
+    """-> Plan of ``text`` (see Plan)."""
+    if is_bug_report(text):
+        return Plan(bug_report=True)
+    lines = text.split("\n")
+    found = find_blocks(lines)
+    if not found:
+        return Plan(rest=text)
+    blocks, taken, ends = {}, 0, {}
+    for source, i, j, h in found:
+        # whole lines (a newline ended the last one when a line follows), with those naming its
+        # host; blank lines before it, so a parser's line numbers are the file's (not for XML:
+        # a declaration must open the document)
+        pad = "" if source.endswith(".xml") else "\n" * (h - ends.get(source, 0))
+        part = pad + "\n".join(lines[h:j]) + ("\n" if j < len(lines) else "")
+        blocks[source] = blocks[source] + part if source in blocks else part
+        ends[source] = j
+        for k in range(i, j):
+            lines[k] = ""
+        taken += j - i
+    rest = "\n".join(lines)
+    return Plan(blocks=blocks, rest=rest if rest.strip() else None, block_lines=taken)

@@ -1,0 +1,48 @@
+"""The node's log lines no dedicated reader of the scanner used: the kernel's (NVRM, mlx5,
+ib_core, ipoib, EDAC, MCE ...) and the node daemons' through syslog or journald (slurmd,
+NHC, DCGM's nv-hostengine, Fabric Manager, nvidia-persistenced), and their own log files
+(Fabric Manager's ``[Feb 27 2025 15:10:02] [ERROR] [tid N] ...``, slurmd's
+``[2026-12-02T07:10:01.123] error: ...``).
+
+A line one of the node's emitters' vocabularies explains (vocab/: the NVIDIA driver, NVIDIA's
+Xid catalog, Linux, Slurm, NHC, DCGM, Fabric Manager) is recorded as that message (benign
+ones are explained and keep nothing); an error-like line about what this runbook reads (GPU,
+driver, InfiniBand, NVSwitch, host memory and machine checks, the scheduler's and the health
+checkers' words) that nothing explains is kept and quoted: not understood, never healthy.
+Another program's error (a desktop session, a disk) says nothing of what gpu-runbook checks
+and is left alone.
+"""
+
+import re
+
+from .. import vocab
+from ..vocab.reading import error_like
+# the static imports that make Ansible ship the node's tables with the module (its
+# module_utils finder follows imports, not importlib)
+try:
+    from ..vocab import fabricmanager, linux, nhc, nvrm, slurm, xid  # noqa: F401 pylint: disable=unused-import
+except ImportError:  # a table not generated yet
+    pass
+
+HOST_TABLES = ("nvrm", "xid", "linux", "slurm", "nhc", "dcgm", "fabricmanager")
+
+# what this runbook reads, in a node's line: an error about anything else is not its business
+DOMAIN_RE = re.compile(r"(?i)nvidia|nvrm|\bgpu|cuda|nccl|mlx[45]|infiniband|\bib[_\d]|ipoib|rdma|\bhca\b|nvswitch|"
+                       r"nvlink|fabric.?manager|\bfm\b|dcgm|hostengine|\bedac\b|\bmce\b|machine check|hardware error|"
+                       r"slurm|\bnhc\b|health check|pcieport|\baer\b|out of memory|\boom\b|blocked for more than")
+
+
+def read(text, dedicated):
+    """What one line is, when no dedicated reader made anything of it: (table, row) of the
+    message that explains it, "unexplained", or None. ``dedicated``: a dedicated reader saw
+    the line and judged it (a detail line of an AER report, an mlx5 command's chatter): it is
+    explained, and a message that reader has a kind of its own for stays judged."""
+    m = vocab.match_line(text, HOST_TABLES)
+    if m is not None:
+        tbl, row = m
+        if dedicated and not row["kind"].startswith("logged_") and row["kind"] != vocab.BENIGN:
+            return tbl, dict(row, kind=vocab.BENIGN)  # that reader's to judge, and it did
+        return m
+    if not dedicated and error_like(text) and DOMAIN_RE.search(text):
+        return "unexplained"
+    return None

@@ -1,0 +1,66 @@
+"""Which family a log line belongs to, by its shape: the kernel's, another program's of the
+node (through syslog / journald, or a daemon's own log file), or neither (a job's output, a
+tool's). The two line readers share it: the kernel-log reader takes the node's lines, the
+job-log reader leaves them. Pure, stdlib, every pattern linear in its input."""
+
+import re
+
+_MONTH = r"(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월])"  # 'Dec', 'déc.', 'Okt', 'sep', '9月', '12월'
+# 'grep -H' of syslog files prefixes the file's name: '/var/log/messages:Jun 17 20:18:08 node kernel: ...'
+GREP_FILE = r"(?:[\w./\-]{0,200}(?:messages|syslog|kern|\.log)[\w.\-]{0,16}:)?"
+# a syslog / journal line up to its hostname field (group 1) and its tag: kernlog/hostscan
+# searches whole chunks for it, kernlog/hosts' demultiplexer matches it per line
+SYSLOG_HOST = (
+    GREP_FILE + r"(?:<\d{1,3}>)?"
+    r"(?:" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+    r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:(?: |$)")
+_SYSLOG_RE = re.compile(SYSLOG_HOST)
+# the kernel's line heads: dmesg (seconds since boot, -T, --time-format iso: a T, a comma and
+# an offset), --decode's 'kern  :warn  : ', a syslog / journal line tagged 'kernel'
+_KERNEL_HEAD_RE = re.compile(
+    r"^(?:[a-z]{1,8} *:[a-z]{1,8} *: )?(?:\[ *\d{1,12}\.\d{1,9}\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} {1,2}\d{1,2} "
+    r"\d\d:\d\d:\d\d \d{4}\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )")
+_KERNEL_TAG_RE = re.compile(SYSLOG_HOST.replace(r"[^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:", r"kernel(?:\[\d{1,10}\])?:"))
+# a message the kernel itself prints, on a line with no timestamp ('NVRM: Xid ..', 'mlx5_core 0000:..: ..')
+KERNEL_MSG_RE = re.compile(r"^(?:<\d{1,2}>)?(?:kernel: )?(?:NVRM: |nvidia(?:-nvswitch\d{0,3}|-modeset|-uvm|-nvlink|"
+                           r"-peermem)?: |mlx5_(?:core|ib)|EDAC |pcieport |\S{1,40} \S{1,40}: AER: |Out of memory|"
+                           r"oom-kill|INFO: task |mce: |\[Hardware Error\]|DMAR: |AMD-Vi: |ib_\w{1,20}: |ipoib)")
+# a node daemon's own log file: Fabric Manager's '[Feb 27 2025 15:10:02] [ERROR] [tid N] ..',
+# slurmd's / slurmctld's '[2026-12-02T07:10:01.123] error: ..', NHC's 'ERROR:  nhc:  Health check failed:  ..'
+DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(?:ERROR|WARNING|WARN|INFO|"
+                           r"DEBUG|FATAL)\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] )|ERROR: {1,2}nhc: )")
+
+
+# words one of which every bare kernel message (KERNEL_MSG_RE) holds: the cheap first look
+_BARE_WORDS = ("NVRM", "nvidia", "mlx5_", "EDAC", "pcieport", "AER:", "Out of memory", "oom-kill", "INFO: task",
+               "mce:", "Hardware Error", "DMAR:", "AMD-Vi", "ib_", "ipoib")
+
+
+def is_kernel_line(line):
+    """True when ``line`` (cleaned) is the kernel's: a dmesg timestamp, a syslog / journal
+    line tagged ``kernel``, or a kernel message with no timestamp. A launcher's or a Python
+    logger's ISO time, or another program's syslog line, is not. (The job-log reader asks it
+    of every line it reads: what cannot be one is told without a regex.)"""
+    s = line.lstrip()
+    c = s[:1]
+    if c in ("[", "<") or c.isdigit():
+        if _KERNEL_HEAD_RE.match(line):
+            return True
+    if "kernel" in line and _KERNEL_TAG_RE.match(line):
+        return True
+    for w in _BARE_WORDS:
+        if w in s:
+            return bool(KERNEL_MSG_RE.match(s))
+    return False
+
+
+def syslog_line(line):
+    """True when ``line`` carries a syslog / journal head (a time, the node's name, a tag)."""
+    return bool(_SYSLOG_RE.match(line))
+
+
+def is_node_line(line):
+    """True when ``line`` is a line of the node's own logs: the kernel's, any program's through
+    syslog / journald (it carries the node's name), or a node daemon's own log file."""
+    return is_kernel_line(line) or syslog_line(line) or bool(DAEMON_LOG_RE.match(line))

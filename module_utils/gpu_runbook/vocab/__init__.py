@@ -1,0 +1,254 @@
+"""The emitters' vocabularies: the messages each program we read can print, as data generated
+from that program's own public source by a script in the repository
+(``tests/tools/vocab/gen_<emitter>.py``), one row per message with its provenance.
+
+A table module ``vocab/<emitter>.py`` is generated (edit its generator, never the module) and
+defines:
+
+- ``EMITTER``: the short name findings show ("NCCL", "Slurm", "mlx5_core", ...);
+- ``PROJECT``, ``VERSION``, ``COMMIT`` (40 hex digits, or the package's version for a
+  registry package), ``LICENCE``, ``ORIGIN`` (where the source was read: a repository URL,
+  a PyPI package, NVIDIA's document) and ``GENERATOR`` (the script's path in this repository);
+- ``MARKERS``: literals one of which every line this emitter prints for a row holds (in the
+  row's format or in the line's fixed prefix): the reader's cheap prefilter;
+- ``TEMPLATES``: ``((file prefix, line template), ...)``: how a row's message is printed as a
+  whole line, the first whose prefix starts the row's ``file`` wins ("" matches every file);
+  ``{message}`` is the message, ``{file}``/``{line}`` the row's; used to instantiate rows
+  (tests, coverage);
+- ``ROWS``: ``(file, line, format, kind, category, severity, meaning)`` per message:
+
+  - ``format``: the message as the source writes it, adjacent literals joined, every argument
+    a printf conversion (``%s``, ``%d``, ``%u``, ``%x``, ``%llu``, ``%p``, ``%f``, ...;
+    a literal percent is ``%%``); sources that are not printf (fmt's ``{}``, Python
+    f-strings, ``c10::str``/``<<`` streams, shell ``$VARS``) write each argument as ``%s``;
+    a message printed over several lines keeps its ``\\n``;
+  - ``kind``: a finding kind of the taxonomy (a dedicated one, or the generic one of its
+    category: taxonomy/kinds_vocab.py BY_CATEGORY), or ``"benign"`` for a message that reports
+    no fault (then ``meaning`` says why, ``category`` is "healthy" and ``severity`` "ok");
+  - ``category``: one of the kind's categories; ``severity``: info, warning or critical;
+  - ``meaning``: one short English sentence, "" when the format says it all;
+
+- optionally ``CODES``: ``(number, name, text, kind, category, severity, meaning, file, line)``
+  for an enumeration (CUDA's errors, ``ncclResult_t``, ``DCGM_FR_*``, the Xid catalog, ...),
+  with ``CODE_FORMATS``: the messages a code is printed in, written with ``{number}``,
+  ``{name}`` and ``{text}`` (e.g. ``"CUDA error: {text}"``); each code in each of them is a
+  row too (the first is the one instantiated).
+
+Matching is by literal fragments, never by a regular expression per row: a line matches a
+row when the row's literal fragments occur in it in order and the text between two of them
+has the shape of the conversion(s) there (digits for ``%d``, ...). Linear in the line, and
+the row with the most literal characters wins. A row with too little literal text to tell
+it from any other line (``"%s"``, ``"%s: %s"``) is never matched: the coverage says so.
+"""
+
+import importlib
+import re
+
+# every generated table, in the order they are tried (a line is matched against the tables
+# whose MARKERS it holds)
+EMITTERS = ("nccl", "torch", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "nhc")
+ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
+CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
+BENIGN = "benign"
+MIN_LITERAL = 12       # literal characters a row needs to be matched at all
+MIN_FRAGMENT = 6       # ... and the length of its longest fragment
+
+# a printf conversion: flags, width, precision, length, then the conversion; the kernel's
+# %p extensions (%pI4, %pM, %pe ...) and Slurm's %pJ/%ps read as %p + letters
+_CONV = re.compile(r"%(?P<flags>[-+ #0']{0,5})(?P<width>\*|\d{1,3})?(?:\.(?P<prec>\*|\d{1,3}))?"
+                   r"(?P<len>hh|h|ll|l|j|z|t|L|q|I64|I32)?(?P<spec>p[A-Za-z]{0,3}|[diouxXeEfFgGaAcsmn%])")
+# what the text of one argument may look like, by conversion (checked with fullmatch on the gap)
+_GAP = {
+    "d": r"[-+]?\d{1,20}", "i": r"[-+]?\d{1,20}", "u": r"\d{1,20}", "o": r"[0-7]{1,22}",
+    "x": r"(?:0[xX])?[0-9a-fA-F]{1,16}", "X": r"(?:0[xX])?[0-9a-fA-F]{1,16}",
+    "c": r"[^\n]",
+}
+_ANY = None  # %s, %p, %f ...: any text (possibly empty)
+
+
+def compile_format(fmt):
+    """A format -> (fragments, gaps): the literal fragments in order and, between them, the
+    conversions each gap holds (a tuple of conversion letters). A format that begins with a
+    conversion has a leading gap; one that ends with one a trailing gap. Only the first
+    printed line of a multi-line message is kept (lines are read one at a time)."""
+    first = next((part for part in fmt.split("\n") if part.strip()), "")
+    frags, gaps, pos, cur = [], [], 0, ()
+    lit = []
+    for m in _CONV.finditer(first):
+        lit.append(first[pos:m.start()])
+        pos = m.end()
+        if m.group("spec") == "%":
+            lit.append("%")
+            continue
+        text = "".join(lit)
+        if text:
+            frags.append(text)
+            gaps.append(cur)
+            cur = ()
+        lit = []
+        cur = cur + (m.group("spec")[0] if m.group("spec")[0] != "p" else "p",)
+    lit.append(first[pos:])
+    text = "".join(lit)
+    if text:
+        frags.append(text)
+        gaps.append(cur)
+        cur = ()
+    gaps.append(cur)  # after the last fragment
+    # whitespace at the ends of a fragment is not reliable (a trailing space before %s of ""):
+    # strip it, the gap absorbs it
+    frags = [f.strip() for f in frags]
+    keep = [i for i, f in enumerate(frags) if f]
+    return tuple(frags[i] for i in keep), tuple(gaps[i] for i in keep) + (gaps[-1],)
+
+
+def literal_length(fmt):
+    return sum(len(f) for f in compile_format(fmt)[0])
+
+
+def matchable(fmt):
+    """True when a format has enough literal text to be matched (module docstring)."""
+    frags, _gaps = compile_format(fmt)
+    return bool(frags) and sum(len(f) for f in frags) >= MIN_LITERAL and max(len(f) for f in frags) >= MIN_FRAGMENT
+
+
+def _gap_ok(text, convs):
+    """The text between two fragments fits the conversions there."""
+    if not convs:
+        return not text.strip()
+    if len(convs) == 1:
+        pat = _GAP.get(convs[0], _ANY)
+        return pat is None or re.fullmatch(pat, text.strip()) is not None
+    return True  # several conversions in one gap: their separators were stripped away
+
+
+def match_fragments(line, frags, gaps):
+    """True when ``line`` holds ``frags`` in order with gaps of the right shape (linear)."""
+    pos = 0
+    for i, frag in enumerate(frags):
+        at = line.find(frag, pos)
+        if at < 0:
+            return False
+        if i > 0 and not _gap_ok(line[pos:at], gaps[i]):
+            # the fragment occurs later too: one more try past this occurrence
+            at2 = line.find(frag, at + 1)
+            if at2 < 0 or not _gap_ok(line[pos:at2], gaps[i]):
+                return False
+            at = at2
+        pos = at + len(frag)
+    return True
+
+
+class Table(object):
+    """One emitter's table, compiled for matching."""
+
+    def __init__(self, name, module):
+        self.name = name
+        self.module = module
+        self.emitter = module.EMITTER
+        self.markers = tuple(module.MARKERS)
+        self._rows = self._compiled = None  # made on first use: a reader that never meets a line of
+        # this emitter never pays for its table
+
+    @property
+    def rows(self):
+        if self._rows is None:
+            self._rows = self._all_rows()
+        return self._rows
+
+    @property
+    def compiled(self):
+        if self._compiled is None:
+            self._compiled = self._compile()
+        return self._compiled
+
+    def _all_rows(self):
+        module = self.module
+        rows = list(module.ROWS)
+        for code in getattr(module, "CODES", ()):
+            c = dict(zip(CODE_FIELDS, code))
+            for fmt in getattr(module, "CODE_FORMATS", ()):
+                text = fmt.replace("{number}", str(c["number"])).replace("{name}", str(c["name"])) \
+                    .replace("{text}", str(c["text"]))
+                rows.append((c["file"], c["line"], text, c["kind"], c["category"], c["severity"],
+                             c["meaning"] or c["text"]))
+        return rows
+
+    def _compile(self):
+        compiled = []
+        for i, row in enumerate(self.rows):
+            if not matchable(row[2]):
+                continue
+            frags, gaps = compile_format(row[2])
+            compiled.append((max(frags, key=len), sum(len(f) for f in frags), frags, gaps, i))
+        compiled.sort(key=lambda c: -c[1])  # most specific first: the first match wins
+        return compiled
+
+    def holds_marker(self, line):
+        for m in self.markers:
+            if m in line:
+                return True
+        return False
+
+    def match(self, line):
+        """The best row of this table for ``line``: (row tuple, literal length) or None."""
+        for longest, size, frags, gaps, i in self.compiled:
+            if longest in line and match_fragments(line, frags, gaps):
+                return self.rows[i], size
+        return None
+
+
+_TABLES = {}
+
+
+def table(name):
+    """The compiled table of one emitter (None when its module is not generated yet)."""
+    if name not in _TABLES:
+        try:
+            module = importlib.import_module("%s.%s" % (__name__, name))
+        except ImportError:
+            module = None
+        _TABLES[name] = Table(name, module) if module is not None else None
+    return _TABLES[name]
+
+
+def tables(names=EMITTERS):
+    return [t for t in (table(n) for n in names) if t is not None]
+
+
+def match_line(line, names=EMITTERS):
+    """The best (table, row) for one line among the tables whose markers it holds, or None."""
+    best = None
+    for t in tables(names):
+        if not t.holds_marker(line):
+            continue
+        m = t.match(line)
+        if m is not None and (best is None or m[1] > best[2]):
+            best = (t, m[0], m[1])
+    return None if best is None else (best[0], dict(zip(ROW_FIELDS, best[1])))
+
+
+# sample text for each conversion when a row is instantiated (tests, coverage)
+_SAMPLE = {"d": "3", "i": "3", "u": "7", "o": "17", "x": "1f", "X": "1F", "c": "z", "s": "abc", "p": "0xffff1234",
+           "m": "Connection refused", "e": "1.5e+00", "f": "1.500000", "g": "1.5", "a": "0x1p+0", "n": ""}
+
+
+def instantiate(fmt):
+    """The message a format prints with sample arguments (its first printed line)."""
+    first = next((part for part in fmt.split("\n") if part.strip()), "")
+
+    def sample(m):
+        spec = m.group("spec")
+        if spec == "%":
+            return "%"
+        return _SAMPLE.get(spec[0], "abc") if not spec.startswith("p") else _SAMPLE["p"]
+    return _CONV.sub(sample, first)
+
+
+def line_for(tbl, row):
+    """A whole line as the emitter prints ``row`` (a ROW_FIELDS dict), from its TEMPLATES."""
+    message = instantiate(row["format"])
+    for prefix, template in getattr(tbl.module, "TEMPLATES", (("", "{message}"),)):
+        if str(row["file"]).startswith(prefix):
+            return template.replace("{file}", str(row["file"]).rsplit("/", 1)[-1]) \
+                .replace("{line}", str(row["line"])).replace("{message}", message)
+    return message

@@ -1,0 +1,193 @@
+"""Issue 24: every text is read by its content, never by its file's name. The six pastes the
+issue names, each under several names where the name used to decide: the same lines give the
+same findings, verdict and confidence, and nothing is silently healthy."""
+
+import io
+import json
+import os
+
+import pytest
+
+from gpu_runbook.cli import main
+
+XID79 = "[Tue Dec  2 07:09:51 2026] NVRM: Xid (PCI:0000:75:00): 79, pid=2414, name=python, GPU has fallen off the bus.\n"
+# NVIDIA's own lines after a crash dump (open-gpu-kernel-modules, kernel-open/nvidia/nv.c): they name
+# the bug-report script inside a kernel line, and are no bug report
+CRASH_DUMP = ("[Tue Dec  2 07:09:51 2026] NVRM: GPU 0000:75:00.0: GPU has fallen off the bus.\n"
+              "[Tue Dec  2 07:09:51 2026] NVRM: A GPU crash dump has been created. If possible, please run\n"
+              "[Tue Dec  2 07:09:51 2026] NVRM: nvidia-bug-report.sh as root to collect this data before\n"
+              "[Tue Dec  2 07:09:51 2026] NVRM: the NVIDIA kernel module is unloaded.\n")
+NAMES = ("kern.log", "dmesg.txt", "journalctl.txt", "paste.txt", "output", "bug.log")
+
+
+def run(capsys, *args, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    rc = main(["analyze"] + list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def analyze_json(capsys, path):
+    rc, out, err = run(capsys, str(path), "--format", "json", "--tz", "UTC")
+    return rc, json.loads(out) if out.strip() else None, err
+
+
+def _host_summary(doc):
+    (h,) = doc["hosts"]
+    return (h["verdict"], h["severity"], h["confidence"], tuple(sorted((f["kind"], f.get("xid")) for f in h["findings"])))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_dmesg_ending_in_the_crash_dump_lines_is_no_bug_report(tmp_path, capsys, name):
+    (tmp_path / name).write_text(XID79 + CRASH_DUMP)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert rc == 2, err
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "gpu_hardware" and h["confidence"] == "high"
+    assert 79 in [f.get("xid") for f in h["findings"]]
+    assert all(f["source"].startswith(name + ":") for f in h["findings"] if f.get("xid"))
+    assert "no usable evidence" not in err
+
+
+def test_the_same_xid_lines_give_the_same_result_under_any_name(tmp_path, capsys):
+    seen = {}
+    for name in NAMES:
+        d = tmp_path / name.replace(".", "_")
+        d.mkdir()
+        (d / name).write_text(XID79)
+        rc, doc, _ = analyze_json(capsys, d)
+        seen[name] = (rc, _host_summary(doc))
+    assert len(set(seen.values())) == 1, seen
+    rc, (verdict, severity, confidence, _kinds) = seen["kern.log"]
+    assert (rc, verdict, severity, confidence) == (2, "gpu_hardware", "critical", "high")
+
+
+SLURM_NODE_FAILURE = ("srun: error: Node failure on gpu-b-12\n"
+                      "slurmstepd: error: *** STEP 77.0 ON gpu-b-11 CANCELLED AT 2026-12-02T07:10:00 DUE TO NODE "
+                      "FAILURE ***\n"
+                      "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n")
+
+
+@pytest.mark.parametrize("name", ("slurm-77.out", "job.log", "notes.txt"))
+def test_slurm_node_failure_is_not_healthy(tmp_path, capsys, name):
+    (tmp_path / name).write_text(SLURM_NODE_FAILURE)
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    job = doc["job"]
+    assert rc == 2 and job["verdict"] not in ("healthy", None)
+    kinds = [f["kind"] for f in job["findings"]]
+    assert "logged_node_failure" in kinds
+    assert "gpu-b-12" in job["culprit_hosts"]
+    assert job["decided_by"]["kind"] == "logged_node_failure"
+
+
+TORCHRUN_CUDA = ("Traceback (most recent call last):\n"
+                 '  File "/home/u/train.py", line 88, in <module>\n'
+                 "    loss.backward()\n"
+                 "RuntimeError: CUDA error: unknown error\n"
+                 "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+                 "below might be incorrect.\n"
+                 "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n")
+
+
+@pytest.mark.parametrize("name", ("job.log", "train_output.txt", "slurm-9.out"))
+def test_a_torchrun_traceback_with_a_cuda_error_is_read_under_any_name(tmp_path, capsys, name):
+    (tmp_path / name).write_text(TORCHRUN_CUDA)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    job = doc["job"]
+    assert job is not None and rc == 1, err
+    assert "cuda_unknown_error" in [f["kind"] for f in job["findings"]]
+    assert job["verdict"] == "unknown"
+    rc, out, _ = run(capsys, str(tmp_path), "--tz", "UTC")
+    assert "unknown error" in out  # the finding that says what it is reaches the text
+
+
+def test_a_lone_cuda_error_with_no_waiting_rank_is_no_nccl_hang(tmp_path, capsys):
+    (tmp_path / "slurm-5.out").write_text("[rank3]: RuntimeError: CUDA error: unknown error\n")
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] != "nccl_deadlock"
+    assert doc["job"]["decided_by"]["kind"] == "cuda_unknown_error"
+    rc, out, _ = run(capsys, str(tmp_path), "--tz", "UTC")
+    assert "why: rank 3 hit CUDA error 'unknown error'" in out
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n", "hello world\nnothing to see here\n", "\x00" * 64])
+def test_input_nobody_can_read_is_named_and_exits_3(tmp_path, capsys, content):
+    (tmp_path / "mystery.txt").write_text(content)
+    rc, out, err = run(capsys, str(tmp_path / "mystery.txt"))
+    assert rc == 3
+    assert "mystery.txt" in err and out == ""
+
+
+def test_a_readable_file_beside_an_unreadable_one_is_analysed_and_the_other_named(tmp_path, capsys):
+    (tmp_path / "kern.log").write_text(XID79)
+    (tmp_path / "readme.txt").write_text("hello\n")
+    rc, out, err = run(capsys, str(tmp_path), "--tz", "UTC")
+    assert rc == 2 and "readme.txt: nothing in it was recognised" in err
+
+
+def test_error_lines_nobody_explains_are_quoted_never_healthy(tmp_path, capsys):
+    (tmp_path / "train.log").write_text("epoch 1 loss 0.3\nERROR: the frobnicator refused the widget\n"
+                                        "ERROR: the frobnicator refused the widget\n")
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    found = [f for h in doc["hosts"] for f in h["findings"]] + list((doc["job"] or {}).get("findings") or [])
+    (f,) = [f for f in found if f["kind"] == "unexplained_errors"]
+    assert "frobnicator refused the widget" in f["message"] and "(x2)" in f["message"]
+    assert rc == 1
+
+
+def test_a_syslog_with_a_nul_run_before_the_xid_keeps_the_xid(tmp_path, capsys):
+    (tmp_path / "syslog").write_bytes(
+        b"Dec  2 07:00:01 gpu-b-12 kernel: [  100.1] nvidia: loading out-of-tree module taints kernel.\n"
+        + b"\x00" * 70000 + b"Dec  2 07:09:51 gpu-b-12 kernel: [  200.2] " + XID79.split("] ", 1)[1].encode())
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["host"] == "gpu-b-12" and h["verdict"] == "gpu_hardware"
+    assert 79 in [f.get("xid") for f in h["findings"]]
+    assert any(f["kind"] == "capture_truncated" and "64 KiB" in f["message"] for f in h["findings"])
+
+
+def test_standard_input_is_read(capsys, monkeypatch):
+    rc, out, err = run(capsys, "-", "--format", "json", "--tz", "UTC", stdin=XID79 + CRASH_DUMP,
+                       monkeypatch=monkeypatch)
+    doc = json.loads(out)
+    assert rc == 2 and [f.get("xid") for f in doc["hosts"][0]["findings"]].count(79) == 1
+
+
+def test_a_proc_file_is_refused_not_read(tmp_path, capsys):
+    if not os.path.exists("/proc/kmsg"):
+        pytest.skip("no /proc/kmsg")
+    os.symlink("/proc/kmsg", str(tmp_path / "kern.log"))
+    (tmp_path / "dmesg.txt").write_text(XID79)
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    notes = [f for f in h["findings"] if f["kind"] == "capture_unreadable"]
+    assert notes and "/proc pseudo file" in notes[0]["message"]
+    assert 79 in [f.get("xid") for f in h["findings"]]
+
+
+def test_a_paste_of_three_commands_is_read_as_each(tmp_path, capsys):
+    (tmp_path / "paste.txt").write_text(
+        "root@gpu07:~# nvidia-smi\n"
+        "Unable to determine the device handle for GPU 0000:75:00.0: Unknown Error\n"
+        "root@gpu07:~# ibstat mlx5_0\n"
+        "CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Down\n"
+        "\t\tPhysical state: Disabled\n\t\tRate: 400\n\t\tLink layer: InfiniBand\n"
+        "root@gpu07:~# dmesg -T | grep -i xid\n" + XID79)
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["host"] == "gpu07"
+    kinds = {f["kind"] for f in h["findings"]}
+    assert "xid" in kinds and "gpu_handle_error" in kinds
+    assert any(k.startswith("ib_port") for k in kinds), kinds
+    (files,) = doc["files"]
+    assert set(files["read_as"]) == {"nvidia-smi", "ibstat", "kernel log"}
+
+
+def test_a_bug_report_is_known_by_its_header(tmp_path, capsys):
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = os.path.join(here, "fixtures", "bugreport", "synthetic-2025-h100-ib", "nvidia-bug-report.log")
+    (tmp_path / "attachment.txt").write_bytes(open(src, "rb").read())
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    assert doc["files"][0]["read_as"] == ["nvidia-bug-report"]
+    assert any(f.get("xid") == 79 for h in doc["hosts"] for f in h["findings"])

@@ -1,0 +1,92 @@
+"""Every generated vocabulary table (module_utils/gpu_runbook/vocab/<emitter>.py) is well
+formed and classifies each of its own messages as it says: provenance present, kinds declared
+in the taxonomy, and every matchable row, printed as its emitter prints it, read back by the
+table as a row of the same kind and category. (That the engine as a whole classifies every
+row so: tests/unit/test_vocab_engine.py.)"""
+
+import importlib
+import os
+import re
+
+import pytest
+
+from gpu_runbook import vocab
+from gpu_runbook.taxonomy import KINDS, SEVERITIES
+from tests.conftest import REPO
+
+GENERATED = [n for n in vocab.EMITTERS
+             if os.path.isfile(os.path.join(REPO, "module_utils", "gpu_runbook", "vocab", n + ".py"))]
+META = ("EMITTER", "PROJECT", "VERSION", "COMMIT", "LICENCE", "ORIGIN", "GENERATOR")
+
+
+def _module(name):
+    return importlib.import_module("gpu_runbook.vocab." + name)
+
+
+def _rows(name):
+    return [dict(zip(vocab.ROW_FIELDS, r)) for r in vocab.table(name).rows]
+
+
+def test_some_tables_are_generated():
+    assert GENERATED, "no vocabulary table under module_utils/gpu_runbook/vocab/"
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_vocab_table_provenance(name):
+    mod = _module(name)
+    for key in META:
+        assert isinstance(getattr(mod, key, None), str) and getattr(mod, key), "%s.%s missing" % (name, key)
+    assert re.fullmatch(r"[0-9a-f]{40}", mod.COMMIT) or re.fullmatch(r"[\w.+-]{1,40}", mod.COMMIT), mod.COMMIT
+    assert os.path.isfile(os.path.join(REPO, mod.GENERATOR)), "generator %s not in the repository" % mod.GENERATOR
+    assert mod.MARKERS and all(isinstance(m, str) and m for m in mod.MARKERS)
+    assert mod.ROWS or getattr(mod, "CODES", None)
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_vocab_rows_are_classified_with_declared_kinds(name):
+    bad = []
+    for r in _rows(name):
+        if not (isinstance(r["file"], str) and r["file"] and isinstance(r["line"], int) and r["line"] > 0):
+            bad.append(("provenance", r))
+        elif r["kind"] == vocab.BENIGN:
+            if r["category"] != "healthy" or r["severity"] != "ok" or not r["meaning"]:
+                bad.append(("benign without its why, or with a category", r))
+        elif r["kind"] not in KINDS:
+            bad.append(("undeclared kind", r))
+        elif r["category"] not in KINDS[r["kind"]]["categories"]:
+            bad.append(("category not the kind's", r))
+        elif r["severity"] not in SEVERITIES or r["severity"] == "ok":
+            bad.append(("severity", r))
+    assert not bad, "%d bad rows, first: %r" % (len(bad), bad[:5])
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_vocab_rows_read_back_as_themselves(name):
+    """Each matchable row, instantiated and printed as a line of its emitter, carries a marker
+    and is read back by its table as a row of the same classification."""
+    tbl = vocab.table(name)
+    wrong = []
+    for r in _rows(name):
+        if not vocab.matchable(r["format"]):
+            continue
+        line = vocab.line_for(tbl, r)
+        if not tbl.holds_marker(line):
+            wrong.append(("no marker", line))
+            continue
+        got = tbl.match(line)
+        if got is None:
+            wrong.append(("not matched", line))
+            continue
+        g = dict(zip(vocab.ROW_FIELDS, got[0]))
+        if (g["kind"], g["category"]) != (r["kind"], r["category"]) and not (
+                g["category"] == r["category"] and vocab.BENIGN not in (g["kind"], r["kind"])):
+            wrong.append(("read as %s/%s, not %s/%s" % (g["kind"], g["category"], r["kind"], r["category"]),
+                          line))
+    assert not wrong, "%d of %d rows, first: %r" % (len(wrong), len(tbl.rows), wrong[:8])
+
+
+def test_vocab_fragment_matching_checks_the_shape_of_numbers():
+    frags, gaps = vocab.compile_format("NET/IB : %s:%d async fatal event: %s")
+    assert vocab.match_fragments("h:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 async fatal event: port error", frags, gaps)
+    assert not vocab.match_fragments("NET/IB : mlx5_0:one async fatal event: x", frags, gaps)
+    assert not vocab.matchable("%s: %s") and not vocab.matchable("%s failed")
