@@ -19,8 +19,8 @@ _SYSLOG_RE = re.compile(SYSLOG_HOST)
 # the kernel's line heads: dmesg (seconds since boot, -T, --time-format iso: a T, a comma and
 # an offset), --decode's 'kern  :warn  : ', a syslog / journal line tagged 'kernel'
 _KERNEL_HEAD_RE = re.compile(
-    r"^(?:[a-z]{1,8} *:[a-z]{1,8} *: )?(?:\[ *\d{1,12}\.\d{1,9}\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} {1,2}\d{1,2} "
-    r"\d\d:\d\d:\d\d \d{4}\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )")
+    r"^(?:kernel: )?(?:[a-z]{1,8} *:[a-z]{1,8} *: )?(?:\[ *\+?\d{1,12}\.\d{1,9}\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} "
+    r"{1,2}\d{1,2} \d\d:\d\d(?::\d\d \d{4})?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )")
 _KERNEL_TAG_RE = re.compile(SYSLOG_HOST.replace(r"[^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:", r"kernel(?:\[\d{1,10}\])?:"))
 # a message the kernel itself prints, on a line with no timestamp ('NVRM: Xid ..', 'mlx5_core 0000:..: ..')
 KERNEL_MSG_RE = re.compile(r"^(?:<\d{1,2}>)?(?:kernel: )?(?:NVRM: |nvidia(?:-nvswitch\d{0,3}|-modeset|-uvm|-nvlink|"
@@ -44,8 +44,8 @@ def is_kernel_line(line):
     of every line it reads: what cannot be one is told without a regex.)"""
     s = line.lstrip()
     c = s[:1]
-    if c in ("[", "<") or c.isdigit():
-        if _KERNEL_HEAD_RE.match(line):
+    if c in ("[", "<") or c.isdigit() or s.startswith("kern"):  # ('kern  :warn  : ', 'kernel: [ 1.2]')
+        if _KERNEL_HEAD_RE.match(s):
             return True
     if "kernel" in line and _KERNEL_TAG_RE.match(line):
         return True

@@ -90,3 +90,12 @@ def test_vocab_fragment_matching_checks_the_shape_of_numbers():
     assert vocab.match_fragments("h:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 async fatal event: port error", frags, gaps)
     assert not vocab.match_fragments("NET/IB : mlx5_0:one async fatal event: x", frags, gaps)
     assert not vocab.matchable("%s: %s") and not vocab.matchable("%s failed")
+
+
+def test_the_markers_index_is_the_tables_markers():
+    """vocab/index.py (tests/tools/vocab/write_index.py) lets the prefilters know the markers
+    without loading a table: it must say what the tables say."""
+    from gpu_runbook.vocab.index import MARKERS
+    assert sorted(MARKERS) == sorted(GENERATED)
+    for name in GENERATED:
+        assert MARKERS[name] == tuple(_module(name).MARKERS), name

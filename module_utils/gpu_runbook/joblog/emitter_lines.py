@@ -20,7 +20,7 @@ per message, and per line shape of what nothing explains); job_findings.py makes
 
 import re
 
-from ..vocab import match_line, tables
+from ..vocab import markers, match_line
 from ..linefamily import is_node_line
 from ..vocab.reading import error_like
 from .text import add
@@ -72,10 +72,7 @@ _LOSS = re.compile(r"(?i)\b(?:lm |train(?:ing)?[ _/]|val(?:id(?:ation)?)?[ _/])?
 def emitter_markers():
     """The literals one of which every line of the job's emitters holds (their tables' MARKERS):
     the prefilter (quiet.py) must let those lines through to this reader."""
-    out = []
-    for tbl in tables(JOB_TABLES):
-        out.extend(m for m in tbl.markers if m not in out)
-    return tuple(out)
+    return markers(JOB_TABLES)
 
 
 _GATE = None

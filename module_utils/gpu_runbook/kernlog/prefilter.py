@@ -28,11 +28,23 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # The last ones are the words of a failure (vocab/reading.py ERROR_LIKE) and the line heads of the
 # node's other emitters (ib_core, ipoib, mlx4): a node line no dedicated reader takes is read
 # against the emitters' vocabularies, or quoted when nothing explains it (nodelines.py).
-NEEDLES = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC",
-           "oom-kill:", "Hardware Error]", "probe with driver", "probe of ", "recovery action",
-           "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA",
-           "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
-           "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4")
+_BASE = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than", "SXid", "EDAC",
+         "oom-kill:", "Hardware Error]", "probe with driver", "probe of ", "recovery action",
+         "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA",
+         "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
+         "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4")
+
+
+def _with_markers(base):
+    """The needles, and the markers of the node's emitters' tables that none of them is part of
+    (vocab/index.py: the tables themselves are not loaded)."""
+    from ..vocab import markers
+    from .nodelines import HOST_TABLES
+    extra = [m for m in markers(HOST_TABLES) if len(m) >= 4 and not any(n in m for n in base)]
+    return base + tuple(extra)
+
+
+NEEDLES = _with_markers(_BASE)
 
 
 def prefilter(block, start=0, end=None):

