@@ -219,9 +219,11 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
     from .joblog.parallel import job_log_workers  # here: the other commands never read a job log
     analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts,
                         job_workers=job_log_workers(), loose_lines=loose_lines)
-    for key, n in ((analysis.get("job") or {}).get("files_read") or {}).items():
+    job = analysis.get("job") or {}
+    cited = set(str(f.get("source") or "").rsplit(":", 1)[0] for f in job.get("findings") or [])
+    for key, n in (job.get("files_read") or {}).items():
         full = job_paths.get(key)
-        if n and full is not None:
+        if (n or key in cited) and full is not None:
             for k in (full, full[:-3] if full.endswith(".gz") else full + ".gz"):
                 if k in inputs:
                     inputs[k]["read_as"].append("job log")

@@ -1,7 +1,8 @@
-"""The one registry of evidence sources: their canonical names (also the file names of a
-capture directory), the family each belongs to, the names they are also captured under,
-and how to recognise one from its content. Probes, capture loading and the dispatcher
-all read it; it imports nothing of the engine."""
+"""The one registry of evidence sources: their canonical names, the family each belongs to,
+and how a probe's output is told from its content (``detect_source``: a live probe checks
+that nvidia-smi answered with its report). A capture's files are read by their content
+(content.py), never by their names. Probes, capture loading and the dispatcher all read it;
+it imports nothing of the engine."""
 
 import re
 
@@ -26,13 +27,6 @@ HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_RE
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job")])
 
-# other names the same sources are captured under
-ALIASES = {
-    "dmesg.txt": KERNEL_LOG, "dmesg.log": KERNEL_LOG, "kernel.log": KERNEL_LOG, "journalctl.txt": KERNEL_LOG,
-    "nvidia-smi-q-x.xml": "nvidia-smi-q.xml", "nvidia-smi.xml": "nvidia-smi-q.xml",
-    "nvidia-bug-report.log": BUG_REPORT,
-}
-
 # (source, pattern searched in the first 64 KiB), most specific first
 DETECTORS = (
     (BUG_REPORT, re.compile(r"nvidia-bug-report\.sh|^_{20,}\s*$", re.M)),
@@ -50,18 +44,9 @@ DETECTORS = (
 
 
 def detect_source(text):
-    """Guess which source a text is from its content; None when nothing fits."""
+    """Which source a probe's output is, from its content; None when nothing fits."""
     head = text[:65536]
     for name, pattern in DETECTORS:
         if pattern.search(head):
             return name
     return None
-
-
-def canonical_name(entry):
-    """A capture file's name -> its source name (None: recognise it by content)."""
-    if entry in HOST_SOURCES or entry == JOB_LOG:
-        return entry
-    if entry.endswith((".out", ".err")) or entry.startswith(("rank-", "rank_", "slurm-")):
-        return JOB_LOG  # a job's stdout/stderr or a per-rank log
-    return ALIASES.get(entry)

@@ -8,8 +8,9 @@ one-line error its caller reports); anything else is a bug."""
 
 from hypothesis import strategies as st
 
-from gpu_runbook import analyze, bugreport, capture, runbook, slurm, sources, timeutil
-from gpu_runbook.infiniband import iblinkinfo, ibstat, ibv_devinfo, names, perfquery, reload, restart, sysfs
+from gpu_runbook import analyze, bugreport, capture, content, linefamily, runbook, slurm, sources, timeutil, vocab
+from gpu_runbook.infiniband import ibdev2netdev, iblinkinfo, ibstat, ibv_devinfo, names, perfquery, reload, restart
+from gpu_runbook.infiniband import sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.joblog import parse_job_logs
 from gpu_runbook.joblog.lines import parse_file
@@ -128,6 +129,7 @@ TARGETS = [
     Target(ibstat.parse_ibstat, "ib", returns=tuple),
     Target(ibv_devinfo.parse_ibv_devinfo, "ib", returns=tuple),
     Target(iblinkinfo.parse_iblinkinfo, "ib", returns=tuple),
+    Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
     Target(names.parse_rate, "system", _each_line(names.parse_rate), returns=list),
     Target(reload.parse_module_table, "system"),
     Target(restart.parse_proc_modules, "system", returns=set),
@@ -145,6 +147,11 @@ TARGETS = [
     # bug reports, source detection, whole hosts
     Target(bugreport.split_bug_report, "bugreport"),
     Target(sources.detect_source, "kernlog", returns=(str, type(None))),
+    # issue 24: what a text holds, by content; which family a line is; an emitter's message
+    Target(content.plan, "nvsmi_table", returns=content.Plan),
+    Target(linefamily.is_kernel_line, "kernlog", _each_line(linefamily.is_kernel_line), returns=list),
+    Target(linefamily.is_node_line, "kernlog", _each_line(linefamily.is_node_line), returns=list),
+    Target(vocab.match_line, "joblog", _each_line(vocab.match_line), returns=list),
     Target(analyze.analyze_host, None, lambda t, e: analyze.analyze_host(e, tz=UTC), args=host_sources()),
     Target(capture.split_hosts, None, lambda t, e: capture.split_hosts(e, tz=UTC), returns=list,
            args=host_sources()),

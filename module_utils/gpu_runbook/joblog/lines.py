@@ -70,13 +70,15 @@ def parse_file(name, text, st, ahead=None):
                 used += 1
                 break
         else:
-            if before is None or _mark(st, fs) != before:
-                used += 1
-            elif emitter_lines.read(line, fs, st) or line.prefixed:
+            # no handler took the line whole: the last reader's, when none changed a thing either
+            # (counted only when it reads it: how much of a file was a job's is what the
+            # handlers took whole and what the last reader read, the same with or without the
+            # prefilter; findings cite the rest)
+            if before is not None and _mark(st, fs) == before and emitter_lines.read(line, fs, st):
                 used += 1
     if fs.fr_cur:
         torch_lines.fr_flush(fs, fs.file_rank, st)
-    st.files_read[name] = st.files_read.get(name, 0) + used
+    st.files_read[name] = bool(st.files_read.get(name) or used)
 
 
 def _mark(st, fs):

@@ -8,6 +8,8 @@ skip it; it is exact, not a guess:
   every fixture with and without this filter and compares);
 * no launcher prefix to read other than torchrun's ``[rankN]:`` (whose rank is read here),
   no glog prefix, no start that a handler reads (``#``, ``Rank``, ``host :``, a table row);
+* no training-progress line was read yet, or the line holds no loss (emitter_lines reads the
+  first one: a training log with no NCCL line must still be known as one);
 * the line's rank is already known, the first lines' time search is over, and the file is
   in no multi-line construct (a traceback, a Flight Recorder or RAS section, an IB error
   whose vendor code may be on the next line).
@@ -58,8 +60,9 @@ ROW_SHAPE = re.compile(r"^\d{1,15} +\d{1,15} +(?:float|half|double|bfloat\d\d|u?
 MAX_SHAPES, MAX_SHAPE_LEN = 1024, 2048  # the cache's bound: a few MB at most
 
 # a shape's kind: LOUD (read it), else quiet with its rank from the file (PLAIN) or from its
-# '[rankN]:' (RANKED), plus DIGIT when its text starts with a digit (a row, once nccl-tests' header came)
-LOUD, PLAIN, RANKED, DIGIT = 0, 1, 2, 4
+# '[rankN]:' (RANKED), plus DIGIT when its text starts with a digit (a row, once nccl-tests' header came),
+# plus LOSS when it holds a loss (loud until a training-progress line was read: emitter_lines)
+LOUD, PLAIN, RANKED, DIGIT, LOSS = 0, 1, 2, 4, 8
 
 
 def held(fs):
@@ -77,7 +80,7 @@ def quiet(raw, fs, st):
         kind = shape_kind(raw, key)
         if len(key) <= MAX_SHAPE_LEN and len(st.shapes) < MAX_SHAPES:
             st.shapes[key] = kind
-    if kind == LOUD or (kind & DIGIT and st.nccl_tests is not None):
+    if kind == LOUD or (kind & DIGIT and st.nccl_tests is not None) or (kind & LOSS and not st.training_lines):
         return False
     rank = fs.file_rank if kind & PLAIN else int(raw[5:raw.index("]")])
     if rank is not None and rank not in st.ranks_seen:
@@ -121,6 +124,8 @@ def shape_kind(raw, key):
     s = body.lstrip()
     if s[:1] == "#" or s[:4].lower() in ("rank", "host", "size"):
         return LOUD  # nccl-tests' header, torchrun's failure summary
+    if b"oss" in key or b"OSS" in key:
+        kind |= LOSS
     if s[:1].isdigit():
         return LOUD if ROW_SHAPE.match(s) else kind | DIGIT
     return kind

@@ -59,7 +59,7 @@ class JobState(object):
         self.success = []          # a run that ended well, as its launcher or trainer says
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)
         self.seen = Seen()         # messages of an emitter's vocabulary, lines nothing explains
-        self.files_read = {}       # file -> lines some reader used (a file of none was not a job log)
+        self.files_read = {}       # file -> True when a reader took one of its lines (else it was no job log)
         self.bars_read = None      # (raw line, progress.read_bars of it): read by another process (parallel.py)
 
 
