@@ -33,7 +33,7 @@ import zlib
 from .content import plan as content_plan
 from .findings import finding, never_raise
 from .linefamily import is_node_line
-from .sources import BUG_REPORT, KERNEL_LOG, NAMES, NOTES
+from .sources import BUG_REPORT, KERNEL_LOG, NAMES, NOTES, SLURM_NODE
 from .textio import TextChunks, TextLines, decode, is_gzip, open_regular, pseudo_file
 
 _MAX_READ = 64 * 1024 * 1024  # characters of one file's structured text held in memory
@@ -256,6 +256,11 @@ def split_hosts(sources, since=None, year=None, tz=None):
             if host:
                 per_host.setdefault(host, {})[src] = value
                 continue
+        if src == SLURM_NODE and isinstance(value, str):  # each node's record is that node's
+            from .slurm import node_records
+            for host, record in node_records(value):
+                per_host.setdefault(host, {})[src] = record
+            continue
         if not isinstance(value, str) or src == BUG_REPORT:
             base[src] = value
             continue

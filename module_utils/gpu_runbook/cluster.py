@@ -388,7 +388,7 @@ def _job_verdict(job, culprits, explanations):
     if culprits and waited:
         return "nccl_deadlock", None
     failing = [f for f in found if f["severity"] in ("warning", "critical")]
-    if waited or failing:
+    if waited or failing or culprits:
         return "unknown", max(failing, key=rank_key) if failing else None
     if _ended_well(job):
         return "healthy", None

@@ -64,6 +64,9 @@ RULES = {
                      "작업 로그 근거뿐: {what_ko}; 이를 확인하는 호스트 근거 없음"),
     "job_states_it": (HIGH, "the job's own log states it: {what}", "작업 자체 로그가 명시함: {what_ko}"),
     "job_warning": (MEDIUM, "one warning-level job finding: {what}", "경고 수준 작업 발견 하나: {what_ko}"),
+    "job_ended_well": (HIGH, "the job's logs say it ended well ({who})", "작업 로그가 정상 종료를 밝힘 ({who})"),
+    "job_nccl_only": (MEDIUM, "NCCL's own lines (setup, tests) show nothing wrong; they do not say the run ended",
+                      "NCCL 자체 출력(설정, 테스트)에 이상이 없음; 실행이 끝났다고 밝히지는 않음"),
     "job_inferred": (LOW, "inferred from {why}; no finding states the cause",
                      "{why_ko}에서 추정함; 원인을 명시한 발견 없음"),
 }
@@ -226,6 +229,10 @@ def job_confidence(job, hosts=()):
         return _result("job_no_failure")
     if verdict == "unknown":
         return _result("job_unknown")
+    if verdict == "healthy":
+        if job.get("success"):
+            return _result("job_ended_well", who=", ".join(sorted(set(s["who"] for s in job["success"]))))
+        return _result("job_nccl_only")
     by_name = dict((h.get("host"), h) for h in hosts or [] if isinstance(h, dict))
     for c in job.get("culprits") or []:
         h = by_name.get(c.get("host"))

@@ -104,6 +104,10 @@ def _one_line(_line):
     return False
 
 
+def _slurm_node(line):
+    return not line.strip() or _indented(line) or line.startswith("NodeName=")
+
+
 def _csv_rows(width):
     def belongs(line):
         return bool(line.strip()) and line.count(",") == width
@@ -139,12 +143,13 @@ BLOCKS = (
     ("ibdev2netdev.txt", re.compile(r"^\s{0,8}(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?[\w.\-]{1,64}\s"
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
+    ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
 )
 # sources whose opening line may be the whole block (nvidia-smi's one-line messages, an ibstat
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
-                "ibdev2netdev.txt")
+                "ibdev2netdev.txt", "slurm-node.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")

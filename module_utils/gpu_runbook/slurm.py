@@ -372,3 +372,58 @@ def slurm_error_kind(text):
         if any(n.lower() in low for n in needles):
             return kind
     return None
+
+
+# ------------------------------------------------------------------ a pasted node's state (pure)
+def node_records(text):
+    """`scontrol show node` text of one node or many -> [(node name or None, its record text)]."""
+    out = []
+    for record in _split_node_records(text):
+        m = re.match(r"NodeName=(\S+)", record)
+        out.append((m.group(1) if m else None, record + "\n"))
+    return out
+
+
+_DOWN_FLAGS = ("NOT_RESPONDING", "FAIL", "FAILING", "POWER_DOWN", "POWERED_DOWN")
+
+
+def parse_node_findings(text, source="slurm-node.txt"):
+    """`scontrol show node` text -> (facts, findings): what Slurm says of the node (one record;
+    capture.split_hosts gives each node its own). A node DOWN, FAILed or not responding is a
+    node failure; a drain is read by its reason (Slurm's and NHC's words, vocab/); our own drain
+    (gpu-runbook: ...) is a note. A node Slurm runs jobs on says nothing wrong: no finding."""
+    from .findings import finding
+    node = parse_scontrol_show_node(text)
+    if not node:
+        return {}, []
+    name, reason = node.get("name"), node.get("reason")
+    facts = {"slurm_node": node}
+    said = "Slurm: node %s is %s%s" % (name, node.get("state"), " (reason: %s)" % reason if reason else "")
+    ev = "State=%s%s" % (node.get("state"), " Reason=%s" % reason if reason else "")
+    if node.get("base_state") in ("DOWN", "FAIL", "FAILING") or any(f in node.get("flags") for f in _DOWN_FLAGS):
+        return facts, [finding("logged_node_failure", said, name="Slurm", evidence=ev, source=source)]
+    if not node.get("drain") and not reason:
+        return facts, []
+    if reason and reason.startswith(REASON_PREFIX):
+        return facts, [finding("logged_error", said + ": drained by gpu-runbook", severity="info", name="Slurm",
+                               evidence=ev, source=source)]
+    return facts, [_reason_finding(said, ev, node, source)]
+
+
+def _reason_finding(said, ev, node, source):
+    """A drained node's reason, read with Slurm's and NHC's vocabularies (as scontrol prints it:
+    'Reason=Kill task failed [root@2026-12-02T07:00:00]')."""
+    from .findings import finding
+    from .taxonomy import KINDS
+    from .taxonomy.kinds_vocab import BY_CATEGORY
+    from .vocab import BENIGN, match_line
+    reason = node.get("reason") or ""
+    tail = " [%s@%s]" % (node["reason_user"], node["reason_time"]) if node.get("reason_user") else ""
+    m = match_line("Reason=%s%s" % (reason, tail), ("slurm", "nhc")) or match_line(reason, ("nhc", "slurm"))
+    if m is None or m[1]["kind"] == BENIGN:
+        return finding("logged_error", said, name="Slurm", evidence=ev, source=source)
+    row = m[1]
+    kind = row["kind"] if row["kind"] in KINDS and KINDS[row["kind"]]["rung"] is not None else \
+        BY_CATEGORY.get(row["category"], "logged_error")
+    return finding(kind, "%s: %s" % (said, row["meaning"] or row["format"]), category=row["category"],
+                   severity=row["severity"], name=m[0].emitter, evidence=ev, source=source)

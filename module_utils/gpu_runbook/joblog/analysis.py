@@ -6,6 +6,7 @@ from collections import Counter, OrderedDict
 from datetime import timedelta
 
 from . import culprits as C
+from . import emitter_lines
 from . import nccl_tests
 from .launch_lines import ras_culprits
 from .nccl_words import fill_process_ranks, settle_nvls
@@ -81,7 +82,8 @@ def analyse(st):
         "nccl": {"transport": transport(st), "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
                  "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},
         # the run ended well, as its trainer or launcher says (emitter_lines.SUCCESS)
-        "success": [{"who": s["who"], "src": s["src"]} for s in st.success[:8]],
+        "success": [{"who": s["who"], "src": s["src"]} for s in st.success[:8]]
+        + ([{"who": "sacct (COMPLETED)", "src": st.sacct[0]["src"]}] if emitter_lines.sacct_findings(st)[2] else []),
         # a training run's own lines were seen (progress bars, epochs): its end must be said
         "training": bool(st.progress or st.hf_epoch is not None or st.training_lines),
     }
@@ -92,7 +94,8 @@ def _more_hosts(st, hosts):
     """Hosts named without a rank: RAS's dead/missing processes, the one host of an nccl-tests
     run that returned wrong data."""
     extra = list(ras_culprits(st)[1])
-    # a node Slurm says failed under the job ('srun: error: Node failure on NODE')
+    # a node Slurm says failed under the job ('srun: error: Node failure on NODE'; sacct's NODE_FAIL
+    # names the job's nodes, not which one failed)
     extra += [r["node"] for r in st.slurm if r["kind"] == "node_failure"]
     # torchrun's root cause killed by SIGKILL: its host is the one to read (OOM killer); not a rank
     # the others waited for, so not a culprit rank

@@ -91,6 +91,91 @@ def might_read(text):
     return _GATE.search(text) is not None
 
 
+# ---------------------------------------------------------------- sacct's table
+# src/sacct/print.c: a header of the chosen fields (JobID, JobName, State, ExitCode, NodeList, ...),
+# a line of dashes under each (the fixed widths), then a row per job and step; with -P the fields
+# are separated by '|' and there are no dashes. A row's State is one of the job states
+# (src/common/slurm_protocol_defs.c job_state_string, 'CANCELLED by <uid>' with its canceller).
+_SACCT_HEAD = re.compile(r"^\s{0,4}JobID\b")
+_DASHES = re.compile(r"^\s{0,4}-{4,}(?: +-{2,}){1,60}\s*$")
+SACCT_STATES = {
+    "NODE_FAIL": ("logged_node_failure", "critical", "a node of the job failed (NODE_FAIL)"),
+    "BOOT_FAIL": ("logged_node_failure", "critical", "a node of the job failed to boot (BOOT_FAIL)"),
+    "OUT_OF_MEMORY": ("host_oom", "critical", "the job ran out of its memory (OUT_OF_MEMORY)"),
+    "TIMEOUT": ("logged_error", "warning", "the job reached its time limit: it needed more time or hung until it "
+                                            "(TIMEOUT)"),
+    "DEADLINE": ("logged_error", "warning", "the job reached its deadline (DEADLINE)"),
+    "FAILED": ("logged_error", "warning", "the job failed: a task exited non-zero (FAILED)"),
+    "CANCELLED": ("logged_error", "info", "the job was cancelled (CANCELLED)"),
+    "PREEMPTED": ("logged_error", "info", "the job was preempted (PREEMPTED)"),
+    "REQUEUED": ("logged_error", "info", "the job was requeued (REQUEUED)"),
+}
+
+
+def sacct(line, fs, st):
+    """A handler (lines.HANDLERS): sacct's header, its dashes and its rows (header -> columns)."""
+    text = line.text
+    if fs.sacct is None:
+        if _SACCT_HEAD.match(text) and ("State" in text or "|" in text):
+            sep = "|" if "|" in text else None
+            fs.sacct = {"sep": sep, "cols": [c.strip().lower() for c in text.split(sep)], "spans": None}
+            return True
+        return False
+    if fs.sacct["sep"] is None and fs.sacct["spans"] is None and _DASHES.match(text):
+        fs.sacct["spans"] = [(m.start(), m.end()) for m in re.finditer(r"-+", text)]
+        return True
+    cells = _cells(text, fs.sacct)
+    if cells is None:
+        fs.sacct = None  # the table ended
+        return False
+    row = dict(zip(fs.sacct["cols"], cells))
+    state = (row.get("state") or "").split()
+    if state:
+        add(st.sacct, {"job": row.get("jobid"), "state": state[0].upper(), "detail": " ".join(state[1:]),
+                       "exit": row.get("exitcode"), "nodes": row.get("nodelist"), "src": line.src,
+                       "evidence": line.raw})
+    return True
+
+
+def _cells(text, table):
+    """A row's cells by the header's separator or the dashes' widths; None: no row of it."""
+    if not text.strip():
+        return None
+    if table["sep"]:
+        cells = [c.strip() for c in text.split(table["sep"])]
+        return cells if len(cells) >= len(table["cols"]) - 1 else None
+    if table["spans"]:
+        spans = table["spans"]
+        cells = [text[a:(spans[i + 1][0] if i + 1 < len(spans) else len(text))].strip() for i, (a, _b) in
+                 enumerate(spans)]
+        return cells if cells and cells[0] else None
+    cells = text.split()
+    return cells if len(cells) == len(table["cols"]) else None
+
+
+def sacct_findings(st):
+    """What sacct said of the job: ([the finding of its worst state (a node failure first)], [],
+    whether every row COMPLETED). A NODE_FAIL row's NodeList is every node of the job, not the one
+    that failed: no culprit host is taken from it."""
+    from ..findings import finding
+    from .text import evidence
+    rows = st.sacct
+    if not rows:
+        return [], [], False
+    done = all(r["state"] == "COMPLETED" for r in rows)
+    order = list(SACCT_STATES)
+    bad = sorted((r for r in rows if r["state"] in SACCT_STATES), key=lambda r: order.index(r["state"]))
+    if not bad:
+        return [], [], done
+    r = bad[0]
+    kind, severity, what = SACCT_STATES[r["state"]]
+    f = finding(kind, "sacct: job %s is %s%s%s: %s" % (r["job"], r["state"], " " + r["detail"] if r["detail"] else "",
+                                                     " (exit code %s)" % r["exit"] if r.get("exit") else "", what),
+                severity=severity, name="Slurm" if kind != "host_oom" else None,
+                evidence=evidence(r["evidence"]), source=r["src"])
+    return [f], [], done
+
+
 def read(line, fs, st):
     """Read one line no other handler used; True when it was read as a job's (an error-like
     line nothing explains is kept, and is no sign of a job: False)."""

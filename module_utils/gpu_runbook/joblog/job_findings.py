@@ -37,6 +37,7 @@ def job_findings(st, job, last_prog):
     findings.extend(nccl_tests.findings(st))
     findings.extend(launch_findings(st))
     findings.extend(emitter_lines.findings(st, findings))  # what only an emitter's vocabulary explains
+    findings.extend(emitter_lines.sacct_findings(st)[0])
     if trend == "falling":
         findings.append(_falling_rate(st, job["iteration_rate"]["by_epoch"]))
     early = _early_failure(st, job, last_prog, findings)

@@ -15,6 +15,7 @@ from .state import FileState, Line
 from .text import FileLines, line_time, logical_lines, rank_from_name
 
 HANDLERS = (
+    emitter_lines.sacct,
     nccl_lines.continue_wrapped_ib,
     nccl_tests.nccl_tests_line,
     progress.tqdm_bars,
@@ -53,7 +54,7 @@ def parse_file(name, text, st, ahead=None):
         items = scan.lines_to_read(lines, fs, st, FIRST_TIME_TRIES, ahead)
     else:
         items = logical_lines(lines)
-    used = 0
+    used, at_start = 0, _job_mark(st)
     for lineno, raw in items:
         if not raw or (prefilter and st.time_tries >= FIRST_TIME_TRIES and quiet(raw, fs, st)):
             continue
@@ -78,19 +79,26 @@ def parse_file(name, text, st, ahead=None):
                 used += 1
     if fs.fr_cur:
         torch_lines.fr_flush(fs, fs.file_rank, st)
-    st.files_read[name] = bool(st.files_read.get(name) or used)
+    # read: a handler or the last reader took one of its lines, or the job's state changed as it
+    # was read (the same with or without the prefilter: quiet lines change nothing)
+    st.files_read[name] = bool(st.files_read.get(name) or used or _job_mark(st) != at_start)
 
 
-def _mark(st, fs):
-    """What a handler changes when it reads a line (most of them read it and let the others
-    read it too): a line that changed none of it was read by none of them."""
+def _job_mark(st):
+    """What the handlers change in the job's state when they read a line."""
     return (len(st.events), len(st.comm), len(st.timeouts), len(st.progress), len(st.nccl_words), len(st.launch),
             len(st.ras), len(st.last_work), len(st.world_hints), len(st.networks), len(st.rank_host_weak),
             len(st.ib_devices), len(st.roce_devices), len(st.some_failed), len(st.stuck), len(st.desync_missing),
             len(st.desync_lagging), len(st.desync_timeout), len(st.fr_missing), len(st.fr_entries),
             len(st.ip_host), len(st.via), st.nccl_version, st.hf_epoch, st.nccl_tests is not None, st.oob,
-            st.ib_disabled, st.socket_ifname, fs.in_tb, fs.elastic_host, fs.pending_ib is not None,
-            fs.ras_ctx is not None, fs.fr_missing_ctx is not None, fs.exit_ctx is not None, len(fs.fr_cur))
+            st.ib_disabled, st.socket_ifname, len(st.sacct))
+
+
+def _mark(st, fs):
+    """What a handler changes when it reads a line (most of them read it and let the others
+    read it too): a line that changed none of it was read by none of them."""
+    return _job_mark(st) + (fs.in_tb, fs.elastic_host, fs.pending_ib is not None, fs.ras_ctx is not None,
+                            fs.fr_missing_ctx is not None, fs.exit_ctx is not None, len(fs.fr_cur))
 
 
 def read_line(raw, src, fs, st):

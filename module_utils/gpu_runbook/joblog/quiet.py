@@ -40,7 +40,7 @@ NEEDLES = (
     "INCOMPLETE", "DEAD", "ERROR", "MISMATCH", "TIMEOUT",
     "Traceback", "GLOBAL_RANK", "[rank", "](",                                      # error_lines, read_line
     # emitter_lines: Slurm's words, a run's end, the words of a failure (vocab/reading.py ERROR_LIKE)
-    "srun", "***", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
+    "srun", "***", "JobID", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
     "after training is done",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
@@ -67,7 +67,8 @@ LOUD, PLAIN, RANKED, DIGIT, LOSS = 0, 1, 2, 4, 8
 
 def held(fs):
     """True while the file is in a multi-line construct: its next line is read whatever it is."""
-    return fs.in_tb or fs.fr_missing_ctx is not None or fs.ras_ctx is not None or fs.pending_ib is not None
+    return (fs.in_tb or fs.fr_missing_ctx is not None or fs.ras_ctx is not None or fs.pending_ib is not None
+            or fs.sacct is not None)
 
 
 def quiet(raw, fs, st):

@@ -58,6 +58,7 @@ class JobState(object):
         self.slurm = []            # Slurm's words: a node failure, a cancellation and its reason
         self.success = []          # a run that ended well, as its launcher or trainer says
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)
+        self.sacct = []            # sacct's rows (emitter_lines.sacct): the job's state as Slurm accounted it
         self.seen = Seen()         # messages of an emitter's vocabulary, lines nothing explains
         self.files_read = {}       # file -> True when a reader took one of its lines (else it was no job log)
         self.bars_read = None      # (raw line, progress.read_bars of it): read by another process (parallel.py)
@@ -80,6 +81,7 @@ class FileState(object):
         self.pending_ib = None         # IB completion whose vendor err may be on the next line
         self.exit_ctx = None           # torchrun failure summary: 'exitcode : -9' waiting for its rank/host
         self.ras_ctx = None            # NCCL RAS report: the section being read
+        self.sacct = None              # sacct's table being read: its columns (emitter_lines.sacct)
 
 
 class Line(object):

@@ -81,7 +81,7 @@ def compile_format(fmt):
             lit.append("%")
             continue
         text = "".join(lit)
-        if text:
+        if text.strip():  # blanks alone between two conversions are no fragment: the gap holds both
             frags.append(text)
             gaps.append(cur)
             cur = ()
@@ -89,7 +89,7 @@ def compile_format(fmt):
         cur = cur + (m.group("spec")[0] if m.group("spec")[0] != "p" else "p",)
     lit.append(first[pos:])
     text = "".join(lit)
-    if text:
+    if text.strip():
         frags.append(text)
         gaps.append(cur)
         cur = ()

@@ -22,6 +22,7 @@ import ctypes
 import glob
 import os
 import re
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -281,6 +282,8 @@ environment -> nccl_config; 999 -> cuda_unknown_error; 46 busy/unavailable, 226 
             "GENERATOR": GENERATOR}
     path = common.write_table("cuda", meta, MARKERS, (("", "{message}"),), rows, codes=codes,
                               code_formats=CODE_FORMATS, doc=doc)
+    if root != args.src:
+        shutil.rmtree(root)  # the wheel unpacked here
     print("%s: %d codes x %d formats, %d rows" % (path, len(codes), len(CODE_FORMATS), len(rows)))
 
 

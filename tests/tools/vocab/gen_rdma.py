@@ -34,7 +34,8 @@ CODE_FORMATS = (
     # NCCL >= 2.29 src/transport/net_ib/p2p.cc: "NET/IB: Got completion from peer %s with
     # status=%s(%d) opcode=%s(%d) vendor_err=%u ..." (status name from NCCL's ibvWcStatusStr)
     "with status={name}({number}) opcode=",
-    # NCCL 2.20-2.28 src/transport/net_ib.cc (and NET/IB/GIN since 2.29): "... with status=%d opcode=%d len=%u vendor err %u ..."
+    # NCCL 2.20-2.28 src/transport/net_ib.cc (and NET/IB/GIN since 2.29):
+    # "... with status=%d opcode=%d len=%u vendor err %u ..."
     "with status={number} opcode=",
     # NCCL <= 2.19 src/transport/net_ib.cc: "... with error %d, opcode %d, len %d, vendor err %d ..."
     "with error {number}, opcode",
@@ -222,6 +223,8 @@ def main(argv=None):
     ap.add_argument("--rev", default=PIN, help="tag, branch or commit (default %s)" % PIN)
     args = ap.parse_args(argv)
     commit = common.resolve(args.src, args.rev)
+    tags = sorted(t for t in common.git(args.src, "tag", "--points-at", commit).split() if re.match(r"v\d", t))
+    version = tags[0] if tags else args.rev
     strs = common.show(args.src, commit, STRS)
     verbs = common.show(args.src, commit, VERBS)
     man = man_events(common.show(args.src, commit, MAN_ASYNC))
@@ -289,7 +292,7 @@ critical; QP request/access errors -> unknown; path migration, speed change -> i
 warning; LID/P_Key/SM/GID change, client reregister -> ib_network info; port active,
 communication established, SQ drained, SRQ limit, last WQE -> benign.
 """
-    meta = {"EMITTER": "libibverbs", "PROJECT": "rdma-core (libibverbs)", "VERSION": args.rev, "COMMIT": commit,
+    meta = {"EMITTER": "libibverbs", "PROJECT": "rdma-core (libibverbs)", "VERSION": version, "COMMIT": commit,
             "LICENCE": "GPL-2.0 OR Linux-OpenIB (BSD, MIT variant); COPYING.md",
             "ORIGIN": "https://github.com/linux-rdma/rdma-core", "GENERATOR": GENERATOR}
     path = common.write_table("rdma", meta, MARKERS, (("", "{message}"),), rows, codes=codes,
