@@ -5,8 +5,9 @@ from ..findings import finding, gpu_ref, ib_ref
 from .culprits import HW_CUDA_WORDS
 from .text import evidence
 
-# ibv_wc_status values that mean the link or the peer is gone (the rest may be one bad request)
-_IB_FATAL_STATUS = (12, 13, 5, 4, 10, 11, 19, 20)
+# ibv_wc_status values that mean the link or the peer is gone (the rest may be one bad request;
+# a flush, 5, is the consequence of an earlier error on the queue pair, not one of its own)
+_IB_FATAL_STATUS = (12, 13, 4, 10, 11, 19, 20)
 
 _DATALOADER_WHAT = {
     "dataloader_worker_killed": "a DataLoader worker was killed by signal %s",

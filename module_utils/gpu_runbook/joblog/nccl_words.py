@@ -62,10 +62,11 @@ REVERSE_DNS = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.in-addr
                          r"(?:pointer )?=?\s?([A-Za-z][\w.\-]{0,200})")
 
 # ibv_event_type_str() texts: what an async event means for the link
+# rdma-core's ibv_event_type_str (libibverbs/enum_strs.c); NCCL prints them as they are
 _ASYNC_CRITICAL = ("port error", "local catastrophic error", "local work queue catastrophic error", "CQ error",
-                   "SRQ catastrophic error", "path migration error")
+                   "SRQ catastrophic error", "path migration request error", "path migration error")
 _ASYNC_INFO = ("port active", "LID change", "P_Key change", "SM change", "client reregistration", "GID table change",
-               "communication established", "send queue drained", "path migration successful", "SRQ limit reached",
+               "communication established", "send queue drained", "path migrated", "path migration successful", "SRQ limit reached",
                "last WQE reached")
 # what a bare line (no NCCL prefix: PyTorch's 'Last error:' block) must contain to be NCCL's words
 _BARE_HINTS = ("Bootstrap", "NET/", "ncclSocket", "Net :", "Duplicate GPU", "shared memory", "/dev/shm",

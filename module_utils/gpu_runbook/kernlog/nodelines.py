@@ -34,15 +34,13 @@ DOMAIN_RE = re.compile(r"(?i)nvidia|nvrm|\bgpu|cuda|nccl|mlx[45]|infiniband|\bib
 
 
 def read(text, dedicated):
-    """What one line is, when no dedicated reader made anything of it: (table, row) of the
-    message that explains it, "unexplained", or None. ``dedicated``: a dedicated reader saw
-    the line and judged it (a detail line of an AER report, an mlx5 command's chatter): it is
-    explained, and a message that reader has a kind of its own for stays judged."""
+    """What one line is, when no dedicated reader made an event of it: (table, row) of the
+    message that explains it, "unexplained", or None. ``dedicated``: a dedicated reader saw the
+    line (a detail line of an AER report or a machine check, an mlx5 command's chatter): it is
+    no line nothing explains. (A message of a kind a dedicated reader found for the host is
+    said once, by that reader: the scanner leaves those records out of its findings.)"""
     m = vocab.match_line(text, HOST_TABLES)
     if m is not None:
-        tbl, row = m
-        if dedicated and not row["kind"].startswith("logged_") and row["kind"] != vocab.BENIGN:
-            return tbl, dict(row, kind=vocab.BENIGN)  # that reader's to judge, and it did
         return m
     if not dedicated and error_like(text) and DOMAIN_RE.search(text):
         return "unexplained"

@@ -99,7 +99,9 @@ def mlx5_event(msg):
             return "cable_unplugged"
         if "error" in low or "exceeded" in low or "not supported" in low or "temperature" in low:
             return "cable_error"
-        return "cable_plugged"
+        if "plugged" in low:
+            return "cable_plugged"
+        return None  # 'Cable disabled', 'Unknown status': the vocabulary (vocab/linux.py) says what they are
     if _LINK_DOWN_RE.search(msg):
         return "link_down"
     if _LINK_UP_RE.search(msg):
@@ -113,7 +115,7 @@ def mlx5_event(msg):
     if ("cmd_work_handler" in low or "wait_func" in low or "cmd exec" in low or "cmd_exec" in low) and (
             "timeout" in low or "no done completion" in low):
         return "cmd_timeout"
-    if "async event" in low:
+    if "async event" in low and "bogus" not in low:  # 'for bogus CQ': the driver's own bookkeeping (vocab)
         return "async_event"
     if "insufficient power" in low:
         return "pcie_power"

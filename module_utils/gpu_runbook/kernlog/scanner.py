@@ -436,7 +436,8 @@ class KernelLogScanner:
         findings.extend(derive.aer_findings(self._aer, self._gpu_pcis, sref, self._ids,
                                             hcas=(self._hcas, self._ib_names)))
         findings.extend(self._node.findings(sref))
-        findings.extend(self._seen.findings(set(f.get("evidence") for f in findings)))
+        findings.extend(self._seen.findings(set(f.get("evidence") for f in findings),
+                                            covered=set(f["kind"] for f in findings)))
         findings.extend(self._log_findings())
         facts = self._facts(xids, ib_devices)
         facts.update(self._drv.facts())

@@ -3,8 +3,10 @@ tests/tools/vocab/write_index.py; edit the tables' generators, never this file."
 
 MARKERS = {
     'cuda': ('CUDA', 'cudaError', 'Cuda failure'),
-    'linux': ('mlx5', 'infiniband', 'ib_core', 'user_mad', 'RDMA CMA', ' ib', 'EDAC', 'ghes_edac', 'mce:', '[Hardware Error]', 'Machine check', 'Out of memory', 'out of memory', 'oom', 'OOM', 'blocked for more than', 'hung_task', 'AER:', 'AMD-Vi', 'DMAR', 'Kernel panic', 'WARNING: CPU:', '---[ end'),
+    'linux': ('mlx5', 'infiniband', 'ib_core', 'user_mad', 'RDMA CMA', '] ib', ': ib', 'EDAC', 'ghes_edac', 'mce:', '[Hardware Error]', 'Machine check', 'Out of memory', 'out of memory', 'oom', 'OOM', 'blocked for more than', 'hung_task', 'AER:', 'AMD-Vi', 'DMAR', 'Kernel panic', 'WARNING: CPU:', '---[ end'),
     'slurm': ('srun:', 'slurmstepd:', 'error:', 'fatal:', 'warning:', 'sched:', 'slurmd', 'slurmctld', 'JobState=', 'Reason=', 'CANCELLED by', '***', 'not responding', 'now responding', 'node failure', 'failed node', 'Killing', 'requeue', 'Requeue', 'Time limit exhausted', 'time limit reached', 'OOM failure', 'drain_nodes', 'unexpectedly rebooted', 'exceeded memory limit', 'exceeded virtual memory limit', 'memory limit at least once', 'memory+swap limit', 'DOWN node', 'epilog for', 'prolog for', 'preempted', 'ResumeTimeout', 'Exceeded job memory limit', 'cancelled by', 'unkillable stepd', 'died by signal', 'not able to requeue', 'killed while launch'),
     'dcgm': ('"warning" : "', '"error_id" : ', 'GPU', 'DCGM', 'NvSwitch', 'NvLink', 'NVLink', 'NVVS', 'NVML', 'CUDA', 'Fabric Manager', 'IMEX', 'Overall Health', 'Health Monitor Report', 'health watches', 'Health watches', 'Health monitor', 'diagnostic', 'Diagnostic', 'host engine', '-> PCIe system', '-> NVLINK system', '-> PMU system', '-> MCU system', '-> Memory system', '-> SM system', '-> InfoROM system', '-> Thermal system', '-> Power system', '-> Driver', '-> ConnectX system'),
+    'fabricmanager': ('[tid ', 'NVSwitch', 'nv-fabricmanager', 'fabric manager'),
     'rdma': ('status=', 'with error', 'Failed status', 'async event', 'async fatal event'),
+    'nhc': ('Health check failed', 'NHC', 'Node Health Check'),
 }

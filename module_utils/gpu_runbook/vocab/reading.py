@@ -69,9 +69,11 @@ class Seen(object):
             rec = self.unexplained[shape] = {"count": 0, "src": src, "evidence": evidence}
         rec["count"] += 1
 
-    def findings(self, quoted=(), cut=lambda s: s):
+    def findings(self, quoted=(), cut=lambda s: s, covered=()):
         """The findings of the records; a line a dedicated finding already quotes (``quoted``:
-        their evidence) is not said twice. ``cut``: how evidence is shortened."""
+        their evidence), or a message of a kind a dedicated reader already found (``covered``:
+        the detail lines of an event its own reader reported), is not said twice. ``cut``: how
+        evidence is shortened."""
         from ..findings import finding
         from ..taxonomy import KINDS
         from ..taxonomy.kinds_vocab import BY_CATEGORY
@@ -79,7 +81,7 @@ class Seen(object):
         out = []
         for rec in self.messages.values():
             ev = cut(rec["evidence"])
-            if ev in quoted:
+            if ev in quoted or rec["row"]["kind"] in covered:
                 continue
             row = rec["row"]
             kind = row["kind"]

@@ -27,7 +27,6 @@ exception flag).
 """
 
 import argparse
-import io
 import os
 import re
 import subprocess
@@ -39,7 +38,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "module_utils"))
 
 from common import join_literals, write_table  # noqa: E402
-from gpu_runbook.vocab import instantiate, matchable  # noqa: E402
+from gpu_runbook.vocab import compile_format, instantiate, match_fragments, matchable  # noqa: E402
 
 PIN = "6.1.192-3"            # Debian's linux-source-6.1 package version (upstream 6.1.192)
 GENERATOR = "tests/tools/vocab/gen_linux.py"
@@ -205,10 +204,13 @@ RULES = (
     (MLX5 + "lib/pci_vsc.c", r"", "ib_hca_health", LVL, ""),
     (MLX5 + "main.c", r"^firmware version: ", "benign", "ok", "the HCA's firmware version at probe"),
     (MLX5 + "main.c", r"^Shutdown was called", "benign", "ok", "the driver is shut down with the host"),
-    (MLX5 + "main.c", r"Firmware over %llu MS|Waiting for FW initialization|wait vital failed", "ib_hca_health",
+    (MLX5 + "main.c", r"Waiting for FW initialization", "ib_hca_health", "warning",
+     "the HCA's firmware is still initialising (the driver waits, then gives up)"),
+    (MLX5 + "main.c", r"Firmware over %llu MS|wait vital failed", "ib_hca_health",
      "critical", "the HCA's firmware did not finish initialising: the device is unusable until it does"),
     (MLX5 + "main.c", r"Device state = %d pci_status", "ib_hca_health", "warning",
      "PCI error recovery of the HCA (after an AER or a slot reset)"),
+    (MLX5 + "main.c", r"crdump", IB, "info", "the firmware crash-dump facility could not be enabled"),
     (MLX5 + "main.c", r"aborting|failed with error code|init_one failed|load_one failed|init hca failed|"
      r"enable hca failed|Failed to create EQs|Failed to alloc IRQs|failed to initialize", IB, "critical",
      "the HCA failed to initialise: its ports are unusable"),
@@ -235,6 +237,9 @@ RULES = (
     (MLX5_CONFIG, r"", IB, "info",
      "an offload or configuration path of the mlx5 driver (tc, E-Switch, steering, IPsec/TLS, DCB, ethtool, "
      "SR-IOV, ...): not a link or HCA fault"),
+    (MLX5, r"not supported|unsupported|incompatible|^Disabling|^Dropping|can't turn|XDP|MQPRIO|HTB|not allowed|"
+     r"too big|not in range|Unaligned|deprecated|Invalid module parameter|crdump", IB, "info",
+     "a configuration the driver refused or adjusted, not a link or HCA fault"),
     (MLX5, r"", IB, LVL, ""),
     # --- InfiniBand core, mlx5_ib, IPoIB -------------------------------------------------------
     ("drivers/infiniband/hw/mlx5/", r"WC error: %d, Message", IB, "warning",
@@ -262,7 +267,11 @@ RULES = (
      "the firmware-first EDAC driver's note about BIOS memory tables at load; no error"),
     ("drivers/edac/", r"", U, LVL, ""),
     # --- machine checks --------------------------------------------------------------------------
-    ("arch/x86/kernel/cpu/mce/", r"Machine Check Exception:|Machine Check Exception\.|Fatal|fatal|"
+    ("arch/x86/kernel/cpu/mce/", r"MSR access error|\[Firmware Bug\]|bios_cmci_threshold", U, "info",
+     "a firmware or setup note of the machine check code, not a hardware error"),
+    ("arch/x86/kernel/cpu/mce/", r"reporting enabled|architecture supported", "benign", "ok",
+     "machine check reporting is set up at boot"),
+    ("arch/x86/kernel/cpu/mce/", r"Unexpected int18|Machine Check Exception:|Machine Check Exception\.|Fatal|fatal|"
      r"Machine check: |Uncorrected|not recovered|poison|Consecutive machine checks|Too many consecutive|"
      r"Failed kernel mode recovery|not responding to MCE broadcast|Panicing machine check|"
      r"MCA architectural violation|Possible thermal failure|Machine Check Exception: ", "host_mce_uncorrected",
@@ -301,8 +310,9 @@ RULES = (
      "an uncorrected non-fatal PCIe error: a transaction was lost; the driver may recover"),
     ("drivers/pci/pcie/", r"severity=Corrected|Corrected error message", "pcie_aer_corrected", "info",
      "a corrected PCIe error (harmless unless it repeats as a storm: then the link or slot is marginal)"),
-    ("drivers/pci/pcie/", r"enabled with IRQ|recovery successful", "benign", "ok",
-     "AER is active on this port / a PCIe error was recovered"),
+    ("drivers/pci/pcie/", r"enabled with IRQ", "benign", "ok", "AER is active on this port"),
+    ("drivers/pci/pcie/", r"recovery successful", "pcie_aer_nonfatal", "info",
+     "the device recovered from the PCIe error reported before"),
     ("drivers/pci/pcie/", r"has been reset|reset failed", "pcie_aer_nonfatal", "warning",
      "a PCIe port was reset to recover from an uncorrected error (see the AER lines before)"),
     ("drivers/pci/pcie/", r"", U, "info", "a detail line of an AER report; the 'PCIe Bus Error: severity=' line "
@@ -313,16 +323,20 @@ RULES = (
      r"Invalid page request|Page request", "iommu_fault", "warning",
      "the IOMMU blocked a device's DMA: GPU peer-to-peer or GPUDirect RDMA through it fails or hangs "
      "(iommu=pt, or ACS/ATS settings)"),
+    ("drivers/iommu/", r"cleared|^(DTE|CMD)\[|^  device=|QI (HEAD|PRIOR)", U, "info",
+     "a detail line of an IOMMU error report, or the error being cleared"),
     ("drivers/iommu/", r"HARDWARE_ERROR|Completion-Wait loop timed out|Command buffer timeout|IOTLB_INV_TIMEOUT|"
      r"Invalidation (Queue|Time-out|Completion) Error|DMAR hardware is malfunctioning|COMMAND_HARDWARE",
      U, "warning", "the IOMMU itself reported an error or timed out"),
     ("drivers/iommu/", r"Intel\(R\) Virtualization Technology|^IOMMU enabled|Enabled IRQ remapping|"
      r"Queued invalidation will be enabled", "benign", "ok", "the IOMMU is set up at boot"),
-    ("drivers/iommu/", r"\[Firmware Bug\]|BIOS|deprecated|IOMMU disabled|cleared", U, "info",
+    ("drivers/iommu/", r"\[Firmware Bug\]|BIOS|deprecated|IOMMU disabled|kdump mode|previous kernel|"
+     r"Scalable Mode|Forcing|[Dd]oesn't support|^No .*support|ineligible|vulnerable", U, "info",
      "a firmware or setup note of the IOMMU driver, not a fault"),
     ("drivers/iommu/", r"", U, LVL, ""),
     # --- panics and warnings ---------------------------------------------------------------------
-    ("kernel/panic.c", r"^WARNING: CPU|end trace|lock debugging", U, LVL,
+    ("kernel/panic.c", r"end trace|lock debugging", U, "info", "the end of a kernel WARN/oops report"),
+    ("kernel/panic.c", r"^WARNING: CPU", U, LVL,
      "a kernel WARN splat: the code path it names (the lines after it) hit an unexpected state"),
     ("", r"Kernel panic - not syncing|end Kernel panic|Rebooting in|panic_on_|stack is corrupted|"
      r"Press Stop-A", "logged_node_failure", "critical", "the kernel panicked: the node is down until it reboots"),
@@ -352,7 +366,7 @@ OVERRIDES = (
      ("host_mce_uncorrected", "critical", "uncorrectable memory error in a page the kernel read for a process")),
 )
 
-MARKERS = ("mlx5", "infiniband", "ib_core", "user_mad", "RDMA CMA", " ib", "EDAC", "ghes_edac", "mce:",
+MARKERS = ("mlx5", "infiniband", "ib_core", "user_mad", "RDMA CMA", "] ib", ": ib", "EDAC", "ghes_edac", "mce:",
            "[Hardware Error]", "Machine check", "Out of memory", "out of memory", "oom", "OOM",
            "blocked for more than", "hung_task", "AER:", "AMD-Vi", "DMAR", "Kernel panic", "WARNING: CPU:",
            "---[ end")
@@ -404,7 +418,7 @@ class Tree(object):
         for m in tar:
             rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
             if m.isfile() and self._wanted(rel):
-                self.files[rel] = io.TextIOWrapper(tar.extractfile(m), encoding="utf-8", errors="replace").read()
+                self.files[rel] = tar.extractfile(m).read().decode("utf-8", "replace")
 
     def upstream(self):
         mk = self.files.get("Makefile", "")
@@ -498,10 +512,10 @@ def local_headers(files, path, text):
 
 
 def extract(path, text, files=None):
-    """-> [(line, call, level, format, function, prefix)] of one file."""
+    """-> [(line, call, level, format, function, prefix, sample of a leading %s)] of one file."""
     fmts = pr_fmt(text)
     if "pr_fmt" not in fmts and files is not None:
-        fmts = pr_fmt(local_headers(files, path, text))
+        fmts = dict(pr_fmt(local_headers(files, path, text)), **fmts)
     prf = (fmts.get("pr_fmt") or "").replace("%KBUILD_MODNAME%", kbuild_modname(path))
     devf = (fmts.get("dev_fmt") or "").replace("%KBUILD_MODNAME%", kbuild_modname(path))
     funcs = functions(text)
@@ -534,6 +548,14 @@ def extract(path, text, files=None):
         fmt = join_literals(args[idx], MACROS)
         if fmt is None:
             continue
+        # a leading %s that prints a device's name (what the line then holds)
+        lead = None
+        if len(args) > idx + 1:
+            a = args[idx + 1].strip()
+            if re.search(r"\b(h?ca|device|ib_dev|ibdev)->name$|dev_name\(", a):
+                lead = "mlx5_0"
+            elif re.search(r"\b(dev|netdev|ndev)->name$", a):
+                lead = IPOIB_NETDEV[:-2] if path.startswith("drivers/infiniband/ulp/ipoib/") else "eth0"
         func = ""
         for pos, f in funcs:
             if pos > m.start():
@@ -554,13 +576,13 @@ def extract(path, text, files=None):
             prefix += devf
         elif how == "mcepanic":
             # mce_panic(msg): pr_emerg(HW_ERR "Machine check: %s\n", msg), then panic(msg)
-            out.append((line, name, "error", "[Hardware Error]: Machine check: " + fmt, func, prf))
+            out.append((line, name, "error", "[Hardware Error]: Machine check: " + fmt, func, prf, None))
             prefix, fmt = "", "Kernel panic - not syncing: " + fmt
         elif how == "panic":
             prefix, fmt = "", "Kernel panic - not syncing: " + fmt
         else:
             prefix = PREFIX[how]
-        out.append((line, name, lvl, fmt, func, prefix))
+        out.append((line, name, lvl, fmt, func, prefix, lead))
     return out
 
 
@@ -675,6 +697,8 @@ def classify(path, fmt, level):
         if path.startswith(f) and re.search(pat, fmt):
             return cls
     for p, m, kind, sev, mean in _RULES:
+        if level == "panic" and not m.pattern and p.pattern != "^":
+            continue  # a panic no rule names: the last rules (the node is down)
         if p.search(path) and m.search(fmt):
             if sev == LVL:
                 sev = "info" if level == "info" else "critical" if level == "panic" else "warning"
@@ -700,7 +724,7 @@ def build(tree):
     for path in sorted(tree.files):
         if not path.startswith(SCOPE) or path in SKIP_FILES:
             continue
-        for line, call, level, fmt, func, prefix in extract(path, tree.files[path], tree.files):
+        for line, call, level, fmt, func, prefix, lead in extract(path, tree.files[path], tree.files):
             fmt = fmt.rstrip("\n")
             if not fmt.strip():
                 continue
@@ -712,15 +736,15 @@ def build(tree):
                 variants = der[(path, fmt)]
                 used.add((path, fmt))
             for f, forced in variants:
-                # the line as printed; a leading %s of the IB drivers is the device's name
+                # the line as printed (with the device's name where a leading %s prints it)
                 msg = instantiate(f)
-                if path.startswith("drivers/infiniband/") and f.startswith("%s"):
-                    msg = "mlx5_0" + msg[3:]
+                if lead and f.startswith("%s"):
+                    msg = lead + msg[3:]
                 whole = TS + prefix + msg
                 if matchable(f) and not holds_marker(whole):
                     dropped["no marker"].append("%s:%d %r" % (path, line, f))
                     continue
-                prefixes.setdefault(path, []).append(prefix)
+                prefixes.setdefault(path, []).append((prefix, holds_marker(TS + prefix)))
                 rows.append(row_for(path, line, f, forced or classify(path, f, level)))
     missing = set(der) - used
     if missing:
@@ -728,11 +752,29 @@ def build(tree):
     return rows, prefixes, dropped
 
 
+def self_check(rows, tmpl, dropped):
+    """Drop the rows that fragment matching cannot read back from their own line (a short
+    first fragment that also occurs in the line's prefix: "IR%d: ..." after "DMAR-IR: ")."""
+    out, dropped["unreadable"] = [], []
+    for r in rows:
+        if matchable(r[2]):
+            template = next(t for p, t in tmpl if r[0].startswith(p))
+            line = template.replace("{line}", str(r[1])).replace("{message}", instantiate(r[2]))
+            frags, gaps = compile_format(r[2])
+            if not match_fragments(line, frags, gaps):
+                dropped["unreadable"].append("%s:%d %r" % (r[0], r[1], r[2]))
+                continue
+        out.append(r)
+    return out
+
+
 def templates(prefixes):
     """(file, line template) per file: the prefix most of the file's rows print (ties: first seen);
     files under one directory that agree share one entry."""
     best = {}
-    for path, prs in prefixes.items():
+    for path, entries in prefixes.items():
+        # prefer the prefixes that hold a marker (a line of the file must be recognisable)
+        prs = [p for p, marked in entries if marked] or [p for p, _m in entries]
         counts = {}
         for p in prs:
             counts[p] = counts.get(p, 0) + 1
@@ -760,7 +802,9 @@ warning levels all, info/notice only the healthy states and the info lines that 
 error (INFO_KEEP). Left out: debug prints; the MCE injector (inject.c) and the iWARP port
 mapper (iwpm_*); info lines that report no fault (%(ninfo)d); %(nnomark)d messages whose line holds
 no marker at all (bare pr_* lines of the IB core such as "Couldn't init SA": the reader could
-never pick them out of a kernel log). TEMPLATES give the prefix most rows of a file print:
+never pick them out of a kernel log); %(nself)d messages that literal-fragment matching cannot
+read back from their own line (a short first fragment that the line's prefix also holds, e.g.
+"IR%%d: ..." after "DMAR-IR: "). TEMPLATES give the prefix most rows of a file print:
 mlx5_core_* add "func:line:(pid N): " after the device, mlx5_core_info/dev_* do not, netdev_*
 print "mlx5_core <pci> <netdev>: ", mlx5_ib_* "infiniband mlx5_0: func:line:(pid N): ",
 ipoib "<ib netdev>: ", pr_* the file's pr_fmt ("mce: ", "AER: ", "DMAR: ", "AMD-Vi: ").
@@ -792,14 +836,16 @@ def main(argv=None):
     if not version.startswith(upstream + "-"):
         raise SystemExit("the tree is Linux %s, not the package version %s: give --version" % (upstream, version))
     rows, prefixes, dropped = build(tree)
+    tmpl = templates(prefixes)
+    rows = self_check(rows, tmpl, dropped)
     meta = {"EMITTER": "Linux kernel", "PROJECT": "Linux (Debian linux-source-%s)" % ".".join(upstream.split(".")[:2]),
             "VERSION": version, "COMMIT": version, "LICENCE": LICENCE, "ORIGIN": ORIGIN, "GENERATOR": GENERATOR}
     nfiles = len([p for p in prefixes])
     doc = DOC % {"scope": ", ".join(SCOPE), "nfiles": nfiles, "ninfo": dropped["info"],
-                 "nnomark": len(dropped["no marker"])}
-    path = write_table("linux", meta, MARKERS, templates(prefixes), rows, doc=doc)
+                 "nnomark": len(dropped["no marker"]), "nself": len(dropped["unreadable"])}
+    path = write_table("linux", meta, MARKERS, tmpl, rows, doc=doc)
     if args.list_dropped:
-        print("\n".join(dropped["no marker"]))
+        print("\n".join(dropped["no marker"] + dropped["unreadable"]))
     print("%s: %d rows" % (path, len(set(rows))))
 
 
