@@ -29,7 +29,11 @@ KERNEL_MSG_RE = re.compile(r"^(?:<\d{1,2}>)?(?:kernel: )?(?:NVRM: |nvidia(?:-nvs
 # a node daemon's own log file: Fabric Manager's '[Feb 27 2025 15:10:02] [ERROR] [tid N] ..',
 # slurmd's / slurmctld's '[2026-12-02T07:10:01.123] error: ..', NHC's 'ERROR:  nhc:  Health check failed:  ..'
 DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(?:ERROR|WARNING|WARN|INFO|"
-                           r"DEBUG|FATAL)\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] )|ERROR: {1,2}nhc: )")
+                           r"DEBUG|FATAL)\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] )|ERROR: {1,2}nhc: |"
+                           r"Node Health Check (?:starting|completed successfully))")
+# NVIDIA's k8s-device-plugin (internal/rm/health.go): 'XidCriticalError: Xid=%d on Device=%s, ...': an
+# Xid the node's NVML reported, as the plugin logs it
+_PLUGIN_XID = "XidCriticalError: Xid="
 
 
 # words one of which every bare kernel message (KERNEL_MSG_RE) holds: the cheap first look
@@ -62,5 +66,7 @@ def syslog_line(line):
 
 def is_node_line(line):
     """True when ``line`` is a line of the node's own logs: the kernel's, any program's through
-    syslog / journald (it carries the node's name), or a node daemon's own log file."""
-    return is_kernel_line(line) or syslog_line(line) or bool(DAEMON_LOG_RE.match(line))
+    syslog / journald (it carries the node's name), a node daemon's own log file, or an Xid the
+    Kubernetes device plugin logged."""
+    return (is_kernel_line(line) or syslog_line(line) or bool(DAEMON_LOG_RE.match(line))
+            or _PLUGIN_XID in line)

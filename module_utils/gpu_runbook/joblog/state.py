@@ -59,6 +59,7 @@ class JobState(object):
         self.success = []          # a run that ended well, as its launcher or trainer says
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)
         self.sacct = []            # sacct's rows (emitter_lines.sacct): the job's state as Slurm accounted it
+        self.pyspy = []            # py-spy dumps: one record per process dumped (pyspy.py)
         self.seen = Seen()         # messages of an emitter's vocabulary, lines nothing explains
         self.files_read = {}       # file -> True when a reader took one of its lines (else it was no job log)
         self.bars_read = None      # (raw line, progress.read_bars of it): read by another process (parallel.py)
@@ -82,6 +83,7 @@ class FileState(object):
         self.exit_ctx = None           # torchrun failure summary: 'exitcode : -9' waiting for its rank/host
         self.ras_ctx = None            # NCCL RAS report: the section being read
         self.sacct = None              # sacct's table being read: its columns (emitter_lines.sacct)
+        self.pyspy = None              # the py-spy dump being read: its process and thread (pyspy.py)
 
 
 class Line(object):

@@ -30,8 +30,9 @@ def xid_findings(xids, ids, sref, gsp_trouble=False):
 
 def _xid_finding(r, ids, app_first, sref, gsp_trouble=False, before=()):
     code, pci = r["xid"], r["pci"]
-    where = dict(evidence=r["evidence"], source=sref(r["line"]), xid=code,
-                 gpu=ids.ref(gpu_ref(pci, index=r["index"])) if pci else None, **seen(r))
+    gpu = ids.ref(gpu_ref(pci, index=r["index"])) if pci else (
+        gpu_ref(uuid=r["uuid"]) if r.get("uuid") else None)  # the device plugin names the GPU by UUID
+    where = dict(evidence=r["evidence"], source=sref(r["line"]), xid=code, gpu=gpu, **seen(r))
     odd = ("; odd: " + "; ".join(r["odd"])) if r.get("odd") else ""
     when = seen_text(r)
     proc = (", process %s" % r["process"]) if r["process"] else ""

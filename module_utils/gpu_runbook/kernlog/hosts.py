@@ -46,6 +46,19 @@ _BARE_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.\-]{0,62}\d[A-Za-z0-9_.\-]{0,62}):?
 _SET_LINE_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))?\s*$")
 _SET_INLINE_RE = re.compile(r"^-{3,} ([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))? -{3,}\s*$")
 _SYSLOG_RE = re.compile(SYSLOG_HOST)
+# The node a Slurm daemon's or client's line is about (SchedMD/slurm: ping_nodes.c 'Nodes %s not
+# responding', node_mgr.c 'Node %s now responding' / 'Node %s unexpectedly rebooted', power_save.c
+# 'node %s not resumed by ResumeTimeout', job_mgr.c 'Killing %pJ on failed node %s', 'update_node:
+# node %s reason set to', srun 'Node failure on %s', slurmstepd '*** STEP %s [STEPD TERMINATED ]ON %s'):
+# the line is that node's (a node set names each of its nodes)
+_NODESET = r"([A-Za-z0-9][\w.\-]{0,126}(?:\[[\d,\-]{1,400}\][\w.\-]{0,63})?)"
+SLURM_NODE_RE = re.compile(
+    r"(?:\b[Nn]odes? " + _NODESET + r" (?:not responding|now responding|unexpectedly rebooted|not resumed by)"
+    r"|on failed node " + _NODESET + r"|update_node: node " + _NODESET + r" (?:reason|state) set to"
+    r"|\bNode failure on " + _NODESET + r"|\*\*\* (?:STEP|JOB) \S{1,40} (?:STEPD TERMINATED )?ON " + _NODESET + r" )")
+# 'mynode-066 | ERROR: nhc: ...': a per-host table of results (Azure's distributed NHC, a pdsh | dshbak -c
+# style summary): the line is that host's
+_PIPE_RESULT_RE = re.compile(r"(" + _NAME + r") \| (?=ERROR:|WARNING:|Healthy\b|Unhealthy\b|FAILED\b)")
 _RFC5424_RE = re.compile(r"<\d{1,3}>\d{1,2} \S{1,64} ([A-Za-z0-9][^\s:\[\]<>]{0,252}) ")
 # what the rest of a 'node: ' line looks like when node is a host (pdsh of dmesg, journalctl,
 # syslog grep, nvidia-smi, ibstat...)
@@ -230,6 +243,16 @@ class HostDemux(object):
                 self.prefixed += 1
         if own is None:
             own = self._field(text)
+        if own is None and "| " in text[:260]:
+            m = _PIPE_RESULT_RE.match(text)
+            if m and _hostlike(m.group(1)):
+                own, text = m.group(1), text[m.end():]
+        if own is None:
+            named = slurm_nodes(text)
+            if named:
+                hosts = self._admit(named)
+                self._count(hosts)
+                return hosts, text
         hosts = self._admit((own,)) if own is not None else self._block
         self._count(hosts)
         return hosts, text
@@ -288,6 +311,17 @@ class HostDemux(object):
                 self._block = self._admit((m.group(1),)) or ()
                 return True
         return False
+
+
+def slurm_nodes(text):
+    """The nodes a Slurm line is about (SLURM_NODE_RE), expanded; () when it names none."""
+    if "ode" not in text and "ON " not in text:
+        return ()
+    m = SLURM_NODE_RE.search(text)
+    if not m:
+        return ()
+    spec = next(g for g in m.groups() if g)
+    return tuple(n for n in expand_nodeset(spec) if _hostlike(n, digits=True))
 
 
 def split_text(text, max_hosts=MAX_HOSTS):

@@ -14,7 +14,7 @@ import re
 
 from ..findings import finding
 from ..textio import TextChunks
-from .hosts import _NOT_HOSTS, MAX_HOSTS, SYSLOG_HOST, HostDemux, field_host
+from .hosts import _NOT_HOSTS, _PIPE_RESULT_RE, MAX_HOSTS, SLURM_NODE_RE, SYSLOG_HOST, HostDemux, field_host
 from .prefilter import MAX_LINE, SAMPLE_LINES, has_needle
 from .scanner import KernelLogScanner
 from .timestamps import TS_RE
@@ -58,7 +58,10 @@ def _real(names):
 
 
 def _marked(block):
-    """A line that may be a pdsh/clush prefix, a prompt or a header (not a mere 'NVRM: ')."""
+    """A line that may be a pdsh/clush prefix, a prompt or a header (not a mere 'NVRM: '), a
+    per-host result ('node | ERROR: ..') or a Slurm line about a node."""
+    if SLURM_NODE_RE.search(block) or _PIPE_RESULT_RE.search(block):
+        return True
     for m in _MARK_RE.finditer(block):
         word = m.group(0)
         if word.endswith(": ") and word[:-2].lower() in _NOT_HOSTS:

@@ -12,6 +12,10 @@ PCI_FULL_RE = re.compile(r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7
 # after it counts whatever the parenthesis holds; the address is read from it only when it is one.
 XID_RE = re.compile(r"NVRM: Xid ?\((?P<inside>[^()\n]{0,80})\):? *(?P<code>\d{1,6})(?![\d.])(?P<rest>.*)")
 XID_PCI_RE = re.compile(r"(?:PCI:)?(?P<pci>" + _PCI + r")\s*$")
+# NVIDIA/k8s-device-plugin internal/rm/health.go: 'XidCriticalError: Xid=%d on Device=%s, the device will go
+# unhealthy.' (older) / '...; marking device as unhealthy.'
+PLUGIN_XID_RE = re.compile(r"XidCriticalError: Xid=(?P<code>\d{1,6}) on Device=(?P<uuid>GPU-[0-9a-fA-F-]{8,64})"
+                           r"(?P<rest>[,;] [^\n]{0,200})?")
 XID_CAUSE_RE = re.compile(r"caused by previous Xid (?P<code>\d{1,6})\b")
 # NVLink5 Xids 144-150 say themselves whether the error was fatal: 'RLW_RXPIPE Nonfatal XC0 i0 Link 11'
 NVLINK_FATALITY_RE = re.compile(r"\b(?P<f>Non-?fatal|Fatal)\b", re.I)

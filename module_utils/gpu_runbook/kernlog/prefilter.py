@@ -33,7 +33,7 @@ _BASE = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than"
          "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA",
          "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
          "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4",
-         "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm")
+         "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError")
 
 
 def _with_markers(base):

@@ -15,9 +15,10 @@ from .driverlog import DriverLog
 from .identity import GpuIdentities
 from . import nodelines
 from .aer import read_aer
+from .hosts import slurm_nodes
 from .nodelog import NodeLog, count_line
-from .patterns import (GPU_IDX_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE, mlx5_event,
-                       nvrm_gpu_event)
+from .patterns import (GPU_IDX_RE, MLX_RE, NVRM_PCI_RE, PLUGIN_XID_RE, PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE,
+                       mlx5_event, nvrm_gpu_event)
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
 from ..linefamily import is_node_line
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
@@ -194,7 +195,7 @@ class KernelLogScanner:
                 self._hostname = host
         else:
             dt, mono, fmt = None, None, "bare"
-        node = is_node_line(line)
+        node = is_node_line(line) or bool(slurm_nodes(line))  # a Slurm line about a node is that node's
         if not self._in_head(lineno):  # the first lines were tallied by _sample already
             self._formats[fmt] = self._formats.get(fmt, 0) + 1
             if node:
@@ -218,6 +219,8 @@ class KernelLogScanner:
             self._note(ctx, self._drv.kprobe(ctx, self._in_window))
         elif "recovery action" in line:
             self._xid_continued(ctx)
+        elif "XidCriticalError" in line:
+            self._plugin_xid(ctx)
         else:
             taken = False
         if "AER:" in line:  # also 'mlx5_core <pci>: AER: ...' from the HCA itself
@@ -358,6 +361,20 @@ class KernelLogScanner:
                 rec["index"] = int(gi.group(1))
         self._last_xid = (rec, ctx[0])
         self._event(ctx, "xid_%d" % code)
+
+    def _plugin_xid(self, ctx):
+        """NVIDIA's k8s-device-plugin (internal/rm/health.go): 'XidCriticalError: Xid=79 on
+        Device=GPU-<uuid>; marking device as unhealthy.': an Xid NVML reported to the plugin,
+        the GPU named by its UUID."""
+        m = PLUGIN_XID_RE.search(ctx[1])
+        if not m or not self._in_window(ctx):
+            return
+        code, uuid = int(m.group("code")), m.group("uuid")
+        rec = self._bump(self._xids, (code, uuid), ctx, xid=code, pci=None, pid=None, process=None,
+                         message="reported by the Kubernetes device plugin" + (m.group("rest") or ""), index=None,
+                         processes=[], odd=[], uuid=uuid)
+        if rec is not None:
+            self._event(ctx, "xid_%d" % code)
 
     def _xid_continued(self, ctx):
         """'GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)' on a line of its

@@ -95,8 +95,9 @@ def compile_format(fmt):
         cur = ()
     gaps.append(cur)  # after the last fragment
     # whitespace at the ends of a fragment is not reliable (a trailing space before %s of ""):
-    # strip it, the gap absorbs it
-    frags = [f.strip() for f in frags]
+    # strip it, the gap absorbs it; inside one, a run of blanks is one (a log collector or a
+    # paste collapses NHC's two spaces after a colon): Table.match collapses the line's too
+    frags = [" ".join(f.split()) for f in frags]
     keep = [i for i, f in enumerate(frags) if f]
     return tuple(frags[i] for i in keep), tuple(gaps[i] for i in keep) + (gaps[-1],)
 
@@ -190,7 +191,10 @@ class Table(object):
         return False
 
     def match(self, line):
-        """The best row of this table for ``line``: (row tuple, literal length) or None."""
+        """The best row of this table for ``line``: (row tuple, literal length) or None. Runs of
+        blanks in the line count as one, as in the rows' fragments."""
+        if "  " in line or "\t" in line:
+            line = " ".join(line.split())
         for longest, size, frags, gaps, i in self.compiled:
             if longest in line and match_fragments(line, frags, gaps):
                 return self.rows[i], size

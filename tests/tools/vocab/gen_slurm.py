@@ -106,6 +106,12 @@ LEGACY = (
 
 LEGACY_DRAIN = "slurm-24-11-7-1"  # drain reason without "(JobId=...)" until this release
 
+# Releases the field still runs (Slurm keeps about two years of them): every message of theirs that
+# the pinned release words otherwise is a row too (file "path@tag"), so a 23.11 cluster's
+# 'node %s not resumed by ResumeTimeout(%d) - marking down and power_save' is read as 26.05's
+# 'node %s not resumed by ResumeTimeout(%d), setting DOWN and POWERED_DOWN' is
+OLDER = ("slurm-24-11-7-1", "slurm-23-11-10-1", "slurm-23-02-7-1", "slurm-22-05-11-1")
+
 TEMPLATES = (
     ("src/api/node_info.c", "{message}"),                     # scontrol show node
     ("src/api/", "srun: {message}"),
@@ -121,7 +127,7 @@ TEMPLATES = (
     ("", "{message}"),                                        # scontrol/sacct output, codes
 )
 
-MARKERS = ("srun:", "slurmstepd:", "error:", "fatal:", "warning:", "sched:", "slurmd", "slurmctld",
+MARKERS = ("srun:", "slurmstepd", "slurmstepd:", "error:", "fatal:", "warning:", "sched:", "slurmd", "slurmctld",
            "JobState=", "Reason=", "CANCELLED by", "***",
            # slurmctld/slurmd info() events (no level word in the line)
            "not responding", "now responding", "node failure", "failed node", "Killing", "requeue",
@@ -243,7 +249,8 @@ RULES = (
      "the user interrupted srun (Ctrl-C): an operator action, not a fault"),
     ("src/slurmd/", INFO, r"died by signal", U, "info", "a task of the step died of a signal"),
     # --- slurmctld: nodes and jobs failing
-    ("src/slurmctld/", None, r"not responding, setting DOWN|setting DOWN and POWERED_DOWN", NODE, "critical",
+    ("src/slurmctld/", None, r"not responding, setting DOWN|setting DOWN and POWERED_DOWN|not resumed by ResumeTimeout",
+     NODE, "critical",
      NODE_FAIL_MEANING),
     ("src/slurmctld/backup.c", None, r"not responding", U, "warning",
      "the primary controller stopped answering and the backup takes over"),
@@ -759,6 +766,26 @@ program -> logged_application_error; other errors -> unknown warning, fatal -> c
 """
 
 
+def older_rows(src, known, notes):
+    """The messages of the OLDER releases whose wording the pinned release does not have."""
+    out = []
+    for tag in OLDER:
+        try:
+            rev = resolve(src, tag)
+        except Exception:  # noqa: BLE001 - an older tag is optional
+            notes.append("older tag %s not in the source: skipped" % tag)
+            continue
+        release = ".".join(tag.split("-")[1:3])
+        rows, _skipped = message_rows(src, rev)
+        for path, line, fmt, kind, category, severity, meaning in rows:
+            if fmt in known:
+                continue
+            known.add(fmt)
+            out.append(("%s@%s" % (path, tag), line, fmt, kind, category, severity,
+                        "%s (Slurm %s wording)" % (meaning, release) if meaning else "Slurm %s wording" % release))
+    return out
+
+
 def version_of(rev):
     m = re.fullmatch(r"slurm-(\d+)-(\d+)-(\d+)-(\d+)", rev)
     return "%s.%s.%s-%s" % m.groups() if m else rev
@@ -773,6 +800,7 @@ def main(argv=None):
     rows, skipped = message_rows(args.src, commit)
     legacy, notes = legacy_rows(args.src)
     rows += legacy + derived_rows(args.src, commit) + node_reason_rows(args.src, commit) + job_rows(args.src, commit)
+    rows += older_rows(args.src, set(r[2] for r in rows), notes)
     codes = code_rows(args.src, commit)
     meta = {"EMITTER": "Slurm", "PROJECT": "SchedMD/slurm", "VERSION": version_of(args.rev), "COMMIT": commit,
             "LICENCE": LICENCE, "ORIGIN": ORIGIN, "GENERATOR": GENERATOR}
