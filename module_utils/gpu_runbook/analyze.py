@@ -123,10 +123,14 @@ _LOG_ONLY = ("kernlog_unparseable", "kernlog_tz_invalid", "kernlog_window_invali
 def not_a_kernel_log(facts, findings):
     """True when a capture's kernel-log scan found none of the kernel's lines and nothing else
     (every text of a capture is offered to the kernel-log reader: a job log or a paste of
-    other output is not a kernel log, and no kernel log is claimed read)."""
+    other output is not a kernel log, and no kernel log is claimed read); Slurm's lines about a
+    node that say nothing above info ('*** STEP 1.0 ON n1 CANCELLED' in a job's log) are the job's."""
     facts = facts or {}
-    return facts.get("kernel_lines") == 0 and not facts.get("xids") and not facts.get("events") and all(
-        f.get("kind") in _LOG_ONLY for f in findings or ())
+    if facts.get("kernel_lines") != 0 or facts.get("xids"):
+        return False
+    if facts.get("slurm_lines"):  # only Slurm's lines about the node: worth a host when one says more than info
+        return all(f.get("kind") in _LOG_ONLY or f.get("severity") == "info" for f in findings or ())
+    return not facts.get("events") and all(f.get("kind") in _LOG_ONLY for f in findings or ())
 
 
 def _kernel_opts(opts):

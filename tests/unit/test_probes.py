@@ -105,9 +105,13 @@ def test_load_capture_dir_names_aliases_gz_and_content(tmp_path):
     (tmp_path / "random.bin").write_bytes(b"\x00\x01\x02")
     (tmp_path / "ibstat-output").write_text("CA 'mlx5_0'\n\tCA type: MT4129\n")
     sources, jobs, ignored = load_capture_dir(str(tmp_path))
-    assert set(sources) == {"kern.log", "nvidia-smi-q.txt", "ibstat.txt"}
-    assert list(jobs) == ["mystery.out"]
-    assert ignored == ["random.bin"]
+    assert set(sources) - {"_names"} == {"kern.log", "nvidia-smi-q.txt", "ibstat.txt"}
+    # each source keeps the name the user gave its file (the report quotes it)
+    assert sources["_names"]["ibstat.txt"] == "ibstat-output"
+    # read by content: every file that is not wholly a tool's output is offered to the job-log
+    # reader too (a kernel log, a binary: it finds nothing there and says so)
+    assert sorted(jobs) == ["dmesg.txt", "mystery.out", "random.bin"]
+    assert ignored == []
 
 
 # ---- one deadline for the whole gather; nothing vanishes, nothing is left running

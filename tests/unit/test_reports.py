@@ -159,8 +159,8 @@ def test_markdown_parses_into_the_tables_the_report_promises():
     md = render_markdown(a)
     tables = _md_tables(md)
     job_rows = _table_with(tables, "field")
-    assert [r[0] for r in job_rows] == ["job id", "verdict", "how sure", "failed at", "collective",
-                                        "ranks timed out"]
+    assert [r[0] for r in job_rows] == ["job id", "verdict", "decided by", "how sure", "failed at",
+                                        "collective", "ranks timed out"]
     # the culprit chain once, as a list: rank -> host -> GPU -> the host's finding that explains it
     chain = [p for p in _paragraphs(md) if p.startswith("rank 11 → ")]
     assert chain == ["rank 11 → gpu-r3-n02 → GPU 0000:5d:00.0 → " + next(

@@ -55,7 +55,10 @@ _NODESET = r"([A-Za-z0-9][\w.\-]{0,126}(?:\[[\d,\-]{1,400}\][\w.\-]{0,63})?)"
 SLURM_NODE_RE = re.compile(
     r"(?:\b[Nn]odes? " + _NODESET + r" (?:not responding|now responding|unexpectedly rebooted|not resumed by)"
     r"|on failed node " + _NODESET + r"|update_node: node " + _NODESET + r" (?:reason|state) set to"
-    r"|\bNode failure on " + _NODESET + r"|\*\*\* (?:STEP|JOB) \S{1,40} (?:STEPD TERMINATED )?ON " + _NODESET + r" )")
+    r"|\bNode failure on " + _NODESET + r"|\*\*\* (?:STEP|JOB) \S{1,40} (?:STEPD TERMINATED )?ON " + _NODESET + r" "
+    # LBNL NHC's helpers (helpers/node-mark-offline, -online): 'node-mark-offline:  Marking  n1 offline:  ..',
+    # 'node-mark-online n1.local', 'node-mark-online:  Not onlining n1:  ..'
+    r"|node-mark-(?:on|off)line:? {1,3}(?:Marking {1,3}|Not onlining {1,3})?" + _NODESET + r"(?=[ :.]|$))")
 # 'mynode-066 | ERROR: nhc: ...': a per-host table of results (Azure's distributed NHC, a pdsh | dshbak -c
 # style summary): the line is that host's
 _PIPE_RESULT_RE = re.compile(r"(" + _NAME + r") \| (?=ERROR:|WARNING:|Healthy\b|Unhealthy\b|FAILED\b)")
@@ -315,7 +318,7 @@ class HostDemux(object):
 
 def slurm_nodes(text):
     """The nodes a Slurm line is about (SLURM_NODE_RE), expanded; () when it names none."""
-    if "ode" not in text and "ON " not in text:
+    if "ode" not in text and "ON " not in text and "-mark-" not in text:
         return ()
     m = SLURM_NODE_RE.search(text)
     if not m:

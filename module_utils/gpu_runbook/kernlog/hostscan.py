@@ -53,6 +53,11 @@ def survey_hosts(paths, limit=MAX_HOSTS):
     return names, marked or len(names) > 1
 
 
+# a per-host result heads its line: anchored, a long run of name characters is not tried from
+# each of its positions
+_PIPE_RESULT_AT_LINE_RE = re.compile(r"(?m)^" + _PIPE_RESULT_RE.pattern)
+
+
 def _real(names):
     return {n for n in names if field_host(n)}
 
@@ -60,7 +65,7 @@ def _real(names):
 def _marked(block):
     """A line that may be a pdsh/clush prefix, a prompt or a header (not a mere 'NVRM: '), a
     per-host result ('node | ERROR: ..') or a Slurm line about a node."""
-    if SLURM_NODE_RE.search(block) or _PIPE_RESULT_RE.search(block):
+    if SLURM_NODE_RE.search(block) or _PIPE_RESULT_AT_LINE_RE.search(block):
         return True
     for m in _MARK_RE.finditer(block):
         word = m.group(0)

@@ -20,6 +20,11 @@ from ..vocab.reading import error_like
 
 HOST_TABLES = ("nvrm", "xid", "linux", "slurm", "nhc", "dcgm", "fabricmanager")
 
+# systemd's own lines about a unit ('nvidia-fabricmanager.service: Control process exited, code=exited,
+# status=1/FAILURE', "Failed with result 'exit-code'", 'Failed to start ...'): the unit's state, not
+# why; the unit's own lines (the program we read) say why, so they are not quoted as unexplained
+SYSTEMD_RE = re.compile(r" systemd\[1\]: |^systemd\[1\]: ")
+
 
 def _shipped():  # pragma: no cover -- never called
     """The node's tables, imported where Ansible's module_utils finder sees them (it follows
@@ -42,6 +47,6 @@ def read(text, dedicated):
     m = vocab.match_line(text, HOST_TABLES)
     if m is not None:
         return m
-    if not dedicated and error_like(text) and DOMAIN_RE.search(text):
+    if not dedicated and error_like(text) and DOMAIN_RE.search(text) and not SYSTEMD_RE.search(text):
         return "unexplained"
     return None

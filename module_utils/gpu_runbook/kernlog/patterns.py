@@ -42,6 +42,9 @@ _LINK_UP_RE = re.compile(r"\blink (?:is )?(?:up|active)\b", re.I)
 # 6.x 'Correctable error message received from 0000:..' and 'severity=Correctable'.
 AER_RE = re.compile(r"AER: (?:Multiple )?(?P<sev>Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-Fatal|Fatal)\))"
                     r" error(?: message)? received(?: from)?:? *(?P<src>" + _PCI + r")?")
+# the detail lines of an AER report as kernels before 4.19 print them (drivers/pci/pcie/aer.c
+# aer_print_error without pci_fmt's 'AER: '): the status/mask line and one '[bit] Name' per error
+AER_DETAIL_RE = re.compile(r"error status/mask=|: +\[ ?\d{1,2}\] [A-Z]")
 AER_SEV_RE = re.compile(r"severity=(?P<sev>Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-Fatal|Fatal)\))")
 AER_CLASS = {"Corrected": "corrected", "Correctable": "corrected", "Uncorrected (Non-Fatal)": "nonfatal",
              "Uncorrectable (Non-Fatal)": "nonfatal"}  # anything else: fatal

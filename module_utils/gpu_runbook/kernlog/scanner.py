@@ -15,10 +15,10 @@ from .driverlog import DriverLog
 from .identity import GpuIdentities
 from . import nodelines
 from .aer import read_aer
+from .xidread import read_plugin_xid, read_xid, read_xid_continued
 from .hosts import slurm_nodes
 from .nodelog import NodeLog, count_line
-from .patterns import (GPU_IDX_RE, MLX_RE, NVRM_PCI_RE, PLUGIN_XID_RE, PORT_RE, XID_PCI_RE, XID_RE, XID_REST_RE,
-                       mlx5_event, nvrm_gpu_event)
+from .patterns import AER_DETAIL_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, mlx5_event, nvrm_gpu_event
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
 from ..linefamily import is_node_line
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
@@ -69,6 +69,8 @@ class KernelLogScanner:
         self.cut_lines = 0          # lines longer than MAX_LINE (their tail was read): filescan says so
         self.kernel_lines = 0       # lines that are the kernel's (sampled head lines, read lines): a text
         # none of whose lines is the kernel's is not a kernel log, whatever its name
+        self.slurm_lines = 0        # Slurm's lines about this node (a controller's log): read, but no
+        # kernel log of the node (its health is not read from them)
         self._pending = None        # head of a line split across chunks
         self._segments = [(0, source)]  # (lines before it, source name): one per file read
         self._formats = {}
@@ -195,11 +197,15 @@ class KernelLogScanner:
                 self._hostname = host
         else:
             dt, mono, fmt = None, None, "bare"
-        node = is_node_line(line) or bool(slurm_nodes(line))  # a Slurm line about a node is that node's
+        node = is_node_line(line)
+        about = not node and bool(slurm_nodes(line))  # a Slurm line about a node is that node's
         if not self._in_head(lineno):  # the first lines were tallied by _sample already
             self._formats[fmt] = self._formats.get(fmt, 0) + 1
             if node:
                 self.kernel_lines += 1
+        if about:
+            self.slurm_lines += 1
+        node = node or about
         when = iso(dt.astimezone(self.zone)) if dt is not None else mono
         ctx = (lineno, line, dt, when)
         before = len(self._events) + self.dropped_events
@@ -218,12 +224,14 @@ class KernelLogScanner:
         elif "probe" in line:
             self._note(ctx, self._drv.kprobe(ctx, self._in_window))
         elif "recovery action" in line:
-            self._xid_continued(ctx)
+            read_xid_continued(self, ctx)
         elif "XidCriticalError" in line:
-            self._plugin_xid(ctx)
+            read_plugin_xid(self, ctx)
         else:
             taken = False
-        if "AER:" in line:  # also 'mlx5_core <pci>: AER: ...' from the HCA itself
+        if "AER:" in line or "PCIe Bus Error" in line or self._aer_detail(ctx):
+            # also 'mlx5_core <pci>: AER: ...' from the HCA itself; kernels before 4.19 print the
+            # report's detail lines without the 'AER: ' head
             read_aer(self, ctx)
         elif ("of memory: Kill" in line or "oom-kill:" in line or "blocked for more than" in line
               or "Hardware Error]" in line or "invoked oom-killer" in line or "[nvidia" in line
@@ -236,6 +244,12 @@ class KernelLogScanner:
         else:
             return taken
         return True
+
+    def _aer_detail(self, ctx):
+        """An unprefixed detail line of the AER report just above ('device [8086:9d15] error
+        status/mask=..', '[ 0] Receiver Error')."""
+        h = self._aer_header
+        return h is not None and 0 < ctx[0] - h[0] <= 8 and AER_DETAIL_RE.search(ctx[1]) is not None
 
     def _node_line(self, ctx, dedicated):
         """A node line no dedicated reader made an event of (nodelines.py), in the window."""
@@ -288,7 +302,7 @@ class KernelLogScanner:
     def _nvrm(self, ctx):
         line = ctx[1]
         if "Xid" in line:
-            self._xid(ctx)
+            read_xid(self, ctx)
             return
         pci = self._ids.feed(ctx)  # 'GPU at PCI:..: GPU-uuid', 'GPU Board Serial Number: ..'
         if pci is not None:
@@ -310,85 +324,6 @@ class KernelLogScanner:
             self._gpu(pci)
         self._bump(self._gpu_events, (kind, pci), ctx, kind=kind, pci=pci)
         self._event(ctx, kind)
-
-    def _xid(self, ctx):
-        self._drv.reset()
-        line = ctx[1]
-        parts = line.split("NVRM: Xid")
-        if len(parts) > 2:  # lines joined in transit: each Xid counts
-            for part in parts[1:]:
-                self._xid_one(ctx, "NVRM: Xid" + part.split("NVRM:")[0], joined=True)
-        else:
-            self._xid_one(ctx, line)
-
-    def _xid_one(self, ctx, line, joined=False):
-        m = XID_RE.search(line)
-        if not m:
-            if "Xid" in line and self._in_window(ctx):
-                count_line(self._bad_xid, None, (ctx[0], line) + ctx[2:], 1, {})
-                self._event(ctx, "xid_unparsed")
-            return
-        if not self._in_window(ctx):
-            return
-        code = int(m.group("code"))
-        pm = XID_PCI_RE.search(m.group("inside"))
-        pci = normalize_pci(pm.group("pci")) if pm else None
-        odd = [] if pm else ["PCI address not in the line (%r)" % m.group("inside")[:40]]
-        if joined:
-            odd.append("several Xids joined on one line")
-        if pci:
-            self._gpu(pci)
-        r = XID_REST_RE.match(m.group("rest")) or XID_REST_RE.match("")
-        pid = (r.group("pid") or "").strip("'")
-        name = (r.group("name") or "").strip()
-        msg = (r.group("msg") or "").strip()
-        if not r.group("pid") and not r.group("name") and not msg:
-            msg = m.group("rest").lstrip(", ").strip()
-        rec = self._bump(self._xids, (code, pci), ctx, xid=code, pci=pci, pid=None, process=None,
-                         message=msg, index=None, processes=[], odd=odd)
-        if rec is None:
-            return
-        if rec["pid"] is None and pid.isdigit():
-            rec["pid"] = int(pid)
-        if name and not name.startswith("<"):
-            if rec["process"] is None:
-                rec["process"] = name
-            if name not in rec["processes"] and len(rec["processes"]) < 8:
-                rec["processes"].append(name)
-        if rec["index"] is None:
-            gi = GPU_IDX_RE.search(msg)
-            if gi:
-                rec["index"] = int(gi.group(1))
-        self._last_xid = (rec, ctx[0])
-        self._event(ctx, "xid_%d" % code)
-
-    def _plugin_xid(self, ctx):
-        """NVIDIA's k8s-device-plugin (internal/rm/health.go): 'XidCriticalError: Xid=79 on
-        Device=GPU-<uuid>; marking device as unhealthy.': an Xid NVML reported to the plugin,
-        the GPU named by its UUID."""
-        m = PLUGIN_XID_RE.search(ctx[1])
-        if not m or not self._in_window(ctx):
-            return
-        code, uuid = int(m.group("code")), m.group("uuid")
-        rec = self._bump(self._xids, (code, uuid), ctx, xid=code, pci=None, pid=None, process=None,
-                         message="reported by the Kubernetes device plugin" + (m.group("rest") or ""), index=None,
-                         processes=[], odd=[], uuid=uuid)
-        if rec is not None:
-            self._event(ctx, "xid_%d" % code)
-
-    def _xid_continued(self, ctx):
-        """'GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)' on a line of its
-        own, right after an Xid 154 whose line the journal or a terminal cut: it is that Xid's text."""
-        last = self._last_xid
-        if last is None or ctx[0] - last[1] > 2 or last[0]["xid"] != 154:
-            return
-        rec, line = last[0], ctx[1]
-        if "recovery action" not in rec["message"]:
-            i = line.find("recovery action")
-            head = line[:i].rstrip()
-            word = head.split()[-1] if head.split() else ""
-            rec["message"] = (rec["message"] + " " + (word + " " if word.isalpha() else "") + line[i:]).strip()
-        self._last_xid = None
 
     def _mlx5(self, ctx):
         line = ctx[1]
@@ -472,7 +407,7 @@ class KernelLogScanner:
                                source=self.source))
         fmt = self._format()
         if (self._formats and fmt in ("unknown", "bare") and not self._events and not self.dropped_events
-                and not self.kernel_lines):
+                and not self.kernel_lines and not self.slurm_lines):
             out.append(finding("kernlog_unparseable", "no kernel-log timestamps or known kernel messages found "
                                                       "in %d line(s)" % self.lines, source=self.source))
         return out
@@ -484,6 +419,7 @@ class KernelLogScanner:
             "formats": dict(self._formats),
             "lines": self.lines,
             "kernel_lines": self.kernel_lines,
+            "slurm_lines": self.slurm_lines,
             "hostname": self._hostname,
             "tz": str(self.zone),
             "xids": [dict({k: r[k] for k in ("xid", "pci", "pid", "process", "message", "count", "first", "last",

@@ -123,7 +123,10 @@ def _gap_ok(text, convs):
 
 
 def match_fragments(line, frags, gaps):
-    """True when ``line`` holds ``frags`` in order with gaps of the right shape (linear)."""
+    """True when ``line`` holds ``frags`` in order with gaps of the right shape (linear). Runs
+    of blanks in the line count as one, as in the fragments (compile_format)."""
+    if "  " in line or "\t" in line:
+        line = " ".join(line.split())
     pos = 0
     for i, frag in enumerate(frags):
         at = line.find(frag, pos)
@@ -194,7 +197,7 @@ class Table(object):
         """The best row of this table for ``line``: (row tuple, literal length) or None. Runs of
         blanks in the line count as one, as in the rows' fragments."""
         if "  " in line or "\t" in line:
-            line = " ".join(line.split())
+            line = " ".join(line.split())  # once here, not in each match_fragments
         for longest, size, frags, gaps, i in self.compiled:
             if longest in line and match_fragments(line, frags, gaps):
                 return self.rows[i], size

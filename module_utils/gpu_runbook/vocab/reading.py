@@ -77,6 +77,7 @@ class Seen(object):
         from ..findings import finding
         from ..taxonomy import KINDS
         from ..taxonomy.kinds_vocab import BY_CATEGORY
+        from ..timeutil import span_text
         quoted = set(quoted)
         out = []
         for rec in self.messages.values():
@@ -89,9 +90,10 @@ class Seen(object):
                 kind = BY_CATEGORY.get(row["category"], "logged_error")
             ranks = sorted(rec["ranks"])
             times = {"first": rec["first"], "last": rec["last"]} if rec["first"] else {}
+            when = (", " + span_text(rec["count"], rec["first"], rec["last"]) if times
+                    else " (%d lines)" % rec["count"] if rec["count"] > 1 else "")
             out.append(finding(
-                kind, "%s: %s%s%s" % (rec["emitter"], row["meaning"] or row["format"].strip(),
-                                      " (%d lines)" % rec["count"] if rec["count"] > 1 else "",
+                kind, "%s: %s%s%s" % (rec["emitter"], row["meaning"] or row["format"].strip(), when,
                                       " on rank(s) %s" % ",".join(str(r) for r in ranks[:16]) if ranks else ""),
                 category=row["category"], severity=row["severity"], name=rec["emitter"], evidence=ev,
                 source=rec["src"], rank=ranks[0] if len(ranks) == 1 else None,

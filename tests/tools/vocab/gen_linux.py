@@ -196,8 +196,11 @@ RULES = (
     (MLX5 + "health.c", r"", IB, LVL, ""),
     (MLX5 + "cmd.c", r"timeout|timed out|No done completion|after timeout", "ib_cmd_timeout", "warning",
      "a firmware command of the HCA did not complete in time: the firmware is slow or wedged"),
-    (MLX5 + "cmd.c", r"failed, status %s\(0x%x\), syndrome", IB, "warning",
-     "a firmware command failed with the status and syndrome shown (often a rejected configuration)"),
+    # a refused command is the caller's problem far more often than the HCA's: monitoring agents
+    # that read registers the firmware does not offer (gpud #1164, node_exporter #3434) log it
+    (MLX5 + "cmd.c", r"failed, status %s\(0x%x\), syndrome", IB, "info",
+     "a firmware command was refused (status and syndrome shown): usually a query the firmware does not "
+     "support, sent by a tool or agent; not a link or HCA fault by itself"),
     (MLX5 + "fw_reset.c", r"PCI Link up|responds to PCI config cycles again|Live patch updated", "benign", "ok",
      "the HCA came back after a firmware reset or live patch"),
     (MLX5 + "fw_reset.c", r"", "ib_hca_health", LVL, "a firmware reset of the HCA (its ports go down meanwhile)"),
