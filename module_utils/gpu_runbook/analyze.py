@@ -82,11 +82,12 @@ def _parse_all(sources, opts, parsed, shown=None):
         facts["kernel_log"], fs = parsed[KERNEL_LOG]
         findings.extend(of_family(fs, KERNEL_LOG))
         kl = facts["kernel_log"] or {}
-        usable[KERNEL_LOG] = bool(kl.get("kernel_lines", kl.get("lines")))
+        usable[KERNEL_LOG] = bool(kl.get("kernel_lines", kl.get("lines")) or kl.get("node_lines"))
     elif _text(sources, KERNEL_LOG) is not None:
         run("kernel_log", KERNEL_LOG, kernlog.parse_kernel_log, sources[KERNEL_LOG], source=KERNEL_LOG,
             **_kernel_opts(opts))
-        usable[KERNEL_LOG] = usable[KERNEL_LOG] and bool(facts["kernel_log"].get("lines"))
+        kl = facts["kernel_log"] or {}
+        usable[KERNEL_LOG] = usable[KERNEL_LOG] and bool(kl.get("kernel_lines", kl.get("lines")) or kl.get("node_lines"))
     if _text(sources, SLURM_NODE) is not None:  # what Slurm says of the node
         from .slurm import parse_node_findings
         run("slurm_node", SLURM_NODE, parse_node_findings, sources[SLURM_NODE], source=SLURM_NODE)
@@ -128,9 +129,11 @@ def not_a_kernel_log(facts, findings):
     facts = facts or {}
     if facts.get("kernel_lines") != 0 or facts.get("xids"):
         return False
-    if facts.get("slurm_lines"):  # only Slurm's lines about the node: worth a host when one says more than info
+    if facts.get("slurm_lines") and not facts.get("node_lines"):
+        # only Slurm's lines about the node: worth a host when one says more than info
         return all(f.get("kind") in _LOG_ONLY or f.get("severity") == "info" for f in findings or ())
-    return not facts.get("events") and all(f.get("kind") in _LOG_ONLY for f in findings or ())
+    return not facts.get("node_lines") and not facts.get("events") and all(
+        f.get("kind") in _LOG_ONLY for f in findings or ())
 
 
 def _kernel_opts(opts):

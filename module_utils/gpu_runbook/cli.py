@@ -242,9 +242,10 @@ def _kernel_read(facts, inputs):
     """Mark the files a kernel-log scan found the kernel's lines in."""
     files = (facts or {}).get("files") or []
     for f in files:
-        n = f.get("kernel_lines", (facts or {}).get("kernel_lines"))
-        if n and f.get("path") in inputs and "kernel log" not in inputs[f["path"]]["read_as"]:
-            inputs[f["path"]]["read_as"].append("kernel log")
+        n = f.get("kernel_lines", (facts or {}).get("kernel_lines")) or f.get("node_lines")
+        label = "kernel log" if n else "Slurm daemon log" if f.get("slurm_lines") else None
+        if label and f.get("path") in inputs and label not in inputs[f["path"]]["read_as"]:
+            inputs[f["path"]]["read_as"].append(label)
 
 
 def main(argv=None):
@@ -280,7 +281,11 @@ def main(argv=None):
     for host, why in unusable:
         print(printable("gpu-runbook: %s: no usable evidence: %s" % (host, why)), file=sys.stderr)
     if len(unusable) == len(analysis["hosts"]) and not analysis.get("job"):
-        if not analysis["hosts"]:
+        if not analysis["hosts"] and any(f.get("read_as") for f in analysis.get("files") or ()):
+            read = ["%s (%s)" % (f["file"], ", ".join(f["read_as"])) for f in analysis["files"] if f.get("read_as")]
+            print(printable("gpu-runbook: no host and no job to analyse: nothing read names a host's fault or a job: "
+                            "%s" % "; ".join(read[:8])), file=sys.stderr)
+        elif not analysis["hosts"]:
             print("gpu-runbook: nothing in the input was recognised: no host and no job to analyse", file=sys.stderr)
         return EXIT_UNUSABLE
     if args.format == "json":

@@ -31,6 +31,9 @@ KERNEL_MSG_RE = re.compile(r"^(?:<\d{1,2}>)?(?:kernel: )?(?:NVRM: |nvidia(?:-nvs
 DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(?:ERROR|WARNING|WARN|INFO|"
                            r"DEBUG|FATAL)\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] )|ERROR: {1,2}nhc: |"
                            r"Node Health Check (?:starting|completed successfully))")
+# Slurm's daemons' own log lines ('[2026-12-02T07:10:01.123] ...'): slurmctld's are the controller's,
+# about every node; a node's health is not read from them
+SLURM_DAEMON_RE = re.compile(r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] ")
 # NVIDIA's k8s-device-plugin (internal/rm/health.go): 'XidCriticalError: Xid=%d on Device=%s, ...': an
 # Xid the node's NVML reported, as the plugin logs it
 _PLUGIN_XID = "XidCriticalError: Xid="

@@ -18,6 +18,18 @@ job's own code, else none; RESET_GPU -> gpu_reset; RESTART_BM/RESTART_VM -> rebo
 CONTACT_SUPPORT -> rma; IGNORE -> none).  Where we deviate from the bucket, ``why``
 says so.  category/severity are our triage judgement, not NVIDIA's.
 
+``_ROWS`` is our hand-made triage of the Xids that matter on GPU clusters. Every other code of
+NVIDIA's catalog gets an entry derived from the generated table vocab/xid.py (NVIDIA's catalog
+as gpud mirrors it, tests/tools/vocab/gen_xid.py): its mnemonic, description (``name``),
+NVIDIA's buckets verbatim (read from the row's meaning), the table's category and severity, and
+steps by the bucket (``_derived``): RESTART_APP -> re-run the job, and check its code
+(fix_application) when the table files the code under the application, else none;
+RESET_GPU -> drain and reset; RESTART_BM/RESTART_VM -> drain and reboot; IGNORE -> no action
+(plus what the investigatory bucket asks if it recurs); CONTACT_SUPPORT -> drain, reboot and
+rma_if_recurs (an RMA needs the fault to recur, never the bucket alone), but for a code the
+catalog marks "Unused" the steps of an unknown Xid plus contact support (``why`` says so);
+no bucket (162-170) -> ``_NO_BUCKET``, with its reason.
+
 What to do is ``steps``: step ids of the taxonomy (taxonomy/rungs.py, and the ``xid_`` steps
 of taxonomy/kinds_kernel.py), so the advice reads the same in every language; the costliest
 rung among them is the entry's ``rung`` (checked at import). ``note`` is guidance no step says
@@ -25,7 +37,10 @@ rung among them is the entry's ``rung`` (checked at import). ``note`` is guidanc
 English sentence both make, for readers of the catalog.
 """
 
+import re
+
 from .taxonomy import RUNG_STEPS, action_text, rung_of_steps
+from .vocab import xid as _catalog_table  # static: Ansible ships only what is imported so
 
 # Shared step tuples of the common buckets.
 _APP_CUDA = ("restart_job", "xid_check_app_cuda")
@@ -46,7 +61,7 @@ _ROWS = {
     13: ("ROBUST_CHANNEL_GR_EXCEPTION", "Graphics Engine Exception (SM warp exception)",
          "application", "RESTART_APP", "WORKFLOW_XID_13", "fix_application", "warning",
          ("xid_debug_app", "xid_dcgm_if_follows_gpu"),
-         "Find the faulting kernel with compute-sanitizer (`compute-sanitizer --tool memcheck`)." ""),
+         "Find the faulting kernel with compute-sanitizer (`compute-sanitizer --tool memcheck`).", ""),
     25: ("ROBUST_CHANNEL_GR_ILLEGAL_NOTIFY", "Invalid or illegal push buffer stream",
          "application", "RESTART_APP", "CHECK_APP/CUDA", "fix_application", "warning",
          _APP_CUDA, None, ""),
@@ -239,7 +254,92 @@ def _entry(code, row):
     return e
 
 
-XID_CATALOG = {code: _entry(code, row) for code, row in _ROWS.items()}
+# ---- every other code of NVIDIA's catalog, derived from vocab/xid.py (module docstring) -------
+_BUCKETS_RE = re.compile(r"^NVIDIA: immediate (?P<imm>[^;]{1,80}); investigate (?P<inv>[^.]{1,80})\.(?: |$)")
+_VIDEO = ("NVDEC", "NVJPG", "NVENC")
+_UNUSED = "Unused"
+_UNUSED_STEPS = ("xid_look_up", "xid_drain_if_job_died", "contact_support_if_recurs")
+_UNUSED_WHY = ("NVIDIA's catalog lists the code as unused and says CONTACT_SUPPORT: the code names no fault, so "
+               "it is read like an unknown Xid, never a reboot or an RMA on its own.")
+# codes the catalog gives no bucket (newer than its buckets): (steps, why)
+_NO_BUCKET = {
+    162: (("no_action",), "power smoothing is back in service."),
+    163: (("no_action", "contact_support_if_recurs"), "power smoothing is out of service; the GPU runs on."),
+    164: (("xid_support_next_window",), "the power smoothing circuitry wears out: plan its replacement."),
+    165: (("xid_support_next_window",), "the power smoothing circuitry is worn out; the GPU runs on without it."),
+    166: (("check_driver", "contact_support_if_recurs"),
+          "encrypted NVLink traffic came before the link was set up for it: the confidential-computing setup."),
+    168: (("drain_node", "reset_gpu", "rma_if_recurs"),
+          "memory errors took capacity away: reset the GPU; replace it only if it recurs."),
+    169: (_RESET_SUPPORT, "the micro-controller halt of Xid 62 (RESET_GPU), in SEC2."),
+    170: (("xid_look_up", "contact_support_if_recurs"), "an interrupt in confidential-computing mode names no fault."),
+}
+
+
+def _follow_up(inv):
+    """The step NVIDIA's investigatory bucket adds, for when the Xid recurs (it performs no rung)."""
+    if inv == "CONTACT_SUPPORT":
+        return ("contact_support_if_recurs",)
+    if inv and inv.startswith("INVESTIGATE_SW"):
+        return ("xid_check_driver_if_recurs",)
+    if inv == "CHECK_APP/CUDA":
+        return ("check_job_code",)
+    if inv == "XID_137_FLOW":
+        return ("xid_follow_nvidia_flow",)
+    return ()
+
+
+def _derived(code, mnemonic, name, category, imm, inv):
+    """(steps, why) of a catalog code that has no hand-made row, by NVIDIA's immediate bucket."""
+    video = any(v in mnemonic for v in _VIDEO)
+    fix = "xid_check_video_input" if video else "xid_check_app_cuda"
+    if imm is None:
+        steps, why = _NO_BUCKET.get(code, (("xid_look_up", "xid_drain_if_job_died"), "no rule for it here."))
+        return steps, "No bucket in the catalog snapshot; " + why
+    if imm == "CONTACT_SUPPORT" and name == _UNUSED:
+        return _UNUSED_STEPS, _UNUSED_WHY
+    if imm == "IGNORE":
+        return ("no_action",) + _follow_up(inv), ""
+    if imm == "RESTART_APP":
+        if category == "application":
+            return ("restart_job", fix) + _follow_up(inv), ""
+        return ("restart_job",) + (_follow_up(inv) or ("contact_support_if_recurs",)), ""
+    if imm == "RESET_GPU":
+        return ("drain_node", "reset_gpu") + (_follow_up(inv) or ("contact_support_if_recurs",)), ""
+    if imm in ("RESTART_BM", "RESTART_VM"):
+        return ("drain_node", "reboot_node", "contact_support_if_recurs"), ""
+    if imm == "CONTACT_SUPPORT" and category == "application":
+        return ("restart_job", fix, "contact_support_if_recurs"), (
+            "CONTACT_SUPPORT on an engine the job drives: re-run it and check its use of the engine; support if it "
+            "recurs across jobs (no hardware evidence for an RMA).")
+    if imm == "CONTACT_SUPPORT":
+        return ("drain_node", "reboot_node", "rma_if_recurs"), (
+            "CONTACT_SUPPORT: a first occurrence is rebooted; an RMA needs the fault to recur, not the bucket alone.")
+    if imm == "UPDATE_SWFW":
+        return ("drain_node", "check_driver"), (
+            "UPDATE_SWFW: keep the node drained until the driver/vGPU software is updated.")
+    return ("xid_look_up", "xid_drain_if_job_died"), "Bucket %s has no rule here: read NVIDIA's catalog." % imm
+
+
+def _catalog_rows():
+    """_ROWS, and a row derived from vocab/xid.py for every other code of NVIDIA's catalog."""
+    rows = dict(_ROWS)
+    for code in _catalog_table.CODES:
+        number, mnemonic, name, kind, category, severity, meaning = code[:7]
+        if number in rows:
+            continue
+        m = _BUCKETS_RE.match(meaning)
+        if m is None:  # the generator's layout changed: fail at import, in every test
+            raise ValueError("Xid %d: no 'NVIDIA: immediate ..; investigate ..' in %r" % (number, meaning))
+        imm, inv = [None if b == "-" else b for b in (m.group("imm"), m.group("inv"))]
+        if kind == "benign":  # a test message: nothing to fix, a note in the report
+            category, severity = "unknown", "info"
+        steps, why = _derived(number, mnemonic, name, category, imm, inv)
+        rows[number] = (mnemonic, name, category, imm, inv, rung_of_steps(steps), severity, steps, None, why)
+    return rows
+
+
+XID_CATALOG = {code: _entry(code, row) for code, row in sorted(_catalog_rows().items())}
 
 UNKNOWN_XID = _entry(None, (None, "unknown Xid, not in catalog", "unknown", None, None, "none", "warning",
                             ("xid_look_up", "xid_drain_if_job_died"), None, ""))

@@ -13,9 +13,11 @@ ENGINE = os.path.join(os.path.dirname(__file__), "..", "..", "module_utils", "gp
 # modules of a LOWER layer, or its own package.
 LAYERS = {
     # what everything speaks: the taxonomy, the finding, source names, text and time helpers
-    "taxonomy": 0, "hostvars": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "findings": 1, "xid_catalog": 1,
+    "taxonomy": 0, "hostvars": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "findings": 1,
     # the only I/O on a host; which family a line is; the emitters' vocabularies (data and matching)
     "probes": 2, "linefamily": 2, "vocab": 2,
+    # NVIDIA's Xid catalog (vocab/xid.py) with gpu-runbook's triage of each code
+    "xid_catalog": 2.5,
     # pure parsers, one per format family
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3,
     # what a text holds, by content: its structured blocks and the rest for the line readers
@@ -80,8 +82,8 @@ def test_imports_flow_one_way(rel, path):
     if me not in LAYERS:
         pytest.skip("no layer yet (see test_every_engine_module_has_a_layer)")
     back = sorted(m for m in _imports(rel, path) if m != me and m in LAYERS and LAYERS[m] >= LAYERS[me])
-    assert not back, "%s (layer %d) imports %s: imports must flow to lower layers only" % (
-        rel, LAYERS[me], ", ".join("%s (layer %d)" % (m, LAYERS[m]) for m in back))
+    assert not back, "%s (layer %s) imports %s: imports must flow to lower layers only" % (
+        rel, LAYERS[me], ", ".join("%s (layer %s)" % (m, LAYERS[m]) for m in back))
     if me in PARSERS:
         assert "probes" not in _imports(rel, path), "parsers are pure: %s imports probes" % rel
 

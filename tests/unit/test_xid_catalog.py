@@ -144,3 +144,100 @@ def test_xid154_message_picks_the_steps_of_its_rung(msg, rung):
 def test_xid154_without_a_named_action_keeps_the_entry():
     e = XID_CATALOG[154]
     assert remedy(e, "something else") == (e["rung"], e["steps"], e["note"])
+
+
+# -- every code of NVIDIA's catalog (vocab/xid.py, tests/tools/vocab/gen_xid.py) ---------------
+
+from gpu_runbook.vocab import xid as xid_table  # noqa: E402
+from gpu_runbook.xid_catalog import _BUCKETS_RE, _ROWS  # noqa: E402
+
+CODES = {c[0]: dict(zip(("number", "name", "text", "kind", "category", "severity", "meaning"), c[:7]))
+         for c in xid_table.CODES}
+PREVIOUSLY_MISSING = [122, 123, 124, 125, 138, 139, 142] + list(range(162, 173))
+# the hand-made triage (our _ROWS) when the catalog was completed from vocab/xid.py
+HAND_CODES = [8, 11, 13, 25, 31, 32, 38, 39, 40, 41, 43, 44, 45, 46, 48, 54, 61, 62, 63, 64, 68, 69, 74, 79, 80,
+              92, 93, 94, 95, 109, 110, 119, 120, 121, 136, 137, 140, 141, 143, 144, 145, 146, 147, 148, 149, 150,
+              151, 154, 155, 156, 157, 158, 159, 160, 161, 167, 171, 172]
+
+
+def _buckets(code):
+    m = _BUCKETS_RE.match(CODES[code]["meaning"])
+    return tuple(None if b == "-" else b for b in (m.group("imm"), m.group("inv")))
+
+
+def test_the_catalog_table_is_nvidias_whole_catalog():
+    assert sorted(CODES) == list(range(1, 173))
+    assert all(_BUCKETS_RE.match(c["meaning"]) for c in CODES.values())
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_every_catalog_code_has_an_entry(code):
+    e = lookup(code)
+    assert e is not None and e["xid"] == code
+    assert e["category"] in CATEGORIES and e["category"] != "healthy"
+    assert e["severity"] in SEVERITIES and e["severity"] != "ok"
+    assert e["rung"] in RUNGS and e["steps"]
+    if code not in _ROWS:  # derived: NVIDIA's words and buckets verbatim
+        assert (e["mnemonic"], e["name"]) == (CODES[code]["name"], CODES[code]["text"])
+        assert (e["nvidia_action"], e["investigate"]) == _buckets(code)
+        assert "has no rule here" not in e["why"], e["why"]
+
+
+@pytest.mark.parametrize("code", PREVIOUSLY_MISSING)
+def test_previously_missing_codes_carry_nvidias_bucket(code):
+    e = lookup(code)
+    assert e is not None
+    imm, inv = _buckets(code)
+    assert e["nvidia_action"] == imm and e["investigate"] == inv
+    if imm is None:  # 162-172: no bucket in the catalog snapshot, and the entry says so
+        assert code in _ROWS or e["why"].startswith("No bucket in the catalog snapshot")
+
+
+def test_known_buckets_of_the_previously_missing_codes():
+    assert [lookup(c)["nvidia_action"] for c in (122, 123, 124, 125, 138)] == ["CONTACT_SUPPORT"] * 5
+    assert (lookup(139)["nvidia_action"], lookup(139)["investigate"]) == ("RESTART_APP", "CONTACT_SUPPORT")
+    assert lookup(142)["nvidia_action"] == "CONTACT_SUPPORT"
+    assert all(lookup(c)["nvidia_action"] is None for c in range(162, 173))
+
+
+def test_hand_rows_are_unchanged():
+    assert sorted(_ROWS) == HAND_CODES
+    fields = ("mnemonic", "name", "category", "nvidia_action", "investigate", "rung", "severity", "steps", "note",
+              "why")
+    for code, row in _ROWS.items():
+        e = XID_CATALOG[code]
+        assert tuple(e[f] for f in fields[:len(row)]) == tuple(row), code
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_the_table_and_the_engine_file_every_code_alike(code):
+    """The vocabulary's row of a code and the engine's entry agree (the engine reads an Xid line
+    by its number; the table's row is what the coverage compares it with)."""
+    c, e = CODES[code], XID_CATALOG[code]
+    if c["kind"] == "benign":
+        assert (e["category"], e["severity"], e["rung"]) == ("unknown", "info", "none")
+    else:
+        assert c["kind"] == "xid" and (c["category"], c["severity"]) == (e["category"], e["severity"])
+
+
+def test_no_derived_entry_asks_for_an_rma():
+    """An RMA needs hardware evidence: a bucket (CONTACT_SUPPORT) alone never sends a GPU back."""
+    for code, e in XID_CATALOG.items():
+        if code not in _ROWS:
+            assert e["rung"] != "rma", code
+            if e["nvidia_action"] == "CONTACT_SUPPORT":
+                assert e["why"], code
+
+
+def test_unused_codes_read_like_an_unknown_xid():
+    for code in (1, 58, 122, 125, 138):
+        e = lookup(code)
+        assert e["name"] == "Unused" and e["category"] == "unknown" and e["rung"] == "none"
+        assert e["steps"][:2] == UNKNOWN_XID["steps"] and "contact_support_if_recurs" in e["steps"]
+
+
+def test_the_table_is_imported_statically():
+    """Ansible ships only the modules a module_utils file imports statically."""
+    tree = ast.parse((PKG / "xid_catalog.py").read_text())
+    assert any(isinstance(n, ast.ImportFrom) and n.level == 1 and n.module == "vocab"
+               and any(a.name == "xid" for a in n.names) for n in tree.body)

@@ -234,5 +234,13 @@ def findings(st, existing):
             rec["what"], rec["id"], rec["node"], rec["at"], " due to %s" % rec["reason"].lower()
             if rec["reason"] else "", what), severity=severity, name="Slurm",
             evidence=evidence(rec["evidence"]), source=rec["src"]))
+    if st.held and not (st.timeouts or st.desync_timeout or st.fr_missing) and not any(
+            f["severity"] in ("warning", "critical") for f in existing + out):
+        for line in st.held[:64]:  # context lines whose sequel never came: what they say alone
+            m = match_line(line.text, JOB_TABLES)
+            if m is not None:
+                st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
+            else:
+                st.seen.line(line.text, line.src, line.raw)
     out.extend(st.seen.findings(quoted, evidence))
     return out

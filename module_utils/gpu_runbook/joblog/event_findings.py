@@ -4,6 +4,7 @@ error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job
 from ..findings import finding, gpu_ref, ib_ref
 from .culprits import HW_CUDA_WORDS
 from .text import evidence
+from ..vocab import code
 
 # ibv_wc_status values that mean the link or the peer is gone (the rest may be one bad request;
 # a flush, 5, is the consequence of an earlier error on the queue pair, not one of its own)
@@ -44,15 +45,21 @@ def finding_for_event(ev, st, phase, trend, rank_map):
 def _ib_completion(ev, c, st, phase, trend):
     peer = ev.get("peer")
     peer_host = st.ip_host.get(peer) if peer else None
+    said = "%s got IB work completion %s (%d, %s) %s%s%s" % (
+        c.where, ev["status_name"], ev["status"], ev["status_text"],
+        "from peer %s" % peer if peer else "from a peer the line does not name", " (%s)" % peer_host if peer_host else "",
+        ", vendor err %s" % ev["vendor_err"] if ev.get("vendor_err") is not None else "")
+    ib = ib_ref(ev["hca"], None) if ev.get("hca") else None
+    # what the status means is rdma-core's table (vocab/rdma.py CODES): a broken path (retry
+    # exceeded) is the network's; a protection error is GPUDirect's set-up, a flush a consequence
+    row = code("rdma", ev["status"])
+    if row is not None and row["category"] != "ib_network":
+        return finding(row["kind"], "%s: %s" % (said, row["meaning"]), category=row["category"],
+                       severity=row["severity"], name="libibverbs", gpu=c.gpu, ib=ib, **c.common)
     return finding(
-        "ib_completion_error",
-        "%s got IB work completion %s (%d, %s) %s%s%s; the RDMA path between the two "
-        "hosts is broken." % (c.where, ev["status_name"], ev["status"], ev["status_text"],
-                              "from peer %s" % peer if peer else "from a peer the line does not name",
-                              " (%s)" % peer_host if peer_host else "",
-                              ", vendor err %s" % ev["vendor_err"] if ev.get("vendor_err") is not None else ""),
-        severity="critical" if ev["status"] in _IB_FATAL_STATUS else "warning",
-        gpu=c.gpu, ib=ib_ref(ev["hca"], None) if ev.get("hca") else None, **c.common)
+        "ib_completion_error", "%s; the RDMA path between the two hosts is broken." % said,
+        severity=row["severity"] if row is not None else "critical" if ev["status"] in _IB_FATAL_STATUS else "warning",
+        gpu=c.gpu, ib=ib, **c.common)
 
 
 def _peer_connection(ev, c, st, phase, trend):

@@ -11,7 +11,10 @@ from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION,
                        NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
 from .nccl_words import peer_gone, read_bare, read_warn
+from .emitter_lines import JOB_TABLES
 from .text import add, busid_to_pci, evidence
+from ..vocab import match_line
+from ..vocab.reading import error_like
 
 
 def continue_wrapped_ib(line, fs, st):
@@ -50,12 +53,12 @@ def nccl_line(line, fs, st):
 def _nccl_text(text, line, fs, st, own=True):
     """One NCCL record; ``own``: the line's rank prefix belongs to it (the first of joined ones)."""
     rank = line.rank if own else None
-    host = pid = dev = None
+    host = pid = dev = level = None
     body = None
     mp = NCCL_PREFIX.search(text)
     if mp:
         host, pid, dev = mp.group("host"), int(mp.group("pid")), int(mp.group("dev"))
-        body = text[mp.end():]
+        body, level = text[mp.end():], mp.group("lvl")
         if line.ip:                               # Ray's '(Actor pid=N, ip=A)': A is this host's address
             st.ip_host.setdefault(line.ip, host)
         if line.host and line.host[0].isdigit():  # pdsh's '10.0.0.5: ' before NCCL's own host name
@@ -69,9 +72,9 @@ def _nccl_text(text, line, fs, st, own=True):
     else:
         mb = NCCL_BARE.search(text)
         if mb:
-            body = text[mb.end():]
+            body, level = text[mb.end():], mb.group(1)
     if body is not None:
-        ev = nccl_body(body, line, host, pid, dev, st)
+        ev = nccl_body(body, line, host, pid, dev, st, level)
         if ev is not None and ev.get("vendor_err") is None:
             fs.pending_ib = ev
         return True
@@ -93,18 +96,35 @@ def bare_ib_completion(line, fs, st):
     return False
 
 
-def nccl_body(body, line, host, pid, dev, st):
-    """One NCCL message body. Returns the IB completion event it recorded, if any."""
+def nccl_body(body, line, host, pid, dev, st, level=None):
+    """One NCCL message body (``level``: INFO, WARN, ...). Returns the IB completion event it
+    recorded, if any."""
     for reader in (_comm, _net_ib, _bootstrap, _net_socket, _network_choice):
         done = reader(body, line, host, pid, dev, st)
         if done:
             return None
     if "Got completion " in body:
-        return ib_completion(body, line, host, pid, dev, st)
+        ev = ib_completion(body, line, host, pid, dev, st)
+        if ev is not None:
+            return ev  # else a wording it does not read (2.30's NET/IB resiliency): the vocabulary's
     if read_warn(body, line, host, pid, st):
         return None
-    _error(body, line, host, pid, st)
+    if not _error(body, line, host, pid, st):
+        _vocabulary(body, line, st, level)
     return None
+
+
+def _vocabulary(body, line, st, level):
+    """A WARN (or an INFO line worded as a failure) no rule above read: NCCL's own vocabulary
+    says what it is (vocab/nccl.py, every WARN of the source), the other job tables what it
+    quotes ('Cuda failure ...'); a WARN nothing explains is quoted as unexplained, never passed."""
+    if level in (None, "INFO", "TRACE") and not error_like(body):
+        return
+    m = match_line(line.text, JOB_TABLES)
+    if m is not None:
+        st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
+    else:
+        st.seen.line(line.text, line.src, line.raw)
 
 
 def _comm(body, line, host, pid, dev, st):
@@ -150,9 +170,11 @@ def _bootstrap(body, line, host, pid, dev, st):
     if "Bootstrap" not in body or "found" in body:      # 'no socket interface found': nccl_words
         return False
     m = BOOTSTRAP.search(body)
-    if m and host:
+    if not m:
+        return False  # 'Bootstrap Root : mismatch in info from procs ...': a WARN of its own
+    if host:
         st.ip_host.setdefault(m.group(2), host)
-    if m and m.group(1).startswith("ib"):
+    if m.group(1).startswith("ib"):
         st.ipoib_seen = True
     return True
 
@@ -184,7 +206,7 @@ def _network_choice(body, line, host, pid, dev, st):
         m = VIA.search(body)
         if m:
             st.via[m.group(1).split("/")[0] + ("/" + m.group(1).split("/")[1] if "/" in m.group(1) else "")] += 1
-        return True
+            return True
     if IB_DISABLE.search(body):
         if st.ib_disabled is None:
             st.ib_disabled = (line.src, line.raw)
@@ -193,7 +215,7 @@ def _network_choice(body, line, host, pid, dev, st):
     if mu:  # an RDMA device exists but this process cannot open it (a container without it)
         if mu.group(1) not in st.ib_unopened and len(st.ib_unopened) < 64:
             st.ib_unopened.append(mu.group(1))
-        return True
+        return False  # a WARN of its own too (vocab/nccl.py): the device is there and could not be used
     if IB_NODEV.search(body):
         if st.ib_nodev is None:
             st.ib_nodev = (line.src, line.raw)
@@ -202,20 +224,22 @@ def _network_choice(body, line, host, pid, dev, st):
 
 
 def _error(body, line, host, pid, st):
-    """A refused/closed peer connection, or a CUDA failure NCCL reports."""
+    """A refused/closed peer connection, or a CUDA failure NCCL reports; True when it was one."""
     base = {"rank": line.rank, "host": host, "pid": pid, "src": line.src, "evidence": line.raw}
     what = peer_gone(body)
     if what:
         mp = PEER_ADDR.search(body)
         add(st.events, dict(base, kind="nccl_peer_connection", what=what,
                             peer=mp.group(1).strip("[]") if mp else None))
-        return
+        return True
     if "out of memory" in body and "Cuda failure" in body:
         add(st.events, dict(base, kind="cuda_oom", alloc=None))
-        return
+        return True
     m = CUDA_ERR.search(body)
     if m:
         add(st.events, dict(base, kind="cuda_error", what=m.group(1)))
+        return True
+    return False
 
 
 def ib_completion(body, line, host, pid, dev, st):

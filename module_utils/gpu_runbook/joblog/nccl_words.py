@@ -30,6 +30,7 @@ import re
 
 from ..findings import finding, ib_ref
 from .text import add, evidence
+from ..vocab import ROW_FIELDS
 
 NO_IFACE = re.compile(
     r"\b(?:no socket interface found|no interface found(?: in the same subnet)?|No IP interface found|"
@@ -51,7 +52,8 @@ CUDA_FAIL = re.compile(r"Cuda failure (?:\d+ )?'([^'\n]{1,80})'")
 CUDA_INIT = re.compile(r"^(?:initialization error|no CUDA-capable device is detected|"
                        r"CUDA-capable device\(s\) is/are busy or unavailable|all CUDA-capable devices are busy)")
 NVLS_REFUSED = re.compile(r"invalid argument|operation not permitted|operation not supported|not supported")
-FM_WORDS = re.compile(r"system not yet initialized|cuMulticast\w{0,30}|NVLS (?:multicast|register|bind)\w{0,20}", re.I)
+# (not "NVLS register": "failed to NVLS register sendbuff" is a user buffer NCCL then copies through, nvls.cc)
+FM_WORDS = re.compile(r"system not yet initialized|cuMulticast\w{0,30}|NVLS (?:multicast|bind)\w{0,20}", re.I)
 ASYNC = re.compile(r"\b(?:NET/\w{1,16}|IB) ?:? ?(?:([\w.\-]{1,40}):(\d{1,3}) )?Got async event ?: ?([A-Za-z][\w ./-]{0,60})")
 PEER_GONE = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
                        r"No route to host|Connection timed out|Broken pipe|Software caused connection abort|"
@@ -300,22 +302,41 @@ def _async_findings(st):
             groups.setdefault((rec.get("host"), rec.get("hca"), rec["event"]), []).append(rec)
     if not groups:
         return []
-    order = {"critical": 0, "warning": 1, "info": 2}
+    order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
 
     def sev(event):
+        row = _async_row(event)
+        if row is not None:
+            return row["severity"]
         return "critical" if event in _ASYNC_CRITICAL else "info" if event in _ASYNC_INFO else "warning"
-    items = sorted(groups.items(), key=lambda kv: (order[sev(kv[0][2])], -len(kv[1])))
+    items = sorted(groups.items(), key=lambda kv: (order.get(sev(kv[0][2]), 1), -len(kv[1])))
     (host, hca, event), recs = items[0]
     first = recs[0]
     seen = "; ".join("'%s'%s on %s x%d" % (e, " (%s)" % d if d else "", h or "an unnamed host", len(r))
                      for (h, d, e), r in items[:8])
+    row = _async_row(event)
+    if row is not None and row["category"] not in ("ib_network", "healthy"):
+        # not the port's: a queue pair's error (the peer's request or memory key), per rdma-core
+        return [finding(row["kind"], "NCCL got IB async events: %s%s. %s" % (
+            seen, " ..." if len(items) > 8 else "", row["meaning"]), category=row["category"],
+            severity=row["severity"], name="libibverbs", ib=ib_ref(hca, first.get("port")) if hca else None,
+            **_common(first))]
     return [finding(
         "nccl_ib_async_event",
         "NCCL got IB async events from the hosts' own HCAs: %s%s. %s" % (
             seen, " ..." if len(items) > 8 else "",
             "The HCA port of %s is failing (link down or flapping)." % (host or "that host")
             if sev(event) == "critical" else "The port changed state."),
-        severity=sev(event), ib=ib_ref(hca, first.get("port")) if hca else None, **_common(first))]
+        severity=sev(event) if sev(event) != "ok" else "info", ib=ib_ref(hca, first.get("port")) if hca else None,
+        **_common(first))]
+
+
+def _async_row(event):
+    """What rdma-core says of an async event (vocab/rdma.py, ibv_event_type_str), or None."""
+    from ..vocab import table
+    t = table("rdma")
+    m = t.match("Got async event : " + event) if t is not None else None
+    return dict(zip(ROW_FIELDS, m[0])) if m else None
 
 
 def word_findings(st, findings):

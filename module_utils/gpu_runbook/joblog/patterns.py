@@ -78,7 +78,9 @@ VIA = re.compile(r"\bvia (NET/\w+|P2P/\w+|P2P\b|SHM\b|COLLNET\w*)")
 IB_DISABLE = re.compile(r"\bNCCL_IB_DISABLE set by environment to ([1-9])")
 IB_UNOPENED = re.compile(r"\bNET/IB\w*\s*: Unable to open device ([\w.\-]{1,64})")
 IB_NODEV = re.compile(r"\bNET/IB\w*\s*: No device found")
-NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)")
+# the version NCCL says it is ('NCCL version 2.21.5+cuda12.4'), not one a message requires
+# ('shrink requires NCCL version 2.27.0 or later')
+NCCL_VERSION = re.compile(r"(?<!requires )\bNCCL version (\d+\.\d+\.\d+)(?! or later)")
 
 IB_COMPLETION = re.compile(
     # older NCCL (2.4-2.8) says "Got completion with error 12, opcode 0, len 0, vendor err 129"

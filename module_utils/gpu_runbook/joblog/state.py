@@ -36,6 +36,8 @@ class JobState(object):
         self.timeouts = []         # watchdog entries
         self.last_work = {}        # rank -> (seq, enqueued, completed)
         self.some_failed = []
+        self.held = []             # Line: read as context of lines that may follow; the vocabulary's
+        # when the job has no finding of warning or above (emitter_lines.findings)
         self.stuck = []
         self.desync_missing = []
         self.desync_lagging = []

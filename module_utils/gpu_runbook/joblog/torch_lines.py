@@ -22,10 +22,12 @@ def watchdog(line, fs, st):
                 st.last_work[r] = (int(m.group(1)), int(m.group(2)), int(m.group(3)), line.src)
     if "Some NCCL operations have failed or timed out" in text:
         st.some_failed.append((line.msg_rank(MSG_RANK.search(text)), line.src, line.raw))
+        add(st.held, line)
     if "watchdog got stuck" in text or "Heartbeat monitor timed out" in text:
         st.stuck.append({"rank": line.msg_rank(MSG_RANK.search(text)), "src": line.src, "evidence": line.raw})
     if BLOCKING_TIMEOUT.search(text) and "Watchdog" not in text:
-        st.some_failed.append((line.rank, line.src, line.raw))
+        # TORCH_NCCL_BLOCKING_WAIT=1: the waiting call times out instead of the watchdog, same collective
+        _timeout(line, st)
     return False
 
 
@@ -78,6 +80,8 @@ def flight_recorder_text(line, fs, st):
         if mm:
             st.fr_missing.append((ints(mm.group(1)), fs.fr_missing_ctx["seq"], None, line.src, line.raw))
             fs.fr_missing_ctx = None
+        else:
+            add(st.held, line)
     elif fs.fr_missing_ctx is not None:
         mc = FR_COLLECTIVE.match(text)
         if mc:

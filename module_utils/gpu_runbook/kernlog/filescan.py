@@ -64,7 +64,7 @@ def _scan(entries, since, year, tz, use_grep):
     files, problems = [], []
     for path, name in entries:
         sc.begin_source(name)
-        start, kstart = sc.lines, sc.kernel_lines
+        start, kstart, nstart, sstart = sc.lines, sc.kernel_lines, sc.node_lines, sc.slurm_lines
         info = {"path": path, "source": name, "encoding": None, "compressed": False, "lines": 0,
                 "truncated": None}
         fd = None
@@ -92,6 +92,8 @@ def _scan(entries, since, year, tz, use_grep):
                 os.close(fd)
         info["lines"] = sc.lines - start
         info["kernel_lines"] = sc.kernel_lines - kstart
+        info["node_lines"] = sc.node_lines - nstart
+        info["slurm_lines"] = sc.slurm_lines - sstart
         if sc.cut_lines:
             problems.append(finding("capture_truncated", "%s: %d line(s) longer than %d KiB (NULs or junk a crash "
                                     "left): only their last %d KiB were read" % (name, sc.cut_lines, MAX_LINE >> 10,

@@ -20,7 +20,7 @@ from .hosts import slurm_nodes
 from .nodelog import NodeLog, count_line
 from .patterns import AER_DETAIL_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, mlx5_event, nvrm_gpu_event
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
-from ..linefamily import is_node_line
+from ..linefamily import SLURM_DAEMON_RE, is_kernel_line, is_node_line
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
 
 MAX_EVENTS = 200        # timeline keeps the first N events, counts the rest
@@ -69,6 +69,7 @@ class KernelLogScanner:
         self.cut_lines = 0          # lines longer than MAX_LINE (their tail was read): filescan says so
         self.kernel_lines = 0       # lines that are the kernel's (sampled head lines, read lines): a text
         # none of whose lines is the kernel's is not a kernel log, whatever its name
+        self.node_lines = 0         # the node's other programs' lines (syslog, journald, a daemon's log)
         self.slurm_lines = 0        # Slurm's lines about this node (a controller's log): read, but no
         # kernel log of the node (its health is not read from them)
         self._pending = None        # head of a line split across chunks
@@ -85,6 +86,7 @@ class KernelLogScanner:
         self._ib_names = {}         # mlx5 pci -> mlx5_N
         self._aer = {}              # (class, pci) -> record
         self._aer_header = None     # (line, source pci, record) of the last AER header line
+        self._known = False         # the line being read is a dedicated reader's own message
         self._hcas = set()          # PCI addresses the log knows as mlx5 HCAs
         self._node = NodeLog(MAX_KEYS)  # OOM kills, hung tasks, machine checks
         self._last_xid = None       # (record, line) of the last Xid (a wrapped Xid 154 continues it)
@@ -180,8 +182,7 @@ class KernelLogScanner:
         if host and self._hostname is None:
             self._hostname = host
         self._formats[fmt] = self._formats.get(fmt, 0) + 1
-        if is_node_line(line):
-            self.kernel_lines += 1
+        self._count(line)
 
     # -- parsing of a hit line ----------------------------------------------------------
     def _handle(self, lineno, raw):
@@ -202,15 +203,16 @@ class KernelLogScanner:
         if not self._in_head(lineno):  # the first lines were tallied by _sample already
             self._formats[fmt] = self._formats.get(fmt, 0) + 1
             if node:
-                self.kernel_lines += 1
+                self._count(line)
         if about:
             self.slurm_lines += 1
         node = node or about
         when = iso(dt.astimezone(self.zone)) if dt is not None else mono
         ctx = (lineno, line, dt, when)
         before = len(self._events) + self.dropped_events
+        self._known = False
         dedicated = self._dedicated(ctx)
-        if node and len(self._events) + self.dropped_events == before:
+        if node and len(self._events) + self.dropped_events == before and not self._known:
             self._node_line(ctx, dedicated)
 
     def _dedicated(self, ctx):
@@ -244,6 +246,17 @@ class KernelLogScanner:
         else:
             return taken
         return True
+
+    def _count(self, line):
+        """A node line: the kernel's (a kernel log was read), another program's of the node
+        (syslog/journald, a node daemon's own log), or a Slurm daemon's (its log is no account
+        of a node's health: slurmctld speaks of every node)."""
+        if is_kernel_line(line):
+            self.kernel_lines += 1
+        elif SLURM_DAEMON_RE.match(line):
+            self.slurm_lines += 1
+        elif is_node_line(line):
+            self.node_lines += 1
 
     def _aer_detail(self, ctx):
         """An unprefixed detail line of the AER report just above ('device [8086:9d15] error
@@ -312,8 +325,10 @@ class KernelLogScanner:
         kind = nvrm_gpu_event(line)
         if kind is None:
             before = len(self._drv.events)
-            if self._drv.nvrm(ctx, self._in_window) and len(self._drv.events) > before:
-                self._event(ctx, "driver")
+            if self._drv.nvrm(ctx, self._in_window):
+                self._known = True  # the driver reader's own message (a repeat, a continuation): its to say
+                if len(self._drv.events) > before:
+                    self._event(ctx, "driver")
             return
         self._drv.reset()
         if not self._in_window(ctx):
@@ -407,7 +422,7 @@ class KernelLogScanner:
                                source=self.source))
         fmt = self._format()
         if (self._formats and fmt in ("unknown", "bare") and not self._events and not self.dropped_events
-                and not self.kernel_lines and not self.slurm_lines):
+                and not self.kernel_lines and not self.node_lines and not self.slurm_lines):
             out.append(finding("kernlog_unparseable", "no kernel-log timestamps or known kernel messages found "
                                                       "in %d line(s)" % self.lines, source=self.source))
         return out
@@ -419,6 +434,7 @@ class KernelLogScanner:
             "formats": dict(self._formats),
             "lines": self.lines,
             "kernel_lines": self.kernel_lines,
+            "node_lines": self.node_lines,
             "slurm_lines": self.slurm_lines,
             "hostname": self._hostname,
             "tz": str(self.zone),

@@ -222,6 +222,16 @@ def tables(names=EMITTERS):
     return [t for t in (table(n) for n in names) if t is not None]
 
 
+def code(name, number):
+    """One numbered code of a table (its CODES: an ibv_wc_status, an ncclResult_t) as a dict of
+    CODE_FIELDS, or None: what a dedicated reader that parsed the number says of it."""
+    t = table(name)
+    for c in getattr(t.module, "CODES", ()) if t is not None else ():
+        if c[0] == number:
+            return dict(zip(CODE_FIELDS, c))
+    return None
+
+
 def markers(names=EMITTERS):
     """The markers of the tables ``names`` (from vocab/index.py: no table is loaded)."""
     from .index import MARKERS
@@ -260,9 +270,10 @@ _SAMPLE = {"d": "3", "i": "3", "u": "7", "o": "17", "x": "1f", "X": "1F", "c": "
            "m": "Connection refused", "e": "1.5e+00", "f": "1.500000", "g": "1.5", "a": "0x1p+0", "n": ""}
 
 
-def instantiate(fmt):
-    """The message a format prints with sample arguments (its first printed line)."""
-    first = next((part for part in fmt.split("\n") if part.strip()), "")
+def instantiate(fmt, whole=False):
+    """The message a format prints with sample arguments (its first printed line; ``whole``:
+    all of its lines)."""
+    first = fmt if whole else next((part for part in fmt.split("\n") if part.strip()), "")
 
     def sample(m):
         spec = m.group("spec")
@@ -272,9 +283,19 @@ def instantiate(fmt):
     return _CONV.sub(sample, first)
 
 
+def lines_for(tbl, row):
+    """Every line the emitter prints for ``row`` (a message of several lines: each with the
+    template's prefix, as a kernel log or a job log shows it)."""
+    parts = [p for p in instantiate(row["format"], whole=True).split("\n") if p.strip()]
+    return "\n".join(_templated(tbl, row, p) for p in parts) if len(parts) > 1 else line_for(tbl, row)
+
+
 def line_for(tbl, row):
     """A whole line as the emitter prints ``row`` (a ROW_FIELDS dict), from its TEMPLATES."""
-    message = instantiate(row["format"])
+    return _templated(tbl, row, instantiate(row["format"]))
+
+
+def _templated(tbl, row, message):
     for prefix, template in getattr(tbl.module, "TEMPLATES", (("", "{message}"),)):
         if str(row["file"]).startswith(prefix):
             return template.replace("{file}", str(row["file"]).rsplit("/", 1)[-1]) \

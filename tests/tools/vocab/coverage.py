@@ -70,7 +70,7 @@ def coverage(names=vocab.EMITTERS, failures=None):
                 continue
             c["matchable"] += 1
             c["benign" if row["kind"] == vocab.BENIGN else "classified"] += 1
-            line = vocab.line_for(tbl, row)
+            line = vocab.lines_for(tbl, row)  # a message of several lines: all of them
             ok, said = judge(name, row, line)
             c["agree"] += ok
             if not ok and (failures is None or len(bad) < failures):
