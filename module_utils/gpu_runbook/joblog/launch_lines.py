@@ -31,8 +31,11 @@ STORE_SOCKET = re.compile(r"(client socket has timed out after \d{1,12} ?m?s whi
                           r"client socket has failed to connect to|connection to the C10d store has failed|"
                           r"RendezvousTimeoutError|RendezvousConnectionError|"
                           r"via c10d key-value store by key|Connection to the TCPStore)")
+# DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler): "[cmd, ...] exits with return code = -9";
+# the command's '--local_rank=N' says which process
 EXIT_KILLED = re.compile(r"exitcode {0,8}: {0,4}-9\b|Signal 9 \(SIGKILL\) received by PID (\d{1,9})|"
-                         r"failed \(exitcode: -9\) local_rank: (\d{1,6})")
+                         r"failed \(exitcode: -9\) local_rank: (\d{1,6})|exits with return code = -9\b")
+LOCAL_RANK_ARG = re.compile(r"'--local_rank=(\d{1,6})'")
 # a checkpoint being written (HF Trainer 'Saving model checkpoint to', Megatron 'saving checkpoint at
 # iteration', DeepSpeed 'Checkpoint global_step500 is about to be saved!', 'Saving latest checkpoint')
 CKPT_SAVE = re.compile(r"\b[Ss]av(?:ing|e)\b[^\n]{0,60}?\b[Cc]heckpoint|\b[Cc]heckpoint\b[^\n]{0,60}?\b(?:is about to be saved|saving)\b")
@@ -59,9 +62,10 @@ def launch_and_exit(line, fs, st):
             rank = fs.exit_ctx if m.group(1) is None and m.group(2) is None else None
             if not any(r["kind"] == "sigkill" and r["src"].split(":")[0] == line.src.split(":")[0]
                        and r["rank"] == rank for r in st.launch[-4:]):
+                ml = LOCAL_RANK_ARG.search(text) if m.group(2) is None else None
                 add(st.launch, {"kind": "sigkill", "rank": rank if rank is not None else
                                 (line.rank if line.prefixed else None),
-                                "local_rank": int(m.group(2)) if m.group(2) else None,
+                                "local_rank": int(m.group(2)) if m.group(2) else int(ml.group(1)) if ml else None,
                                 "src": line.src, "evidence": line.raw})
     elif "rank" in text and ": " in text:
         m = ELASTIC_RANK.match(text)

@@ -54,7 +54,9 @@ CUDA_INIT = re.compile(r"^(?:initialization error|no CUDA-capable device is dete
 NVLS_REFUSED = re.compile(r"invalid argument|operation not permitted|operation not supported|not supported")
 # (not "NVLS register": "failed to NVLS register sendbuff" is a user buffer NCCL then copies through, nvls.cc)
 FM_WORDS = re.compile(r"system not yet initialized|cuMulticast\w{0,30}|NVLS (?:multicast|bind)\w{0,20}", re.I)
-ASYNC = re.compile(r"\b(?:NET/\w{1,16}|IB) ?:? ?(?:([\w.\-]{1,40}):(\d{1,3}) )?Got async event ?: ?([A-Za-z][\w ./-]{0,60})")
+# 'Got async event : port error' (<= 2.25), 'Got async error event: port error' (2.26+, net_ib.cc)
+ASYNC = re.compile(r"\b(?:NET/\w{1,16}|IB) ?:? ?(?:([\w.\-]{1,40}):(\d{1,3}) )?Got async (?:error )?event ?: ?"
+                   r"([A-Za-z][\w ./-]{0,60})")
 PEER_GONE = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
                        r"No route to host|Connection timed out|Broken pipe|Software caused connection abort|"
                        r"Network is unreachable)")
@@ -154,7 +156,7 @@ def _read(body, full, line, host, pid, st):
         r = _fabric(body, full, line, host, pid, st)
         if r:
             return r
-    if "async event" in body:
+    if "async event" in body or "async error event" in body:
         m = ASYNC.search(body)
         if m:
             return _rec(st, "nccl_ib_async_event", line, host, pid, event=_event_name(m.group(3)),

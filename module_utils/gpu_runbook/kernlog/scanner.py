@@ -212,7 +212,10 @@ class KernelLogScanner:
         before = len(self._events) + self.dropped_events
         self._known = False
         dedicated = self._dedicated(ctx)
-        if node and len(self._events) + self.dropped_events == before and not self._known:
+        made = len(self._events) + self.dropped_events != before
+        if made and not node and not about:
+            self.kernel_lines += 1  # the kernel's message under a prefix no log format has ('19:14:43  NVRM: Xid ..')
+        if node and not made and not self._known:
             self._node_line(ctx, dedicated)
 
     def _dedicated(self, ctx):
@@ -220,7 +223,10 @@ class KernelLogScanner:
         line = ctx[1]
         taken = True
         if "NVRM" in line:
+            # what the NVRM reader did not know (an event made, its own message) is the vocabulary's,
+            # or unexplained: the driver's words are never passed over in silence
             self._nvrm(ctx)
+            taken = False
         elif "mlx5" in line:
             self._mlx5(ctx)
         elif "probe" in line:
@@ -319,6 +325,7 @@ class KernelLogScanner:
             return
         pci = self._ids.feed(ctx)  # 'GPU at PCI:..: GPU-uuid', 'GPU Board Serial Number: ..'
         if pci is not None:
+            self._known = True
             if pci:
                 self._gpu(pci)
             return

@@ -137,7 +137,7 @@ ROWS = (
     ('nvidia/cuda_runtime/include/cuda.h', 3114, 'CUDA_ERROR_KEY_ROTATION', 'logged_driver_error', 'driver', 'critical', 'This error indicates that an error happened during the key rotation sequence.'),
     ('nvidia/cuda_runtime/include/cuda.h', 3119, 'CUDA_ERROR_UNKNOWN', 'cuda_unknown_error', 'unknown', 'warning', "Unknown CUDA error: not a hardware verdict by itself; the host's Xids decide."),
 )
-CODE_FORMATS = ('CUDA error: {text}', '{name}: {text}', 'code={number}({name})', "Cuda failure '{text}'")
+CODE_FORMATS = ('CUDA error: {text}', '{name}: {text}', 'code={number}({name})', "Cuda failure '{text}'", "Test CUDA failure %s:%d '{text}'")
 CODES = (
     (1, 'cudaErrorInvalidValue', 'invalid argument', 'logged_application_error', 'application', 'warning', 'This indicates that one or more of the parameters passed to the API call is not within an acceptable range of values.', 'nvidia/cuda_runtime/include/driver_types.h', 218),
     (2, 'cudaErrorMemoryAllocation', 'out of memory', 'cuda_oom', 'application', 'critical', 'A CUDA allocation failed: the GPU is out of memory (the batch, a leak, or another process on the GPU).', 'nvidia/cuda_runtime/include/driver_types.h', 224),

@@ -52,6 +52,8 @@ CODE_FORMATS = (
     "code={number}({name})",
     # NVIDIA/nccl src/include/checks.h CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err))
     "Cuda failure '{text}'",
+    # NVIDIA/nccl-tests src/common.h CUDACHECK: "%s: Test CUDA failure %s:%d '%s'" (cudaGetErrorString)
+    "Test CUDA failure %s:%d '{text}'",
 )
 MARKERS = ("CUDA", "cudaError", "Cuda failure")
 

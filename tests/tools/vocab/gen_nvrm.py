@@ -47,6 +47,7 @@ formats that are not a literal (a variable, a buffer); the lines of a message th
 """
 
 import argparse
+import bisect
 import os
 import re
 import subprocess
@@ -70,6 +71,7 @@ LICENCE = "MIT (COPYING; SPDX-License-Identifier: MIT per file)"
 # where each kind of call is read
 NV_PRINTF_SCOPE = ("kernel-open/nvidia/", "kernel-open/common/", "src/nvidia/arch/nvalloc/unix/")
 PORTDBG_SCOPE = ("src/nvidia/",)
+NVPRINTF_SCOPE = ("src/nvidia/",)  # every .c there but the firmware images (g_bindata_*) is in srcs.mk
 XID_SCOPE = ("src/nvidia/",)
 SXID_SCOPE = ("src/common/nvswitch/",)
 PEERMEM_SCOPE = ("kernel-open/nvidia-peermem/",)
@@ -83,6 +85,11 @@ SXID_HEADER = "src/common/nvswitch/interface/ctrl_dev_nvswitch.h"
 # name -> (level arg or None, number arg or None, format arg)
 BASE = {
     "nv_printf": (0, None, 1),
+    # the RM's debug prints (nvprintf.h): NV_PRINTF adds "NVRM: " (NV_PRINTF_ADD_PREFIX), the other two
+    # print their format as it is; NV_PRINTF_STRING is what NV_PRINTF_EX reaches the log by
+    "NV_PRINTF": (0, None, 1),
+    "NV_PRINTF_EX": (1, None, 2),
+    "NV_PRINTF_STRING": (1, None, 2),
     "portDbgPrintf": (None, None, 0),
     "nvErrorLog_va": (None, 1, 2),
     "NVSWITCH_PRINT_SXID": (None, 1, 2),
@@ -91,10 +98,22 @@ BASE = {
 }
 BASE_SCOPE = {"nv_printf": NV_PRINTF_SCOPE, "portDbgPrintf": PORTDBG_SCOPE, "nvErrorLog_va": XID_SCOPE,
               "NVSWITCH_PRINT_SXID": SXID_SCOPE, "NVSWITCH_PRINT_SXID_NO_BBX": SXID_SCOPE,
-              "printk": PEERMEM_SCOPE}
+              "printk": PEERMEM_SCOPE, "NV_PRINTF": NVPRINTF_SCOPE, "NV_PRINTF_EX": NVPRINTF_SCOPE,
+              "NV_PRINTF_STRING": NVPRINTF_SCOPE}
+NV_PRINTF_BASES = ("NV_PRINTF", "NV_PRINTF_EX", "NV_PRINTF_STRING")
+# the NV_PRINTF levels a release build prints (nvlog_printf.c nvDbg_PrintMsg: debuglevel_min is
+# LEVEL_ERROR unless DEVELOP/DEBUG/QA_BUILD; nvprintf_level.h: ERROR 4, HW_ERROR 5, FATAL 6)
+PRINTED_LEVELS = ("LEVEL_ERROR", "LEVEL_HW_ERROR", "LEVEL_FATAL")
+# a level the call passes in a variable: the value that prints (nvassert.c: the nvCheck*Failed
+# printers take the NV_CHECK's level; their line reaches the log when the check's is LEVEL_ERROR)
+LEVEL_VARIABLES = {("src/nvidia/src/libraries/utils/nvassert.c", "level"): "LEVEL_ERROR"}
+# the printers of NV_ASSERT_OK / NV_CHECK_OK failures print the status as nvstatusToString does,
+# "<text> [<name>]" (nvstatus.c): these statuses get a row of their own per printer (the rest: "%s")
+ASSERT_STATUSES = ("NV_ERR_RESET_REQUIRED", "NV_ERR_GPU_IS_LOST", "NV_ERR_ECC_ERROR")
+STATUS_HEADER = "src/common/sdk/nvidia/inc/nvstatuscodes.h"
 KEPT_LEVELS = {"NV_DBG_ERRORS": "error", "NV_DBG_WARNINGS": "warning", "NV_DBG_INFO": "info"}
 # macros that wrap a print but never print in a release build (or print what is out of scope)
-NOT_WRAPPERS = frozenset(("NV_PRINTF", "NV_PRINTF_EX", "NV_PRINTF_STRING", "NV_PRINTF_COND", "DBG_PRINTF",
+NOT_WRAPPERS = frozenset(("DBG_PRINTF",
                           "portDbgPrintf", "portDbgExPrintfLevel", "NV_PRINT_AT", "NV_PRINT_VMA",
                           "peer_trace", "NV_ASSERT", "NVSWITCH_PRINT", "NVSWITCH_PRINT_LOG",
                           # the Xid line's own frame (kernel_rc.c): the bodies are the rows
@@ -112,6 +131,9 @@ MACRO_OVERRIDES = {
     "NvU64_fmtX": "llX", "NvU64_fmtx": "llx", "NvU64_fmtu": "llu", "NvU64_fmto": "llo", "NvS64_fmtd": "lld",
     "NvS64_fmti": "lli", "NvP64_fmt": "%p", "NvUPtr_fmtX": "llX", "NvUPtr_fmtx": "llx", "NvUPtr_fmtu": "llu",
     "NvUPtr_fmto": "llo", "NvSPtr_fmtd": "lld", "NvSPtr_fmti": "lli",
+    # nvassert.c with NV_ASSERT_FAILED_USES_STRINGS=1 (src/nvidia/Makefile), and nvprintf.h's
+    # NV_FILE_FMT / NV_FUNCTION_FMT with NV_PRINTF_STRINGS_ALLOWED=1 (same Makefile)
+    "NV_ASSERT_FAILED_PRINTF_FMT": "%s @ %s:%d\n", "NV_FILE_FMT": "%s", "NV_FUNCTION_FMT": "%s",
     # the driver's own release in a message ("this kernel module has the version 595.45.04"): any
     # release, so that the row reads the line of another driver version too
     "NV_VERSION_STRING": "%s",
@@ -273,6 +295,43 @@ def define_lines(code):
         else:
             i += 1
     return out
+
+
+_NOT_FUNCTIONS = frozenset(("if", "for", "while", "switch", "return", "sizeof", "defined", "do", "else", "case",
+                            "__attribute__", "typeof", "__typeof__", "NV_ALIGN_BYTES"))
+
+
+def functions(bare):
+    """[(body start, body end, name)] of the C function definitions of a file, read from ``bare``
+    (masks()): an opening brace alone at column 0, or ending a line that starts at column 0,
+    right after ``name(...)``; the body ends at the next closing brace at column 0 (the driver's
+    style, and the kernel's). What fits no such shape has no known function."""
+    out = []
+    for m in re.finditer(r"^\{|^[A-Za-z_][^\n]*?\)[ \t]*(\{)[ \t]*$", bare, re.M):
+        brace = m.start(1) if m.group(1) else m.start()
+        i = brace - 1
+        while i >= 0 and bare[i] in " \t\n":
+            i -= 1
+        if i < 0 or bare[i] != ")":
+            continue
+        depth = 0
+        while i >= 0:  # back to the matching '('
+            depth += {")": 1, "(": -1}.get(bare[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        name = re.search(r"([A-Za-z_]\w*)\s*$", bare[max(0, i - 200):max(0, i)])
+        if i <= 0 or not name or name.group(1) in _NOT_FUNCTIONS:
+            continue
+        end = re.compile(r"^\}", re.M).search(bare, brace + 1)
+        out.append((brace, end.start() if end else len(bare), name.group(1)))
+    return out
+
+
+def enclosing(funcs, offset):
+    """The name of the function whose body holds ``offset`` (functions()), or None."""
+    at = bisect.bisect_right([f[0] for f in funcs], offset) - 1
+    return funcs[at][2] if at >= 0 and offset < funcs[at][1] else None
 
 
 # ---- macros ---------------------------------------------------------------------------------
@@ -489,12 +548,15 @@ def collect(src, commit):
     scan_prefixes = sorted(set(p for ps in BASE_SCOPE.values() for p in ps))
     all_c = [p for p in common.ls_files(src, commit, *scan_prefixes) if p.endswith((".c", ".h"))]
     headers = [p for p in common.ls_files(src, commit, *MACRO_SCOPE) if p.endswith(".h")]
-    texts = read_files(src, commit, sorted(set(all_c) | set(headers) | {XID_HEADER, SXID_HEADER}))
+    texts = read_files(src, commit, sorted(set(all_c) | set(headers) | {XID_HEADER, SXID_HEADER, STATUS_HEADER}))
     macros = Macros({p: t for p, t in texts.items() if p.endswith(".h") or p in all_c})
     names = set(BASE) | set(macros.wrappers)
     xids = xid_numbers(texts[XID_HEADER])
     xids["GSP_SLOWNESS"] = 0
     sxids = enum_numbers(texts[SXID_HEADER], "NVSWITCH_ERR_")
+    statuses = {m.group(1): (int(m.group(2), 16), "%s [%s]" % (common.c_unescape(m.group(3)), m.group(1)))
+                for m in re.finditer(r'NV_STATUS_CODE\((\w+),\s*0x([0-9A-Fa-f]+),\s*"((?:[^"\\]|\\.)*)"\)',
+                                     texts[STATUS_HEADER])}
     messages, dropped = [], {}
 
     def drop(reason, where):
@@ -508,6 +570,7 @@ def collect(src, commit):
         code, bare = masks(text)
         excluded, _defs = preprocess(code)
         in_define = define_lines(code)
+        funcs = None
         for name, args, off in find_calls(code, bare, names):
             line = code.count("\n", 0, off) + 1
             where = "%s:%d" % (path, line)
@@ -527,6 +590,12 @@ def collect(src, commit):
                 if base == "nv_printf" and level not in KEPT_LEVELS:
                     drop("level %s" % level, where)
                     continue
+                if base in NV_PRINTF_BASES:
+                    printed = printed_level(path, level)
+                    if printed is None:
+                        drop("level %s" % level, where)
+                        continue
+                    level = printed
                 fmt = macros.literal(bargs[fmt_at])
                 if fmt is None:
                     drop("format not a literal", where)
@@ -546,10 +615,56 @@ def collect(src, commit):
                     n = number_of(bargs[num_at], table) if num_at is not None else None
                     if value is not None:
                         n = table[value]
-                    messages.append({"path": path, "line": line, "base": base, "level": level, "number": n,
-                                     "format": text, "macro": name, "sxid_name": sxid_name(bargs, num_at, sxids)
-                                     if base.startswith("NVSWITCH") else None})
+                    msg = {"path": path, "line": line, "base": base, "level": level, "number": n, "format": text,
+                           "macro": name, "sxid_name": sxid_name(bargs, num_at, sxids)
+                           if base.startswith("NVSWITCH") else None}
+                    if base in NV_PRINTF_BASES:
+                        if funcs is None:
+                            funcs = functions(bare)
+                        msg["function"] = enclosing(funcs, off)
+                        msg["format"] = nv_printf_line(base, text, msg["function"])
+                    messages.append(msg)
+                    if base in NV_PRINTF_BASES:
+                        messages.extend(status_messages(msg, statuses))
     return messages, dropped, macros
+
+
+def printed_level(path, expr):
+    """The level an NV_PRINTF call prints at when a release build prints it (PRINTED_LEVELS), else
+    None; a level ``cond ? A : B`` prints at the higher of its branches."""
+    expr = expr.strip()
+    while expr.startswith("(") and expr.endswith(")"):
+        expr = expr[1:-1].strip()
+    expr = LEVEL_VARIABLES.get((path, expr), expr)
+    m = re.fullmatch(r"[^?]+\?\s*\(?\s*(\w+)\s*\)?\s*:\s*\(?\s*(\w+)\s*\)?", expr)
+    levels = [lv for lv in ((m.group(1), m.group(2)) if m else (expr,)) if lv in PRINTED_LEVELS]
+    return max(levels, key=PRINTED_LEVELS.index) if levels else None
+
+
+def nv_printf_line(base, fmt, function):
+    """The line an NV_PRINTF prints: NV_PRINTF puts "NVRM: " before its format; nvDbg_vPrintf
+    (nvlog_printf.c) replaces a leading "NVRM" by RmMsgPrefix's "NVRM: [GPU<n> ]<function>" (the
+    GPU instance when one is current): "NVRM: %s <function>: <format>", the %s the GPU or nothing,
+    or "NVRM: %s: <format>" when the function is not known. A format without "NVRM" is printed as
+    it is (message_rows leaves it out)."""
+    if base == "NV_PRINTF":
+        fmt = "NVRM: " + fmt
+    if not fmt.startswith("NVRM"):
+        return fmt
+    return ("NVRM: %%s %s" % function if function else "NVRM: %s") + fmt[len("NVRM"):]
+
+
+def status_messages(msg, statuses):
+    """The line of an NV_ASSERT_OK / NV_CHECK_OK failure printer with each of ASSERT_STATUSES
+    spelled out (nvassert.c: "%s (0x%08X) returned from", nvstatusToString's text and the code)."""
+    out = []
+    if "%s (0x%08X) returned from" not in msg["format"]:
+        return out
+    for name in ASSERT_STATUSES:
+        code, text = statuses[name]
+        spelled = "%s (0x%08X) returned from" % (text.replace("%", "%%"), code)
+        out.append(dict(msg, format=msg["format"].replace("%s (0x%08X) returned from", spelled, 1), status=name))
+    return out
 
 
 def sxid_name(args, at, table):
