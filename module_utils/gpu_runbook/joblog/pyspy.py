@@ -224,13 +224,20 @@ def _dataloader(func, path, native):
     return not native and "torch/utils/data/" in path and not path.endswith("pin_memory.py")
 
 
+def _io_words(func):
+    return set(func.lower().split("_")) & {"save", "load", "write", "read", "writes", "reads"}
+
+
 def _checkpoint(func, path, native):
-    name = func.lstrip("_")
     if native:
         return False
     if any(p in path for p in SERIALIZATION_FILES):
-        return name.startswith(("save", "legacy_save", "load", "legacy_load")) or "write" in name or "read" in name
-    return name in SAVE_FUNCS
+        return bool(_io_words(func))  # save, _legacy_save, write_record, load, read_data ('thread' is no read)
+    return func.lstrip("_") in SAVE_FUNCS
+
+
+def _reading(func):
+    return bool(_io_words(func) & {"load", "read", "reads"})
 
 
 # the table, in order (the first row that matches the innermost frame that any row matches):
@@ -379,7 +386,6 @@ def _who(recs):
 
 _KIND = {"dataloader": "logged_dataloader_error", "application": "logged_application_error",
          "unknown": "logged_error", "nccl_deadlock": "logged_error"}
-_SEV = ("info", "warning", "critical")
 
 
 def findings(st):
@@ -407,7 +413,7 @@ def _finding(recs, w, blamed, ctx):
     kind = _KIND.get(category, "logged_error")
     cat = None if kind != "logged_error" else "unknown"
     waiting = set(map(id, ctx["waiting"])) - set(map(id, recs))
-    if category == "application" and waiting and not any(x in what for x in ("load", "read")):
+    if category == "application" and waiting and not _reading(what.rsplit("(", 1)[-1].rstrip(")")):
         kind, cat, severity = "checkpoint_save_stall", None, None  # writing while the others wait
     msg = "py-spy dump: %s %s %s (%s)" % (_who(recs), "is" if len(recs) == 1 else "are", what,
                                           why.split("; ", 1)[0])

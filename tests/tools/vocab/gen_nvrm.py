@@ -36,10 +36,33 @@ NV_PRINTF_STRINGS_ALLOWED -- is skipped):
   (``NVSWITCH_REPORT_FATAL`` ...), "nvidia-<name>: SXid (PCI:<bus>): <sxid>, <message>", the
   number from ctrl_dev_nvswitch.h.
 - kernel-open/nvidia-peermem's ``peer_err`` (the GPUDirect RDMA peer-memory client).
+- the RM's ``NV_PRINTF(level, fmt, ...)``, ``NV_PRINTF_EX`` / ``NV_PRINTF_STRING`` and their
+  wrappers (``NV_PRINTF_COND`` ...) in src/nvidia, at the levels a release build prints. They are
+  NOT compiled out of the Linux module: nvprintf.h:230-236 defaults NV_PRINTF_STRINGS_ALLOWED
+  to DEBUG/QA/MODS only, but src/nvidia/Makefile:136 builds nv-kernel.o with
+  ``-DNV_PRINTF_STRINGS_ALLOWED=1`` (and :137 ``-DNV_ASSERT_FAILED_USES_STRINGS=1``), so
+  NV_PRINTF_STRING is nvDbg_Printf (nvprintf.h:252-270) and every level from LEVEL_INFO up is
+  compiled (nvprintf.h:294-295 NV_PRINTF_LEVEL). What reaches the log is decided at run time:
+  nvDbg_PrintMsg (src/kernel/diagnostics/nvlog_printf.c:138-142, 168) prints a level >=
+  LEVEL_ERROR only (LEVEL_NOTICE in DEVELOP/DEBUG/QA builds), unless the RmMsg registry key
+  (NVreg_RmMsg) forces one: so LEVEL_ERROR, LEVEL_HW_ERROR and LEVEL_FATAL are read, and
+  LEVEL_WARNING, LEVEL_NOTICE, LEVEL_INFO and LEVEL_SILENT are left out. The line: NV_PRINTF's
+  format is "NVRM" ": " fmt (NV_PRINTF_ADD_PREFIX, nvprintf.h:141); _nvDbgPrepareString
+  (nvlog_printf.c:214-217) replaces the leading "NVRM" by RmMsgPrefix (:1130-1165) with the
+  default flags NVRM | GPU_INSTANCE | FUNCTION (:939): "NVRM: [GPU<n> ]<__FUNCTION__>: <fmt>".
+  A row is "NVRM: %s <function>: <fmt>" (the %s is "GPU<n>" or nothing; the function the C
+  definition around the call, ``_IMPL`` and HAL suffixes as written), or "NVRM: %s: <fmt>" when
+  no function definition is found around the call; a format passed to NV_PRINTF_EX without
+  "NVRM" is printed bare and left out with the lines that have no "NVRM" of their own.
+- the NV_ASSERT_OK / NV_CHECK_OK (and NV_ASSERT / NV_CHECK) failure lines: printed by
+  nvassert.c's nvAssertFailed, nvAssertOkFailed, nvCheckFailed, nvCheckOkFailed and their
+  ``NoLog`` twins (the macros call these), "NVRM: <printer>: Assertion failed: <status text>
+  [<NV_ERR name>] (0x%08X) returned from <expr> @ <file>:<line>": one row per printer and
+  wording, read from nvassert.c like any NV_PRINTF_STRING call (an NV_CHECK's printer prints
+  at the check's level: its row stands for LEVEL_ERROR); plus, per printer of a status, one row
+  per status of ASSERT_STATUSES with its text spelled out (nvstatuscodes.h).
 
-Left out: ``NV_PRINTF`` (about 3400 calls in src/nvidia): compiled out of release builds
-(nvprintf.h: NV_PRINTF_STRINGS_ALLOWED only for DEBUG, QA and MODS builds; their text goes to
-the binary NvLog buffer, never to the kernel log); what the GSP firmware itself prints (not in
+Left out: NV_PRINTF below LEVEL_ERROR (above); what the GSP firmware itself prints (not in
 this source: it reaches the log as an Xid body or an RPC error string, "%s"); nvidia-uvm's
 UVM_ERR_PRINT (only with its debug-prints parameter), nvidia-modeset and nvidia-drm (display);
 formats that are not a literal (a variable, a buffer); the lines of a message that carry no
@@ -783,6 +806,53 @@ PEERMEM_RULES = (
 )
 
 
+# NV_PRINTF lines ("NVRM: %s <function>: ...", LEVEL_ERROR and above), by words of the line with
+# its function name (lower case), first match wins: (regex, kind, category, severity, reason)
+NV_PRINTF_RULES = (
+    # the GPU (or a bridge before it) stopped answering on PCIe: as the nv_printf line says it
+    (r"fallen off the bus", "gpu_fallen_off_bus", "gpu_hardware", CRIT,
+     "The GPU stopped answering on PCIe (Xid 79): reboot the node; replace the GPU if it recurs."),
+    # a call that failed because the GPU is already gone: the line that says why comes before it
+    (r"gpu is lost|gpu lost|lost from the bus", "logged_gpu_error", "gpu_hardware", WARN,
+     "The driver found the GPU lost from the bus: look for the fallen-off-the-bus line (Xid 79) before it."),
+    # the adapter's start-up (RmInitAdapter, osInitNvMapping's attach, GSP-RM's bootstrap) failed
+    (r"rminitadapter|rm_init_adapter|cannot attach gpu|cannot bootstrap|unattached gpu", "gpu_init_failed", "driver",
+     CRIT, "The driver could not initialise this GPU: check the driver (and the Xid lines before it) first."),
+    # the driver (or GSP-RM) says the GPU must be reset before it is used again
+    (r"reset required|reset_required|requires? (a )?(gpu )?reset|needs? (a )?(gpu )?reset|for reset\b",
+     "logged_driver_error", "driver", CRIT, "The GPU needs a reset (NV_ERR_RESET_REQUIRED): drain it and reset it."),
+    # a security fault (SEC_FAULT) locks the GPU down: fatal to it until reset
+    (r"sec_fault", "logged_gpu_error", "gpu_hardware", CRIT,
+     "A GPU security fault (SEC_FAULT): the GPU is locked down; reset it, replace it if it recurs."),
+    # memory errors of the GPU (ECC, row remapping, uncorrectable / double-bit errors)
+    (r"\becc\b|_ecc|ecc_|eccservice|eccnotifier|row.?remap|uncorr|\bdbe\b|double.bit", "logged_gpu_error",
+     "gpu_hardware", WARN, "A memory error of the GPU (ECC / row remapping): read the Xid lines with it."),
+    # host memory the RM could not allocate (portMemAlloc, "no memory for", out of memory)
+    (r"portmemalloc\w* failed|no memory for|out of memory|nv_err_no_memory|insufficient (host|system) memory",
+     "logged_memory_error", "memory_leak", WARN, "The driver could not allocate host memory."),
+    # an RM call that GSP-RM refused (rpc.c): its status says why (0x62 reset required, ...)
+    (r"gsprm\w* failed", "gsp_error", "driver", WARN,
+     "GSP-RM refused an RM call the driver forwarded to it: the status says why (0x62: the GPU needs a reset)."),
+    # GSP: boot (booter, FMC, FWSEC, WPR2, GFW), its RPC channel, its firmware (libos, RISC-V)
+    (r"gsp|libos|booter|\bfmc\b|-fmc|fwsec|wpr2?\b|risc-?v|gfw boot|rpc(recvpoll|sendmessage)",
+     "gsp_error", "driver", CRIT, "The GPU's GSP firmware failed (boot, RPC or firmware): reset the GPU."),
+)
+# Tegra and its display controller engine (DCE): not on datacenter GPUs
+NV_PRINTF_PLATFORM = re.compile(r"nvrm_rpc_dce|dceclient|_dce\b|tegra|\bsoc\b")
+
+
+def classify_nvprintf(msg):
+    """(kind, category, severity, meaning) of an NV_PRINTF line (all at LEVEL_ERROR or above)."""
+    low = msg["format"].lower()
+    for pat, kind, cat, sev, meaning in NV_PRINTF_RULES:
+        if re.search(pat, low):
+            return kind, cat, sev, meaning
+    sev = CRIT if msg["level"] == "LEVEL_FATAL" else WARN
+    if NV_PRINTF_PLATFORM.search(low) or PLATFORM_WORDS.search(low) or PLATFORM_FILES.search(msg["path"]):
+        return "logged_error", "unknown", sev, "Tegra/embedded platform support (SoC, DCE): not on datacenter GPUs."
+    return "logged_driver_error", "driver", sev, ""
+
+
 def severity_of_level(level):
     return {"NV_DBG_ERRORS": WARN, "NV_DBG_WARNINGS": WARN, "NV_DBG_INFO": INFO}.get(level, WARN)
 
@@ -870,7 +940,7 @@ def message_rows(msg):
         return [(fmt,) + classify_peermem(msg)]
     if not fmt.lstrip().startswith("NVRM"):
         return []
-    cls = classify_nvrm(msg)
+    cls = classify_nvprintf(msg) if base in NV_PRINTF_BASES else classify_nvrm(msg)
     rows = [(fmt,) + cls]
     # a message printed over several lines, each with its own "NVRM: ": each later line is a row
     # too (the table reads one line at a time; the first row is matched by its first line)
@@ -926,11 +996,15 @@ prints, "NVRM: Xid (PCI:%%s): <xid>, %%s<body>" (the %%s before the body stands 
 name=.., " or nothing), with the Xid the call passes ("%%d" when it passes one the source does
 not fix; a variable that takes known values is spelled out per value); an SXid row is the whole
 "nvidia-%%s: SXid (PCI:..): <sxid>, <message>" line. A message printed over several lines, each
-with its own "NVRM: ", is one row plus one row per later line. A format printed at several
-places is one row (its first place). Left out (see the generator's docstring): NV_PRINTF
-(compiled out of release builds), the GSP firmware's own prints, debug levels below the default
-and debug-only code (%(debug)d calls), nvidia-uvm/modeset/drm, non-literal formats (%(nonlit)d
-calls), lines with no "NVRM" of their own (%(nonvrm)d messages).
+with its own "NVRM: ", is one row plus one row per later line. An NV_PRINTF row (LEVEL_ERROR,
+HW_ERROR, FATAL: what nvDbg_PrintMsg prints in a release build) is the whole line, "NVRM: %%s
+<function>: <format>" (the %%s "GPU<n>" or nothing; "NVRM: %%s: <format>" when the function is not
+known); the NV_ASSERT_OK / NV_CHECK_OK failure printers (nvassert.c) have one row per printer and
+wording, plus one per spelled-out status (Reset required, GPU lost, ECC). A format printed at
+several places is one row (its first place). Left out (see the generator's docstring): NV_PRINTF
+below LEVEL_ERROR, the GSP firmware's own prints, debug levels below the default and debug-only
+code (%(debug)d calls), nvidia-uvm/modeset/drm, non-literal formats (%(nonlit)d calls), lines with
+no "NVRM" of their own (%(nonvrm)d messages).
 Classification: an Xid body is what its Xid is in the engine's catalog (xid_catalog.py:
 category and severity; kind the category's generic one, or gpu_fallen_off_bus / gsp_error
 where the body says exactly that); an SXid -> nvswitch_sxid (gpu_hardware), critical when
@@ -941,7 +1015,12 @@ dumps and crash reports that go with them, power cables, a corrupted stack, modu
 failures, host memory) and else the driver's generic kind (unknown for Tegra / display / ACPI
 platform files); the load banner, a GPU's identity and serial, and informational
 (NV_DBG_INFO) messages without a failure word are benign; NV_DBG_INFO messages are at most
-info. nvidia-peermem: its "detected invalid context" teardown noise is benign, the rest driver
+info. NV_PRINTF lines by keywords of the line with its function name (NV_PRINTF_RULES: fallen off
+the bus, GPU lost, RmInitAdapter / cannot attach -> gpu_init_failed, reset required -> driver
+critical, SEC_FAULT, ECC / row remap / uncorrectable -> gpu_hardware, host memory -> memory_leak,
+GspRm* failed -> gsp_error warning, GSP boot / RPC / firmware -> gsp_error critical), else the
+driver's generic kind (warning; critical at LEVEL_FATAL; unknown for Tegra / DCE platform code).
+nvidia-peermem: its "detected invalid context" teardown noise is benign, the rest driver
 warnings. Rows that read the same line but disagree are merged into unknown.
 """
 
@@ -969,9 +1048,11 @@ def main(argv=None):
     by = {}
     for m in messages:
         by[m["base"]] = by.get(m["base"], 0) + 1
-    counts = ("%d nv_printf / NV_DEV_PRINTF calls, %d portDbgPrintf, %d Xid bodies (nvErrorLog_va), %d SXid prints, "
+    counts = ("%d nv_printf / NV_DEV_PRINTF calls, %d NV_PRINTF / NV_PRINTF_EX / NV_PRINTF_STRING (with the "
+              "spelled-out statuses), %d portDbgPrintf, %d Xid bodies (nvErrorLog_va), %d SXid prints, "
               "%d nvidia-peermem errors (with their wrappers' expansions)" % (
-                  by.get("nv_printf", 0), by.get("portDbgPrintf", 0), by.get("nvErrorLog_va", 0),
+                  by.get("nv_printf", 0), sum(by.get(b, 0) for b in NV_PRINTF_BASES),
+                  by.get("portDbgPrintf", 0), by.get("nvErrorLog_va", 0),
                   by.get("NVSWITCH_PRINT_SXID", 0) + by.get("NVSWITCH_PRINT_SXID_NO_BBX", 0), by.get("printk", 0)))
     meta = {"EMITTER": "NVRM", "PROJECT": "NVIDIA open-gpu-kernel-modules", "VERSION": version, "COMMIT": commit,
             "LICENCE": LICENCE, "ORIGIN": ORIGIN, "GENERATOR": GENERATOR}
