@@ -26,8 +26,9 @@ KNOWN = {
     "dcgmi_diag_text/03-mlengineering-r2-gpu-memory-fail-gpu0": (("category",), "dcgmi diag's table has no reader yet"),
     "dcgmi_health/01-dcgm263-health-json-healthy-while-gpu1-needs-reset": (
         ("category",), "dcgmi health -j has no reader yet"),
-    "pyspy_dump/02-bigscience-tr11-dataloader-deadlock-single-rank": (("category",), "py-spy dump has no reader yet"),
-    "pyspy_dump/03-bigscience-tr11-eval-hang-2node-condensed": (("category",), "py-spy dump has no reader yet"),
+    "pyspy_dump/03-bigscience-tr11-eval-hang-2node-condensed": (
+        ("category",), "the dumps show where each process stood (one in the DataLoader while the others wait in "
+                       "collectives); that the cause was the evaluation code is the authors' fix, not the stacks'"),
     "nvsmi_query_csv/01-dcgm263-gpu-recovery-action-reset-gpu1": (
         ("category", "xid_codes"), "the CSV reader does not read the recovery-action / Xid columns yet"),
     "nvsmi_query_csv/02-mlengineering-vbios-h100-healthy": (
@@ -89,8 +90,6 @@ UNREAD = {
     "dcgmi_diag_text/02-mlengineering-deployment-row-remap-pending-gpu3",
     "dcgmi_diag_text/03-mlengineering-r2-gpu-memory-fail-gpu0",
     "dcgmi_diag_text/04-dcgm49-pcie-fail-nvlink-down-on-pcie-a100",
-    "pyspy_dump/01-accelerate3104-zero3-hang-allgather", "pyspy_dump/02-bigscience-tr11-dataloader-deadlock-single-rank",
-    "pyspy_dump/03-bigscience-tr11-eval-hang-2node-condensed",
     "nvsmi_query_csv/01-dcgm263-gpu-recovery-action-reset-gpu1",
     # lines of a known program that say nothing the vocabularies hold (NHC's own progress lines, a
     # validator's wait, slurmd/slurmctld info lines, sacct -b rows of a FAILED state)

@@ -43,7 +43,7 @@ def collective(st):
 
 def culprits(st, world, coll, timed_out, behind):
     """Returns (ranks, how): the first source of evidence that names someone wins."""
-    for finder in (_flight_recorder, _desync_report, _ras_report, _nccl_mismatch):
+    for finder in (_flight_recorder, _desync_report, _ras_report, _nccl_mismatch, _pyspy):
         found = finder(st, world)
         if found:
             return found
@@ -54,6 +54,13 @@ def culprits(st, world, coll, timed_out, behind):
 
 
 HW_CUDA_WORDS = ("ECC", "NVLink", "fallen off the bus")
+
+
+def _pyspy(st, world):
+    """py-spy dumps: most processes wait in a collective, the few elsewhere are the suspects."""
+    from .pyspy import culprit_ranks
+    ranks = culprit_ranks(st)
+    return (ranks, "pyspy_dump") if ranks else None
 
 
 def _ras_report(st, world):

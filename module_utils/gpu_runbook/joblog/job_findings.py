@@ -7,7 +7,7 @@ from collections import Counter
 
 from ..findings import finding, gpu_ref, rank_key
 from . import nccl_tests
-from . import emitter_lines
+from . import emitter_lines, pyspy
 from .event_findings import finding_for_event
 from .launch_lines import launch_findings
 from .nccl_words import word_findings
@@ -36,6 +36,7 @@ def job_findings(st, job, last_prog):
     findings.extend(word_findings(st, findings))     # NCCL's own words (nccl_words.py)
     findings.extend(nccl_tests.findings(st))
     findings.extend(launch_findings(st))
+    findings.extend(pyspy.findings(st))             # where each dumped process stood (py-spy dump)
     findings.extend(emitter_lines.findings(st, findings))  # what only an emitter's vocabulary explains
     findings.extend(emitter_lines.sacct_findings(st)[0])
     if trend == "falling":
@@ -188,7 +189,8 @@ def dedupe(findings):
     out, seen, per_kind = [], set(), Counter()
     for f in findings:
         key = (f["kind"], f["rank"], f["evidence"][:200] if f["kind"] == "python_exception" else None,
-               f["message"] if f["kind"] in ("ib_completion_error", "nccl_peer_connection_error") else None)
+               f["message"] if f["kind"] in ("ib_completion_error", "nccl_peer_connection_error")
+               or f.get("name") == "py-spy" else None)
         if key in seen:
             continue
         seen.add(key)

@@ -5,7 +5,8 @@ Handlers run in a fixed order (the order matters: a wrapped IB line must be join
 anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
 its own handler). A handler returns True when no later handler needs the line."""
 
-from . import emitter_lines, error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, scan, torch_lines
+from . import (emitter_lines, error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, pyspy, scan,
+               torch_lines)
 from ..linefamily import is_kernel_line
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
@@ -15,6 +16,7 @@ from .state import FileState, Line
 from .text import FileLines, line_time, logical_lines, rank_from_name
 
 HANDLERS = (
+    pyspy.pyspy,             # a py-spy dump: its frames are no other handler's lines
     emitter_lines.sacct,
     nccl_lines.continue_wrapped_ib,
     nccl_tests.nccl_tests_line,

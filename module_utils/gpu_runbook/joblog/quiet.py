@@ -28,6 +28,7 @@ from .patterns import GLOG, GLOG_OLD, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK
 # each handler's gates (necessary literals), case as the handler tests them
 NEEDLES = (
     "NCCL", "nccl", "%|", "'epoch'", '"epoch"', " failure ",                      # nccl_line, tqdm, HF, nccl-tests
+    "Process ", " (idle)", " (active",                                            # pyspy (a dump's heads)
     "Got completion ", "Got async event", "Bootstrap", "NET/", "Net :", "shared memory", "/dev/shm",  # nccl_words
     "ibv_reg", "invalid usage", "system not yet initialized", "nvls", "NVLS", "in-addr.arpa", "ismatched collective",
     "collective mismatch", "Socket creation failed",
@@ -68,7 +69,7 @@ LOUD, PLAIN, RANKED, DIGIT, LOSS = 0, 1, 2, 4, 8
 def held(fs):
     """True while the file is in a multi-line construct: its next line is read whatever it is."""
     return (fs.in_tb or fs.fr_missing_ctx is not None or fs.ras_ctx is not None or fs.pending_ib is not None
-            or fs.sacct is not None)
+            or fs.sacct is not None or fs.pyspy is not None)
 
 
 def quiet(raw, fs, st):
