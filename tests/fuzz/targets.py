@@ -13,6 +13,7 @@ from gpu_runbook.infiniband import ibdev2netdev, iblinkinfo, ibstat, ibv_devinfo
 from gpu_runbook.infiniband import sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.joblog import parse_job_logs
+from gpu_runbook.joblog import pyspy
 from gpu_runbook.joblog.lines import parse_file
 from gpu_runbook.joblog.state import JobState
 from gpu_runbook.kernlog import hosts, parse_kernel_log, timestamps
@@ -130,6 +131,8 @@ TARGETS = [
     Target(ibv_devinfo.parse_ibv_devinfo, "ib", returns=tuple),
     Target(iblinkinfo.parse_iblinkinfo, "ib", returns=tuple),
     Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
+    # a py-spy frame line ('func (file:line)'): None when it is not one
+    Target(pyspy.parse_frame, "joblog", _each_line(pyspy.parse_frame), returns=list),
     Target(names.parse_rate, "system", _each_line(names.parse_rate), returns=list),
     Target(reload.parse_module_table, "system"),
     Target(restart.parse_proc_modules, "system", returns=set),
@@ -142,6 +145,7 @@ TARGETS = [
     Target(slurm.parse_sacct, "slurm_job", lambda t, e: slurm.parse_sacct(t, "12345", tz=UTC)),
     Target(slurm.parse_scontrol_show_node, "slurm_node"),
     Target(slurm.parse_scontrol_show_nodes, "slurm_node", returns=list),
+    Target(slurm.parse_node_findings, "slurm_node", returns=tuple),
     Target(slurm.parse_node_state, "system", _each_line(slurm.parse_node_state), returns=list),
     Target(slurm.expand_hostlist, "slurm_job", _each_line(slurm.expand_hostlist), returns=list),
     # bug reports, source detection, whole hosts

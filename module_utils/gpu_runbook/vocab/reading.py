@@ -89,7 +89,8 @@ class Seen(object):
             if kind not in KINDS or KINDS[kind]["rung"] is None:
                 kind = BY_CATEGORY.get(row["category"], "logged_error")
             ranks = sorted(rec["ranks"])
-            times = {"first": rec["first"], "last": rec["last"]} if rec["first"] else {}
+            # wall-clock times only (a dmesg line's seconds since boot are no time of day)
+            times = {"first": rec["first"], "last": rec["last"]} if isinstance(rec["first"], str) else {}
             when = (", " + span_text(rec["count"], rec["first"], rec["last"]) if times
                     else " (%d lines)" % rec["count"] if rec["count"] > 1 else "")
             out.append(finding(
