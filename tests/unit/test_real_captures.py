@@ -6,7 +6,8 @@ reference set copied from ../shared, and the issue-9 set under tests/fixtures/re
 prefix per class: j-/j2- ranks, launchers and application vs infrastructure, n- NCCL's own
 words, h- the host named in the text, k-/k2- kernel-log signatures and node faults, c- odd
 readings, m- the issue's "must show" cases; x-, x2-, x3- three held-out sets, collected by
-examiners who never saw the engine and scored before they joined the fixtures). A failure
+examiners who never saw the engine and scored before they joined the fixtures; x4-, x5- two
+later ones, the same way). A failure
 prints the field, the truth and what the engine said."""
 
 import json
@@ -69,6 +70,46 @@ KNOWN_MISSES = {
         ("category", "hosts"), "Fabric Manager's start script says '... failed! Exit code: 1' after NV_WARN_NOTHING_TO_DO; "
                     "the script's wording has no public source, so the line stays unexplained and the host "
                     "unknown (never healthy over a failure line nobody explains); labelled healthy"),
+    # the fifth held-out set (scored before it joined: see the issue-24 note)
+    "x5-004-returnn1811-pyspy-hang-cudasync": (
+        "culprit_hosts", "the hung process's node is named only in the thread's prose, not in the dumps"),
+    "x5-006-aicr-gb300-imex-false-positive": (
+        "category", "a Kubernetes node condition quoting DCGM_FR_IMEX_UNHEALTHY is read as DCGM says (IMEX not "
+                    "ready: the driver's); that it was a false positive is the thread's NVLS test, not the text's"),
+    "x5-008-litgpt-adapter-cuda-oom-trainlog": (
+        "category", "a CUDA OOM is the application's unless the log shows memory growing (a leak); labelled "
+                    "memory_leak"),
+    "x5-011-gke-xidcriticalerror-node-condition": (
+        ("category", "xid_codes", "culprit_hosts"), "GKE's node condition ('XidCriticalError ... {\"31\":true}') "
+                                                    "has no reader"),
+    "x5-012-ibm-autopilot-h100-pciebw-ok": (
+        "category", "IBM Autopilot's health-check pods' output has no reader: nothing is claimed healthy from it"),
+    "x5-014-anomalygpt-deepspeed-sigkill-host-ram": (
+        ("category", "culprit_ranks"), "a process killed by SIGKILL (-9) is read; who killed it (the host's OOM "
+                                       "killer) is not in the log, and the wrapped line hides its --local_rank"),
+    "x5-015-pai-rminitadapter-missing-gpu": (
+        "category", "RmInitAdapter failed is the driver failing to bring up a GPU (driver); labelled unknown by "
+                    "design"),
+    "x5-019-trinity-node045-ib-hca-fw": (
+        "category", "ibstatus' 'sys files not found' (no HCA in sysfs) and mlx4 lines are not read as the HCA's fault"),
+    "x5-020-stepmesh-h20-ibdev2netdev-wrong-rnic": (
+        "category", "the cause (a wrong NIC name in the run's config) is not in the text; ibdev2netdev's Down is "
+                    "the netdev's, no port health"),
+    "x5-021-nvsentinel-preflight-nccl-system-not-initialized": (
+        "culprit_hosts", "the node is named only in a JSON field (node_name) of the preflight log"),
+    "x5-024-singularity-mpi-gpu-cgroup-oom": (
+        "category", "Slurm's cgroup OOM line is read as the job outgrowing its memory (application); labelled "
+                    "memory_leak (x4-016's examiner labelled the same event application)"),
+    "x5-025-pytorch51382-xid43-xid31-faulty-device": (
+        "category", "Xid 43 and Xid 31 are the application's in NVIDIA's catalog; the reporter's 'device 7 seems "
+                    "faulty' is a guess (label confidence low)"),
+    "x5-027-nccl2013-roce-modify-qp-timeout-cross-nic": (
+        ("category", "culprit_hosts"), "ibv_modify_qp timing out is read as the path's (ib_network); the fix "
+                                       "(NCCL_CROSS_NIC=0) is the thread's; the pid is redacted (XXXXXX), so "
+                                       "no NCCL prefix names the host"),
+    "x5-028-particleflow-rank0-eval-nccl-timeout": (
+        ("category", "culprit_ranks"), "the excerpt starts mid-stack: the watchdog's message (rank, op, seq) "
+                                       "is cut off"),
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),
