@@ -13,7 +13,7 @@ from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
-                      NOTES, NVSMI_SOURCES, SLURM_NODE)
+                      NOTES, NVSMI_SOURCES, SLURM_NODE, DCGMI)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -91,6 +91,10 @@ def _parse_all(sources, opts, parsed, shown=None):
     if _text(sources, SLURM_NODE) is not None:  # what Slurm says of the node
         from .slurm import parse_node_findings
         run("slurm_node", SLURM_NODE, parse_node_findings, sources[SLURM_NODE], source=SLURM_NODE)
+    if _text(sources, DCGMI) is not None:  # DCGM's own test of the GPUs
+        from .dcgm import parse_dcgmi
+        run("dcgmi", DCGMI, parse_dcgmi, sources[DCGMI], source=DCGMI)
+        usable[DCGMI] = usable[DCGMI] and bool((facts["dcgmi"] or {}).get("tool"))
     ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)

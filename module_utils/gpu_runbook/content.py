@@ -20,6 +20,8 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 
 import re
 
+from . import dcgm
+
 # -- the bug report -----------------------------------------------------------------------
 _BR_HEADER_RE = re.compile(r"^\s{0,4}(?:Start of NVIDIA bug report log file|nvidia-bug-report\.sh Version:)", re.M)
 _BR_SEP_RE = re.compile(r"^_{20,}[ \t]*\r?\n(?:[ \t]*\r?\n){0,2}(?:\*\*\* /|/usr/bin/nvidia-smi|dmesg|Scanning kernel "
@@ -145,11 +147,13 @@ BLOCKS = (
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
+    # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
+    ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),
 )
 # sources whose opening line may be the whole block (nvidia-smi's one-line messages, an ibstat
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
-                "ibdev2netdev.txt", "slurm-node.txt")
+                "ibdev2netdev.txt", "slurm-node.txt", "dcgmi.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
@@ -170,6 +174,8 @@ def _opening(line, after=()):
             continue
         if source == "nvidia-smi-q.xml" and not line.lstrip().startswith(("<!DOCTYPE", "<nvidia_smi_log")) and not \
                 any("nvidia_smi_log" in a for a in after[:3]):
+            continue
+        if source == "dcgmi.txt" and not dcgm.opens(line, after):
             continue
         if belongs is None and source == "nvidia-smi-query-gpu.csv":
             belongs = _csv_rows(line.count(","))

@@ -1,64 +1,55 @@
 """dcgmi's reports as findings: ``dcgmi diag -r N`` (its boxed table and ``-j`` JSON) and
-``dcgmi health -c`` (its tree and ``-j`` JSON), read as DCGM's own source prints them
-(NVIDIA/DCGM 72fa3feaa67d, DCGM 4.6: dcgmi/Diag.cpp, dcgmi/Health.cpp, dcgmi/DcgmiOutput.cpp,
-nvvs/include/NvvsJsonStrings.h; the tags v2.1.4 to v4.0.0 for the older shapes).
+``dcgmi health -c`` (its tree and ``-j`` JSON), as DCGM's own source prints them (NVIDIA/DCGM
+72fa3feaa67d: dcgmi/Diag.cpp, Health.cpp, DcgmiOutput.cpp, nvvs/include/NvvsJsonStrings.h; tags
+v2.1.4-v4.0.0 for the older shapes): a test's row ``| name | Fail - GPU: 0 |`` (3.x) or ``| name |
+Fail |`` then ``|  | GPU0: Fail |`` (4.x), ``Warning``/``Error`` rows whose message is cut into
+45-column pieces over the rows below; ``{"DCGM GPU Diagnostic"|"DCGM Diagnostic": {"test_categories":
+[{"category", "tests": [{"name", "results": [{status, gpu_ids|gpu_id|entity_id, warnings}]}]}]}}``;
+``| -> PCIe system | Warning |`` and its message in 54-column pieces; ``{"body": {"Overall Health":
+{"value"}, "GPU": {"children": {"0": ... {"PCIe system": {"value", "overflow"}}}}}}``.
 
-- diag text: a 78-column box; section lines (``|-----  Deployment  ---+...|``); a test's row
-  ``| name | Pass|Fail|Warn|Skip[ - All| - GPU[s]: 0, 3] |`` (3.x and older) or ``| name | Fail |``
-  followed by ``|  | GPU0: Fail |`` per entity (4.x); ``Warning``/``Error`` rows (``Warning: GPU3``
-  in 4.x) whose message is cut into 45-character pieces, mid-word, over the rows below them;
-  ``Info`` rows (verbose) are not failures. Metadata rows give the DCGM version and GPU count.
-- diag JSON: ``{"DCGM GPU Diagnostic"`` (2.x/3.x) or ``"DCGM Diagnostic"`` (4.x) ``: {"test_categories":
-  [{"category", "tests": [{"name", "results": [{status, gpu_ids|gpu_id|entity_group+entity_id,
-  warnings: "msg" (2.x) | [{"warning", "error_id", ...}]}], "test_summary"}]}]}}``; a run that did
-  not start: ``"runtime_error"``; several iterations: ``{"Overall Result", "iterations": [...]}``.
-- health: the tree ``| Overall Health | Warning |``, ``| GPU |``, ``| -> 0 | Warning |``,
-  ``|       -> PCIe system | Warning |`` and the message in 54-column pieces cut at words; its JSON
-  ``{"body": {"Overall Health": {"value"}, "GPU": {"children": {"0": {"value", "children":
-  {"Errors": {"children": {"PCIe system": {"value", "overflow": [...]}}}}}}}}, "header": [...]}``.
-
-A failed or warned test gives one finding per GPU, classified by the DCGM error code the output
-carries (``error_id``: vocab/dcgm.py CODES), else by its message (the DCGM table, then DCGM's
-older wordings in ``_LEGACY``), else by the test's name (``_NAME_RULES``). A test that failed on
-every GPU of the run is one node-wide finding unless a GPU's own message is critical hardware
-(a false NVLink/PCIe expectation, a shared power or cooling cause: not one GPU's fault).
-``OPENING``/``opens``/``belongs`` let content.py find these blocks in any text.
-"""
+A failed or warned test is one finding per GPU, read by the DCGM error code the output carries
+(``error_id``: vocab/dcgm.py CODES), else by its message (the DCGM table, then DCGM's older
+wordings: ``_LEGACY``), else by the test's name (``_NAME_RULES``). A test failed on every GPU is one
+node-wide finding but for a GPU whose own message is critical hardware: a cause every GPU shares (a
+false NVLink expectation, power, cooling) is no one GPU's fault. ``OPENING``/``opens``/``belongs``:
+for content.py's block finder."""
 
 import json
 import re
 
 from . import vocab
-from .findings import SEVERITY_RANK, SUSPICION, finding, gpu_ref, iter_lines, never_raise, unpaste
-from .taxonomy import kind_info
+from .findings import SEVERITY_RANK, SUSPICION, finding, gpu_ref, iter_lines, never_raise, small_int, unpaste
+from .taxonomy import KINDS
 from .taxonomy.kinds_vocab import BY_CATEGORY
 
 SOURCE = "dcgmi.txt"
 _SECTIONS = r"(?:Metadata|Deployment|Integration|Hardware|Stress|Training)"
-# the first line of a block: a box's top line (only with a header below it: opens()), a diag
-# section line, the health report's header, a diag result row, a JSON object's opening
+# a block's first line: a box's top line (only above a header: opens()), a diag section line, the
+# health report's header, a diag result row, a JSON object's opening (only as DCGM's: opens())
 OPENING = re.compile(r"^[ \t]{0,8}(?:\+-[-+=]{4,}[ \t]*$|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t]{1,4}-|"
                      r"\|?[ \t]{0,3}Health Monitor Report\b|\|[ \t][^|\n]{0,40}\|[ \t]{1,3}(?:(?:Pass|Fail|Warn|Skip)"
                      r" - (?:All\b|GPUs?: \d)|[A-Za-z_]{1,12}\d{1,4}: (?:Pass|Fail|Warn|Skip|Not Run)\b)|\{)")
 _BOX_TOP = re.compile(r"^[ \t]{0,8}\+-[-+=]{4,}[ \t]*$")
-_HEADER_ROW = re.compile(r"^[ \t]{0,8}(?:\|[ \t]{1,3}(?:Diagnostic[ \t]{1,40}\|[ \t]{1,3}Result|Health Monitor Report)\b|"
-                         r"[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t])")
-_JSON_HEAD = re.compile(r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|Health Monitor Report)"|"Overall Result" ?: ?"|'
-                        r'"body" ?: ?\{ ?"(?:Overall Health|GPU|vGPU|Switch|GPU_I|GPU_CI|LINK|CPU|CPU_CORE|ConnectX)" ?:')
-_JSON_SCALAR = re.compile(r"^(?:-?\d{1,20}(?:\.\d{1,20})?|true|false|null),?$")
-_PREFIX = re.compile(r"^[A-Za-z0-9][\w.\-]{0,252}: (?=[ \t]{0,8}[|+{}\[\]\"])")
+_HEADER_ROW = re.compile(r"^[ \t]{0,8}(?:\|[ \t]{1,3}(?:Diagnostic[ \t]{1,40}\|[ \t]{1,3}Result|Health Monitor "
+                         r"Report)\b|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t])")
+_JSON_HEAD = re.compile(r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|Health Monitor Report)"|"Overall Result" ?: ?"|"body"'
+                        r' ?: ?\{ ?"(?:Overall Health|GPU|vGPU|Switch|GPU_I|GPU_CI|LINK|CPU|CPU_CORE|ConnectX)" ?:')
+_JSON_SCALAR = re.compile(r'^(?:-?\d{1,20}(?:\.\d{1,20})?|true|false|null),?$|'
+                          r'^\[[ \t]*(?:$|[\[{"]|\][ \t]*,?$|-?\d[^\]]{0,200}\][ \t]*,?$)')  # an array's
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\],]')  # a string, or what nests or separates
+_PREFIX = re.compile(r"^[A-Za-z0-9][\w.\-]{0,252}: (?=[ \t]{0,8}[|+{}\[\]\"])")  # pdsh 'host: '
 _SECTION = re.compile(r"^[+|]-{3,}[ \t]{1,4}(?P<name>[A-Z][A-Za-z]{1,20}(?: [A-Z][A-Za-z]{1,20})?)[ \t]{1,4}-")
 _STATUS = re.compile(r"^(?P<st>Pass|Fail|Warn|Skip|Not Run)(?: - (?:(?P<all>All)|GPUs?: (?P<ids>[\d, ]{1,400})))?$")
 _ENTITY = re.compile(r"^(?P<grp>[A-Za-z_]{1,12}?)(?P<id>\d{1,6}): (?P<st>Pass|Fail|Warn|Skip|Not Run)$")
 _LABEL = re.compile(r"^(?P<kind>Warning|Error|Info)(?:: (?P<grp>[A-Za-z_]{1,12}?)(?P<id>\d{1,6}))?$")
 _GPU_IN = re.compile(r"\bGPU ?(\d{1,3})(?!\d)")
-_DOUBLE_GPU = re.compile(r"GPU \d{1,3}(?=GPU \d)")  # 2.x prefixed a message with its GPU: 'GPU 0GPU 0's NvLink'
+_DOUBLE_GPU = re.compile(r"GPU \d{1,3}(?=GPU \d)")  # 2.x put the GPU before its message: 'GPU 0GPU 0's NvLink'
 _INLINE = re.compile(r"^(?P<sys>[^:|]{1,60}?) ?: ?(?P<h>Healthy|Warning|Failure)\b(?: ?- ?(?P<msg>.{1,2000}))?$")
 _RANK = {"Not Run": 0, "Skip": 1, "Pass": 2, "Warn": 3, "Fail": 4}
 _BAD = ("Warn", "Fail")
 _MAX_JSON = 32  # JSON objects tried in one text (each try reads the rest of the text)
-
-# a test's name (or a message nothing else explains) -> category; first match wins
+# a test's name (or a message nothing else reads) -> category; the first match wins
 _NAME_RULES = (
     (re.compile(r"cpu", re.I), "unknown"),
     (re.compile(r"deny ?list|black ?list|cuda|nvml|librar|context.create|driver", re.I), "driver"),
@@ -66,63 +57,53 @@ _NAME_RULES = (
     (re.compile(r"row.remap|page.retire|retired page|ecc|\bdbe\b|memory|memtest|inforom|pcie|nvlink|nvswitch|p2p|"
                 r"bandwidth|diagnostic|\beud\b|stress|power|pulse|thermal|clock|sm.perf", re.I), "gpu_hardware"),
 )
-_NAME_WHY = {"unknown": "a node setting or a check with no hardware verdict", "driver": "the driver or CUDA/NVML library",
-             "gpu_hardware": "what the test exercises"}
-# DCGM's older wordings of a code's message (dcgmlib/dcgm_errors.h, tags v2.1.4-v4.0.0) that the
-# 4.6 table does not match: (format, DCGM_FR_* number)
+# DCGM's older wordings of a code's message (dcgmlib/dcgm_errors.h, v2.1.4-v4.0.0) the 4.6 table
+# does not match: (format, DCGM_FR_* number)
 _LEGACY = (
-    ("Found blacklisted driver: %s", 23),
-    ("GPU %u was unsuccessfully written to in a peer-to-peer test: %s", 86),
-    ("GPU %u unsuccessfully wrote data in a peer-to-peer test: %s", 87),
-    ("Detected clock throttling due to power violation in GPU %u.", 12),
-    ("Detected clock throttling due to thermal violation in GPU %u.", 10),
+    ("Found blacklisted driver: %s", 23), ("Row remapping failed.", 80), ("The %s test is skipped for this GPU.", 48),
+    ("GPU %u was unsuccessfully written to in a peer-to-peer test: %s", 86), ("GPU %u unsuccessfully wrote data in "
+                                                                              "a peer-to-peer test: %s", 87),
+    ("Detected clock throttling due to power violation in GPU %u.", 12), ("Detected clock throttling due to thermal "
+                                                                          "violation in GPU %u.", 10),
     ("Clocks are being throttled for GPU %u because of clock throttling starting %.1f seconds into the test. %s", 43),
     ("GPU %u has uncorrectable memory errors and row remappings are pending", 85),
-    ("Persistence mode for GPU %u is currently disabled. The DCGM diagnostic requires peristence mode to be enabled.",
-     29),
-    ("Row remapping failed.", 80),
+    ("Persistence mode for GPU %u is currently disabled. The DCGM diagnostic requires peristence mode to be "
+     "enabled.", 29),
     ("Temperature %lld of GPU %u exceeded user-specified maximum allowed temperature %lld", 42),
-    ("The %s test is skipped for this GPU.", 48),
     ("Thermal violations totaling %lu samples started at %.1f seconds into the test for GPU %u", 41),
 )
 _HEALTH_SYSTEM = {"Driver": "driver", "ConnectX system": "ib_network"}  # any other watch: the GPU's
-_BENIGN = "benign"
 _cache = {}
 
 
 def opens(line, after=()):
-    """True when ``line`` opens a dcgmi block; ``after``: the (up to 3) lines that follow it. A
-    box's top line opens one only above dcgmi's header row or a section line; a ``{`` only when
-    the object's first 200 characters name DCGM's diag or health report."""
+    """Does ``line`` open a dcgmi block (``after``: the next 3 lines)? A box's top line only above
+    dcgmi's header or a section line; a ``{`` only when its first 200 characters name DCGM's report."""
     if not OPENING.match(line):
         return False
-    s = line.strip()
+    s, after = line.strip(), list(after)[:3]
     if s.startswith("{"):
-        head = " ".join((s + " " + " ".join(a for a in list(after)[:3])).split())[:200]
-        return bool(_JSON_HEAD.search(head))
-    if _BOX_TOP.match(line):
-        return any(_HEADER_ROW.match(a) for a in list(after)[:3])
-    return True
+        return bool(_JSON_HEAD.search(" ".join((s + " " + " ".join(after)).split())[:200]))
+    return not _BOX_TOP.match(line) or any(_HEADER_ROW.match(a) for a in after)
 
 
 def belongs(line):
     """True when ``line`` may continue a dcgmi block: a box line, a JSON line, a blank."""
     s = line.strip()
-    return not s or s[0] in "|+{}[]\"" or bool(_JSON_SCALAR.match(s))
+    return not s or s[0] in "|+{}]\"" or bool(_JSON_SCALAR.match(s))
 
 
 def parse_dcgmi(text, source=SOURCE):
     """-> (facts, findings) of dcgmi diag / health output (module docstring); never raises.
-    facts: {"tool": "dcgmi diag"|"dcgmi health"|None, "format": "text"|"json", "version",
-    "gpus" (count, diag), "tests": [{"name", "category", "status", "gpus", "messages"}],
-    "overall", "healthy"}; several reports in one text: the first one's, with all of them in
-    "reports". Findings cite "<source>:<line>" (text) or "<source>" (JSON)."""
+    facts: {"tool": "dcgmi diag"|"dcgmi health"|None, "format": "text"|"json", "version", "gpus"
+    (diag: how many), "tests": [{"name", "category", "status", "gpus", "messages"}] (health: its watches'
+    incidents), "overall", "healthy"}; of several reports the first's, all in "reports"."""
     return never_raise(_parse, source, text, source=source)
 
 
 def _parse(text, source=SOURCE):
     raw = [line for _n, line in iter_lines(text if isinstance(text, str) else "")]
-    lines = [_clean(line) for line in raw]
+    lines = [_PREFIX.sub("", unpaste(line), count=1) for line in raw]
     reports, taken, i, tries = [], set(), 0, 0
     while i < len(lines):
         if lines[i].lstrip().startswith("{") and tries < _MAX_JSON and opens(lines[i], lines[i + 1:i + 4]):
@@ -131,63 +112,56 @@ def _parse(text, source=SOURCE):
             if isinstance(obj, dict):
                 reports.append(_json_report(obj, cut))
                 taken.update(range(i, end))
-                i = end
-                continue
+            i = end  # a broken object's lines are no table: past them
+            continue
         i += 1
-    reports = _text_reports(lines, raw, taken) + reports
     findings, facts = [], []
-    for rep in reports:
-        found = _diag_findings(rep, source) if rep["tool"] == "dcgmi diag" else _health_findings(rep, source)
+    for rep in _text_reports(lines, raw, taken) + reports:
+        found = _health_findings(rep, source) if rep["tool"] != "dcgmi diag" else [
+            _make(c if isinstance(c, dict) else _named("unknown"), "warning", "dcgmi diag did not run: %s" % t[:300],
+                  {}, None, source) for t, c in ((t, _by_text(t)) for t in rep["errors"])] + [
+            f for test in rep["tests"] for f in _test_findings(rep, test, source)]
+        found += [finding("capture_truncated", "The %s JSON is cut off: it was read as far as it goes" % rep["tool"],
+                          source=source)] if rep["cut"] else []
         findings.extend(found)
         facts.append(_facts(rep, found))
-    out = dict(facts[0]) if facts else {"tool": None, "format": None, "version": None, "tests": [], "overall": None,
-                                        "healthy": False}
-    if len(facts) > 1:
-        out["reports"] = facts
+    out = dict(facts[0]) if facts else _facts(_report(None, None, False), [])
+    out.update({"reports": facts} if len(facts) > 1 else {})
     return out, _unique(findings)
 
 
-def _clean(line):
-    line = unpaste(line)
-    m = _PREFIX.match(line)
-    return line[m.end():] if m else line
-
-
-# -- JSON ---------------------------------------------------------------------------------
 def _load_json(lines, i):
-    """(object, end line index, cut) of the JSON object that starts at line ``i``; a cut-off one
-    is closed after its last complete value (cut True); (None, i, False) when it is no JSON."""
+    """(object or None, end line index, cut) of the JSON object that starts at line ``i``; one cut
+    off (by a cap, or by the next command's lines) is closed after its last complete value."""
     text = "\n".join(lines[i:])
     start = text.index("{")
     try:
         obj, end = json.JSONDecoder().raw_decode(text, start)
         return obj, i + text.count("\n", 0, end) + 1, False
-    except (ValueError, RecursionError):
-        fixed = _repair(text[start:])
+    except RecursionError:
+        return None, i + 1, False
+    except ValueError as exc:
+        pos = getattr(exc, "pos", None) or len(text)
+    fixed, end = _repair(text[start:pos]), max(i + 1, i + text.count("\n", 0, pos))
     try:
-        return (json.loads(fixed), len(lines), True) if fixed else (None, i, False)
+        return (json.loads(fixed), end, True) if fixed else (None, end, False)
     except (ValueError, RecursionError):
-        return None, i, False
+        return None, end, False
 
 
 def _repair(text):
-    """A JSON object cut off (a capture's cap, a paste's end) closed after its last complete value,
-    or None when it is not cut off (or nests too deep to be dcgmi's)."""
-    stack, in_str, esc, cut = [], False, False, None
-    for pos, ch in enumerate(text):
-        if in_str:
-            esc, in_str = (False, in_str) if esc else (ch == "\\", ch != '"')
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch in "{[":
+    """A JSON object cut off closed after its last complete value; None if not cut, or nested too deep."""
+    stack, cut = [], None
+    for m in _JSON_TOKEN.finditer(text):
+        ch, pos = m.group(), m.start()
+        if ch[0] == '"':
+            continue  # a string (the last one may be cut)
+        if ch in "{[" and len(stack) < 64:
             stack.append("}" if ch == "{" else "]")
-            if len(stack) > 64:
-                return None
             cut = (pos + 1, "".join(reversed(stack)))
+        elif ch in "{[" or (ch in "}]" and len(stack) < 2):
+            return None  # too deep, or closed: complete (and malformed) or not one object
         elif ch in "}]":
-            if not stack or len(stack) == 1:
-                return None  # closed: complete (malformed) or not one object
             stack.pop()
             cut = (pos + 1, "".join(reversed(stack)))
         elif ch == ",":
@@ -196,197 +170,159 @@ def _repair(text):
 
 
 def _json_report(obj, cut):
-    body = obj.get("body")
-    if isinstance(body, dict):
-        return _json_health(obj, body, cut)
+    if isinstance(obj.get("body"), dict):
+        return _json_health(obj["body"], cut)
     rep = _report("dcgmi diag", "json", cut)
-    roots = obj.get("iterations") if isinstance(obj.get("iterations"), list) else [obj]
-    for root in (r for r in roots if isinstance(r, dict)):
-        diag = root.get("DCGM GPU Diagnostic", root.get("DCGM Diagnostic"))
+    for root in obj.get("iterations") if isinstance(obj.get("iterations"), list) else [obj]:
+        diag = root.get("DCGM GPU Diagnostic", root.get("DCGM Diagnostic")) if isinstance(root, dict) else None
         if not isinstance(diag, dict):
             continue
-        meta = root.get("metadata") if isinstance(root.get("metadata"), dict) else {}
+        meta, ids = _obj(root.get("metadata")), root.get("GPU Device IDs")
         rep["version"] = rep["version"] or _str(diag.get("version") or root.get("version") or meta.get("version"))
-        ids = root.get("GPU Device IDs")
-        groups = [g for g in root.get("entity_groups") or () if isinstance(g, dict) and g.get("entity_group") == "GPU"]
-        rep["gpus"] = len(ids) if isinstance(ids, list) else len(groups[0].get("entities") or ()) if groups else None
+        groups = [_list(_obj(g).get("entities")) for g in _list(root.get("entity_groups")) if _obj(g).get(
+            "entity_group") == "GPU"]
+        rep["gpus"] = len(ids) if isinstance(ids, list) else len(groups[0]) if groups else None
         if diag.get("runtime_error"):
             rep["errors"].append(_str(diag["runtime_error"]))
-        for cat in diag.get("test_categories") or ():
-            for t in (cat.get("tests") or ()) if isinstance(cat, dict) else ():
-                if isinstance(t, dict):
-                    rep["tests"].append(_json_test(t, _str(cat.get("category"))))
+        for cat in map(_obj, _list(diag.get("test_categories"))):
+            rep["tests"].extend(_json_test(t, _str(cat.get("category"))) for t in _list(cat.get("tests")) if _obj(t))
     return rep
 
 
 def _json_test(t, category):
     test = _test(_str(t.get("name")), category, None, None, json.dumps(t, sort_keys=True)[:400])
-    summary = t.get("test_summary") if isinstance(t.get("test_summary"), dict) else {}
-    results = [r for r in t.get("results") or () if isinstance(r, dict)]
-    for res in results or ([summary] if summary else []):
-        group, eid = _json_entity(res)
-        gpu = eid if group == "GPU" else None
+    summary, results = _obj(t.get("test_summary")), [r for r in _list(t.get("results")) if isinstance(r, dict)]
+    for res in results + [summary]:  # a summary repeats its results' messages, and has the test's own
+        group, eid = (_str(res.get("entity_group") or "GPU"), _int(res["entity_id"])) if "entity_id" in res else (
+            "GPU", _int(res.get("gpu_id", res.get("gpu_ids"))))
         if res is not summary:
-            test["results"].append({"gpu": gpu, "ent": (group, eid), "status": _str(res.get("status")),
-                                    "lineno": None, "line": json.dumps(res, sort_keys=True)[:400]})
-        for text, code in _json_warnings(res):
-            test["messages"].append(_msg(text, code, (group, eid) if eid is not None else None))
+            test["results"].append({"gpu": eid if group == "GPU" else None, "ent": (group, eid), "lineno": None,
+                                    "status": _str(res.get("status")), "line": json.dumps(res, sort_keys=True)[:400]})
+        w = res.get("warnings")
+        for e in [w] if isinstance(w, str) else w if isinstance(w, list) else ():
+            text, code = (e, res.get("error_id")) if isinstance(e, str) else (
+                _str(e.get("warning") or e.get("warnings")), e.get("error_id")) if isinstance(e, dict) else ("", None)
+            if res is not summary or all(m["text"] != text for m in test["messages"]):
+                test["messages"].append({"text": text, "code": code, "ent": (group, eid) if eid is not None else None,
+                                         "info": False, "pieces": []})
     test["status"] = _worst([r["status"] for r in test["results"]] + [_str(summary.get("status"))])
     return test
 
 
-def _json_entity(res):
-    if "entity_id" in res:
-        return _str(res.get("entity_group") or "GPU"), _int(res.get("entity_id"))
-    for key in ("gpu_id", "gpu_ids"):
-        if key in res:
-            return "GPU", _int(res[key])
-    return "GPU", None
-
-
-def _json_warnings(res):
-    w = res.get("warnings")
-    for e in [w] if isinstance(w, str) else w if isinstance(w, list) else ():
-        if isinstance(e, str):
-            yield e, res.get("error_id")
-        elif isinstance(e, dict):
-            yield _str(e.get("warning") or e.get("warnings")), e.get("error_id")
-
-
-def _json_health(obj, body, cut):
+def _json_health(body, cut):
     rep = _report("dcgmi health", "json", cut)
-    rep["overall"] = _str((body.get("Overall Health") or {}).get("value"))
+    rep["overall"] = _str(_obj(body.get("Overall Health")).get("value"))
     for group, node in body.items():
-        if group == "Overall Health" or not isinstance(node, dict):
-            continue
-        for eid, ent in (node.get("children") or {}).items():
-            errors = ((ent.get("children") or {}).get("Errors") or {}).get("children") or {}
-            for system, sn in errors.items():
-                sn = sn if isinstance(sn, dict) else {}
-                text = " ".join(_str(p) for p in sn.get("overflow") or ())
+        for eid, ent in _obj(_obj(node).get("children")).items():
+            for system, sn in _obj(_obj(_obj(_obj(ent).get("children")).get("Errors")).get("children")).items():
+                sn = _obj(sn)
+                text = " ".join(_str(p) for p in _list(sn.get("overflow")))
                 rep["tests"].append(_incident(group, _int(eid), system, _str(sn.get("value")), text, None,
                                               json.dumps({system: sn}, sort_keys=True)[:400]))
     return rep
 
 
-# -- text ---------------------------------------------------------------------------------
 def _text_reports(lines, raw, taken):
     reports, rep = [], None
     for i, line in enumerate(lines):
-        if i in taken:
-            continue
-        s = line.strip()
-        sec = _SECTION.match(s)
-        cells = _cells(line) if not sec else None
+        sec = _SECTION.match(line.strip()) if i not in taken else None
+        cells = _cells(line) if i not in taken and not sec else None
         if not sec and cells is None:
             continue
         name, piece = cells or ("", "")
-        info = piece.strip()
-        new = None
-        if name == "Health Monitor Report" or s.lstrip("| ").startswith("Health Monitor Report"):
-            new = "dcgmi health"
-        elif (name == "Diagnostic" and info == "Result") or (sec and (rep is None or rep["tool"] != "dcgmi diag")):
-            new = "dcgmi diag"
-        elif rep is None and (name or info):
-            new = "dcgmi health" if name.startswith("->") or name == "Overall Health" else "dcgmi diag"
-        if new:
-            rep = _report(new, "text", False)
+        info, new = piece.strip(), None
+        head = name == "Health Monitor Report" or (info == "Result" and name == "Diagnostic")
+        if head or (sec and (rep is None or rep["tool"] != "dcgmi diag")) or (rep is None and (name or info)):
+            health = name == "Health Monitor Report" or (not head and not sec and name.startswith(("->", "Overall H")))
+            rep = _report("dcgmi health" if health else "dcgmi diag", "text", False)
             reports.append(rep)
+        if rep is None or head:
+            continue  # a header row
         if sec:
             rep["section"] = sec.group("name")
         elif rep["tool"] == "dcgmi diag":
-            _diag_row(rep, name, piece, info, i + 1, raw[i])
+            _diag_row(rep, name, piece[:45], info, i + 1, raw[i])  # a message's piece: its first 45 columns
         else:
             _health_row(rep, name, info, i + 1, raw[i])
     return [r for r in reports if r["tests"] or r["overall"] or r["meta"]]
 
 
 def _cells(line):
-    """(name cell, the value cell's text as printed: its first 45 columns) of a box row, or None."""
+    """(name cell, value cell as printed, without the space and bar around it) of a box row, or None."""
     s = line.lstrip(" \t")
     if not s.startswith("|") or s[1:2] in ("-", "="):
         return None
     bar = s.find("|", 1)
-    if bar < 0:
-        return s[1:].strip(), ""
-    rest = s[bar + 1:]
+    rest = s[bar + 1:] if bar > 0 else ""
     rest = rest[1:] if rest[:1] == " " else rest
     r = rest.rstrip()
-    r = rest[:len(r) - 1] if r.endswith("|") else rest
-    return s[1:bar].strip(), r[:45]
+    return s[1:bar if bar > 0 else None].strip(), rest[:len(r) - 1] if r.endswith("|") else rest
 
 
 def _diag_row(rep, name, piece, info, lineno, line):
-    test, msg = rep["test"], rep["msg"]
-    lab = _LABEL.match(name)
+    test, msg, lab = rep["test"], rep["msg"], _LABEL.match(name)
+    st, en = _STATUS.match(info), _ENTITY.match(info)
     if lab:
-        if test is None:  # an excerpt that starts at a message: the test it belongs to is not shown
+        if test is None:  # an excerpt that starts at a message: its test is not shown
             test = rep["test"] = _test("", rep["section"], "Fail" if lab.group("kind") == "Error" else "Warn",
                                        lineno, line)
             rep["tests"].append(test)
-        ent = (lab.group("grp"), int(lab.group("id"))) if lab.group("id") else None
-        rep["msg"] = _msg("", None, ent, lineno, line, info=lab.group("kind") == "Info")
-        rep["msg"]["pieces"].append(piece)
-        if not rep["msg"]["info"]:
-            test["messages"].append(rep["msg"])
+        rep["msg"] = {"text": "", "code": None, "ent": (lab.group("grp"), int(lab.group("id"))) if lab.group("id")
+                      else None, "info": lab.group("kind") == "Info", "pieces": [piece]}
+        test["messages"].append(rep["msg"])
+    elif not name and test is not None and en:
+        test["results"].append({"gpu": int(en.group("id")) if en.group("grp") == "GPU" else None, "lineno": lineno,
+                                "ent": (en.group("grp"), int(en.group("id"))), "status": en.group("st"), "line": line})
+        rep["msg"] = None
+    elif not name and test is not None and st and msg is None:
+        _add_status(test, st, lineno, line)
+    elif not name and msg is not None:
+        msg["pieces"].append(piece)
+    elif not name:
         return
-    st, en = _STATUS.match(info), _ENTITY.match(info)
-    if not name:
-        if test is not None and en:
-            grp = en.group("grp")
-            test["results"].append({"gpu": int(en.group("id")) if grp == "GPU" else None, "status": en.group("st"),
-                                    "ent": (grp, int(en.group("id"))), "lineno": lineno, "line": line})
-            rep["msg"] = None
-        elif test is not None and st and msg is None:
-            _add_status(test, st, lineno, line)
-        elif msg is not None:
-            msg["pieces"].append(piece)
-        return
-    rep["msg"] = None
-    if rep["section"] == "Metadata" or name.endswith(("Detected", "Version")):
-        rep["meta"][name] = info
+    elif rep["section"] == "Metadata" or name.endswith(("Detected", "Version")):
+        rep["meta"][name], rep["msg"] = info, None
         if name == "DCGM Version":
             rep["version"] = info
         elif name == "GPU Device IDs Detected":
             rep["gpus"] = None if info.endswith("...") else len([x for x in info.split(",") if x.strip()])
-        return
-    rep["test"] = _test(name, rep["section"], None, lineno, line)
-    rep["tests"].append(rep["test"])
-    if st:
-        _add_status(rep["test"], st, lineno, line)
+    else:
+        rep["test"], rep["msg"] = _test(name, rep["section"], None, lineno, line), None
+        rep["tests"].append(rep["test"])
+        if st:
+            _add_status(rep["test"], st, lineno, line)
 
 
 def _add_status(test, st, lineno, line):
     test["status"] = _worst([test["status"], st.group("st")])
-    if st.group("all"):
-        test["all"] = True
+    test["all"] = test["all"] or bool(st.group("all"))
     for gid in (st.group("ids") or "").replace(",", " ").split():
-        test["results"].append({"gpu": int(gid), "ent": ("GPU", int(gid)), "status": st.group("st"),
+        test["results"].append({"gpu": _int(gid), "ent": ("GPU", _int(gid)), "status": st.group("st"),
                                 "lineno": lineno, "line": line})
 
 
 def _health_row(rep, name, info, lineno, line):
-    label = name[2:].strip() if name.startswith("->") else name
-    inline = _INLINE.match(label) if name.startswith("->") and not info else None
+    arrow = name.startswith("->")
+    label = name[2:].strip() if arrow else name
+    inline = _INLINE.match(label) if arrow and not info else None
     if name == "Overall Health":
-        rep["overall"] = info
-    elif name.startswith("->") and label.isdigit():
-        rep["entity"] = int(label)
-    elif name.startswith("->") and label != "Errors":
+        rep["overall"], rep["where"] = info, {"lineno": lineno, "line": line}
+    elif arrow and small_int(label) is not None:
+        rep["entity"] = small_int(label)
+    elif arrow and label != "Errors":
         health, text = (inline.group("h"), inline.group("msg") or "") if inline else (info, "")
         rep["msg"] = _incident(rep["group"], rep["entity"], inline.group("sys") if inline else label, health, text,
                                lineno, line)
         rep["tests"].append(rep["msg"])
     elif not name and info and rep["msg"] is not None:
         rep["msg"]["messages"].append(info)
-    elif name and not name.startswith("->"):
+    elif name and not arrow:
         rep["group"], rep["entity"], rep["msg"] = name, None, None
 
 
-# -- the model ----------------------------------------------------------------------------
 def _report(tool, fmt, cut):
-    return {"tool": tool, "format": fmt, "cut": cut, "version": None, "gpus": None, "meta": {}, "tests": [],
-            "errors": [], "overall": None, "section": None, "test": None, "msg": None, "group": "GPU", "entity": None}
+    return dict(tool=tool, format=fmt, cut=cut, version=None, gpus=None, meta={}, tests=[], errors=[], overall=None,
+                where={}, section=None, test=None, msg=None, group="GPU", entity=None)
 
 
 def _test(name, category, status, lineno, line):
@@ -394,22 +330,184 @@ def _test(name, category, status, lineno, line):
             "results": [], "messages": []}
 
 
-def _msg(text, code, ent, lineno=None, line=None, info=False):
-    return {"text": text, "code": code, "ent": ent, "lineno": lineno, "line": line, "info": info, "pieces": []}
-
-
 def _incident(group, eid, system, health, text, lineno, line):
-    return {"name": system, "group": group, "entity": eid, "status": health, "messages": [text] if text else [],
-            "lineno": lineno, "line": line}
+    return {"name": system, "category": group, "group": group, "entity": eid, "status": health, "line": line,
+            "gpus": [eid] if group == "GPU" and eid is not None else [], "messages": [text] * bool(text),
+            "lineno": lineno}
 
 
 def _text_of(m):
-    text = m["text"] or "".join(m["pieces"])
-    return _DOUBLE_GPU.sub("", " ".join(text.split()))
+    return _DOUBLE_GPU.sub("", " ".join((m["text"] or "".join(m["pieces"])).split()))
 
 
 def _gpu_of(m):
-    if m["ent"] is not None:
-        return m["ent"][1] if m["ent"][0] == "GPU" else None
-    g = _GPU_IN.search(_text_of(m))
-    return int(g.group(1)) if g else None
+    g = _GPU_IN.search(_text_of(m)) if m["ent"] is None else None
+    return int(g.group(1)) if g else m["ent"][1] if m["ent"] and m["ent"][0] == "GPU" else None
+
+
+def _test_findings(rep, test, source):
+    by_gpu = {}  # the messages of each GPU they name (None: of none)
+    for m in (m for m in test["messages"] if not m["info"]):
+        by_gpu.setdefault(_gpu_of(m), []).append(m)
+    on_gpus = [r for r in test["results"] if r["gpu"] is not None]
+    every = len(on_gpus) >= 2 and all(r["status"] in _BAD for r in on_gpus)
+    bad = {}  # one result per GPU (entity)
+    for r in (r for r in test["results"] if r["status"] in _BAD):
+        bad.setdefault((r["gpu"], r["ent"]), r)
+    if not bad and test["status"] in _BAD:  # no per-GPU result: the GPUs its messages name, or the test
+        every = every or (test["all"] and rep["gpus"] != 1)
+        bad = {g: {"gpu": g, "ent": None, "status": test["status"], "lineno": test["lineno"], "line": test["line"]}
+               for g in sorted(g for g in by_gpu if g is not None) or [None]}
+    pairs, rest = [], []
+    for r in bad.values():
+        mine = by_gpu.get(r["gpu"]) or by_gpu.get(None) or [] if r["gpu"] is not None else [
+            m for ms in by_gpu.values() for m in ms if r["ent"] is not None and m["ent"] == r["ent"]] or [
+            m for ms in by_gpu.values() for m in ms]
+        c = _classify(mine, test["name"])
+        sev = _severity(r["status"], c["severity"])
+        (pairs if not every or (c["category"] == "gpu_hardware" and sev == "critical") else rest).append((r, c, sev))
+    out = [_make(c, sev, _say(test, r, c), r, r["gpu"], source) for r, c, sev in pairs]
+    if rest:  # failed on every GPU: one finding for the node
+        r, c, sev = max(rest, key=lambda p: _weight(dict(p[1], severity=p[2])))
+        if c["category"] == "gpu_hardware":
+            c, sev = dict(c, kind="logged_error", category="unknown"), "warning"
+        where = {"lineno": test["lineno"], "line": test["line"]} if test["lineno"] else r
+        out.append(_make(c, sev, _say(test, dict(r, gpu=None, ent=None), c, every=True), where, None, source))
+    return out
+
+
+def _say(test, r, c, every=False):
+    ent = r.get("ent")
+    where = (" on every GPU" if every else " on GPU %d" % r["gpu"] if r["gpu"] is not None else
+             " on %s %s" % ent if ent and ent[1] is not None else "")
+    text = "dcgmi diag: %s %s%s" % (test["name"] or "a %s check" % (test["category"] or "diagnostic"),
+                                    "failed" if r["status"] == "Fail" else "warned", where)
+    return text + _tail(c) + (": a cause the GPUs share (the node, its configuration or what the test expects of "
+                              "it), not one GPU's fault" if every else "")
+
+
+def _tail(c):
+    return (": " + c["text"][:300] if c.get("text") else "") + (" (%s)" % c["code"] if c.get("code") else "")
+
+
+def _health_findings(rep, source):
+    out = []
+    for inc in (i for i in rep["tests"] if i["status"] in ("Warning", "Failure")):
+        text = " ".join(" ".join(inc["messages"]).split())
+        c = _by_text(text)
+        c = dict(c if isinstance(c, dict) else _named(_HEALTH_SYSTEM.get(inc["name"], "gpu_hardware")), text=text)
+        who = "%s %s" % (inc["group"], inc["entity"]) if inc["entity"] is not None else inc["group"]
+        say = "dcgmi health: the %s watch of %s reports %s%s" % (inc["name"], who, inc["status"], _tail(c))
+        out.append(_make(c, "critical" if inc["status"] == "Failure" else "warning", say, inc,
+                         inc["entity"] if inc["group"] == "GPU" else None, source))
+    if not out and rep["overall"] in ("Warning", "Failure"):
+        out.append(_make(_named("unknown"), "warning", "dcgmi health: Overall Health is %s, and no watch says which "
+                         "GPU or what" % rep["overall"], rep["where"], None, source))
+    return out
+
+
+def _make(c, severity, message, where, gpu, source):
+    """A reading's finding: the table's kind if the taxonomy fixes its rung, else the category's generic one."""
+    info = KINDS.get(c["kind"])
+    kind = c["kind"] if info and info["rung"] is not None and c["category"] in info["categories"] else \
+        BY_CATEGORY[c["category"]]
+    return finding(kind, message, evidence=where.get("line") or "",
+                   source="%s:%d" % (source, where["lineno"]) if where.get("lineno") else source,
+                   gpu=gpu_ref(index=gpu) if gpu is not None else None, severity=severity, category=c["category"],
+                   note=c.get("note"), name="DCGM" if kind in BY_CATEGORY.values() else None)
+
+
+def _classify(msgs, name):
+    """The worst reading of a test's messages (by code, else by text), else of its name."""
+    best = None
+    for m in msgs:
+        text = _text_of(m)
+        c = _by_code(m["code"])
+        c = _by_text(text) if c is None else c
+        if isinstance(c, dict) and (best is None or _weight(c) > _weight(best)):
+            best = dict(c, text=text)
+    if best is None:
+        texts = [t for t in map(_text_of, msgs) if t]
+        cat = next((c for text in [name] + texts for pattern, c in _NAME_RULES if text and pattern.search(text)),
+                   "unknown")
+        best = dict(_named(cat), text="; ".join(texts)[:300])
+    return best
+
+
+def _by_code(number):
+    """A DCGM_FR_* number's reading (vocab/dcgm.py CODES); vocab.BENIGN for a skip notice; None when unknown."""
+    row = vocab.code("dcgm", number) if type(number) is int and number > 0 else None
+    return _reading(row, row["name"]) if row else None
+
+
+def _by_text(text):
+    """A message's reading: the DCGM table's row, else an older wording's code; None when unknown."""
+    if not text:
+        return None
+    if not _cache:
+        _cache["names"] = {c[2]: c[1] for c in vocab.table("dcgm").module.CODES}
+        _cache["legacy"] = [vocab.compile_format(fmt) + (number,) for fmt, number in _LEGACY]
+    m = vocab.match_line(text, ("dcgm",))
+    if m is not None:
+        return _reading(m[1], _cache["names"].get(m[1]["format"]))
+    return next((_by_code(n) for frags, gaps, n in _cache["legacy"] if vocab.match_fragments(text, frags, gaps)), None)
+
+
+def _reading(row, code):
+    return vocab.BENIGN if row["kind"] == vocab.BENIGN else {
+        "kind": row["kind"], "category": row["category"], "severity": row["severity"], "note": row["meaning"] or None,
+        "code": code}
+
+
+def _named(category):
+    return {"kind": BY_CATEGORY[category], "category": category, "severity": "warning", "code": None, "text": "",
+            "note": None}
+
+
+def _weight(c):
+    return SEVERITY_RANK[c["severity"]], SUSPICION.get(c["category"], 0)
+
+
+def _severity(status, severity):
+    """A failed test is at least a warning; a warned one at most."""
+    low, high = ("warning", "critical") if status == "Fail" else ("info", "warning")
+    return low if SEVERITY_RANK[severity] < SEVERITY_RANK[low] else high if severity == "critical" else severity
+
+
+def _facts(rep, found):
+    diag, tests = rep["tool"] == "dcgmi diag", []
+    for t in rep["tests"]:
+        msgs = [m for m in t["messages"] if not m["info"]] if diag else [" ".join(t["messages"])] * bool(t["messages"])
+        gpus = t["gpus"] if not diag else sorted({r["gpu"] for r in t["results"] if r["gpu"] is not None and r[
+            "status"] == t["status"]} if t["results"] else {g for g in map(_gpu_of, msgs) if g is not None})
+        tests.append({"name": t["name"], "category": t["category"], "status": t["status"], "gpus": gpus,
+                      "messages": [_text_of(m) for m in msgs] if diag else msgs})
+    overall = rep["overall"] if not diag else "Error" if rep["errors"] else _worst([t["status"] for t in tests])
+    healthy = overall in ("Pass", "Healthy") and not rep["cut"] and all(
+        SEVERITY_RANK[f["severity"]] < SEVERITY_RANK["warning"] for f in found)
+    return {"tool": rep["tool"], "format": rep["format"], "version": rep["version"] or None, "gpus": rep["gpus"],
+            "tests": tests, "overall": overall or None, "healthy": healthy}
+
+
+def _worst(statuses):
+    return max((s for s in statuses if s in _RANK), key=_RANK.get, default=None)
+
+
+def _unique(findings):
+    return list({(f["kind"], f["source"], (f["gpu"] or {}).get("index"), f["message"]): f for f in findings}.values())
+
+
+def _obj(x):
+    return x if isinstance(x, dict) else {}
+
+
+def _list(x):
+    return x if isinstance(x, list) else []
+
+
+def _str(x):
+    return x if isinstance(x, str) else "" if x is None else str(x)
+
+
+def _int(x):
+    return x if type(x) is int else small_int(_str(x).strip())

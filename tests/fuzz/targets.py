@@ -8,7 +8,7 @@ one-line error its caller reports); anything else is a bug."""
 
 from hypothesis import strategies as st
 
-from gpu_runbook import analyze, bugreport, capture, content, linefamily, runbook, slurm, sources, timeutil, vocab
+from gpu_runbook import analyze, bugreport, capture, content, dcgm, linefamily, runbook, slurm, sources, timeutil, vocab
 from gpu_runbook.infiniband import ibdev2netdev, iblinkinfo, ibstat, ibv_devinfo, names, perfquery, reload, restart
 from gpu_runbook.infiniband import sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
@@ -146,6 +146,7 @@ TARGETS = [
     Target(slurm.parse_scontrol_show_node, "slurm_node"),
     Target(slurm.parse_scontrol_show_nodes, "slurm_node", returns=list),
     Target(slurm.parse_node_findings, "slurm_node", returns=tuple),
+    Target(dcgm.parse_dcgmi, "dcgmi", returns=tuple),
     Target(slurm.parse_node_state, "system", _each_line(slurm.parse_node_state), returns=list),
     Target(slurm.expand_hostlist, "slurm_job", _each_line(slurm.expand_hostlist), returns=list),
     # bug reports, source detection, whole hosts

@@ -19,13 +19,6 @@ CASES = case_dirs(FORMATS)
 KNOWN = {
     # -- formats with no reader yet: the text is read by the line readers only, so the verdict is
     #    unknown (never healthy) where the sample needs the format's own structure
-    "dcgmi_diag_json/01-gcm-testdata-deployment-pass": (("category",), "dcgmi diag -j has no reader yet"),
-    "dcgmi_diag_text/01-awsome-p4de-r2-all-pass": (("category", "hosts"), "dcgmi diag's table has no reader yet"),
-    "dcgmi_diag_text/02-mlengineering-deployment-row-remap-pending-gpu3": (
-        ("category",), "dcgmi diag's table has no reader yet"),
-    "dcgmi_diag_text/03-mlengineering-r2-gpu-memory-fail-gpu0": (("category",), "dcgmi diag's table has no reader yet"),
-    "dcgmi_health/01-dcgm263-health-json-healthy-while-gpu1-needs-reset": (
-        ("category",), "dcgmi health -j has no reader yet"),
     "pyspy_dump/03-bigscience-tr11-eval-hang-2node-condensed": (
         ("category",), "the dumps show where each process stood (one in the DataLoader while the others wait in "
                        "collectives); that the cause was the evaluation code is the authors' fix, not the stacks'"),
@@ -86,10 +79,6 @@ def test_format_sample_gives_its_truth(case):
 # samples whose files nothing recognises yet (no reader of their structure, and no line of them
 # any line reader knows): the CLI names them on stderr; their error-like lines are still quoted
 UNREAD = {
-    "dcgmi_diag_json/01-gcm-testdata-deployment-pass", "dcgmi_diag_json/02-gcm-testdata-persistence-mode-fail",
-    "dcgmi_diag_text/02-mlengineering-deployment-row-remap-pending-gpu3",
-    "dcgmi_diag_text/03-mlengineering-r2-gpu-memory-fail-gpu0",
-    "dcgmi_diag_text/04-dcgm49-pcie-fail-nvlink-down-on-pcie-a100",
     "nvsmi_query_csv/01-dcgm263-gpu-recovery-action-reset-gpu1",
     # lines of a known program that say nothing the vocabularies hold (NHC's own progress lines, a
     # validator's wait, slurmd/slurmctld info lines, sacct -b rows of a FAILED state)

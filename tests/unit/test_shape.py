@@ -19,7 +19,7 @@ LAYERS = {
     # NVIDIA's Xid catalog (vocab/xid.py) with gpu-runbook's triage of each code
     "xid_catalog": 2.5,
     # pure parsers, one per format family
-    "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3,
+    "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3,
     # what a text holds, by content: its structured blocks and the rest for the line readers
     "content": 3,
     "verdict": 4,
@@ -30,7 +30,7 @@ LAYERS = {
     "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11, "plan_step": 11,
     "__init__": 0,
 }
-PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm")
+PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm", "dcgm")
 
 
 def _modules():
