@@ -20,8 +20,9 @@ LAYERS = {
     "xid_catalog": 2.5,
     # pure parsers, one per format family
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3,
-    # what a text holds, by content: its structured blocks and the rest for the line readers
-    "content": 3,
+    # what a text holds, by content: its structured blocks (a parser's own opening, as dcgm's) and
+    # the rest for the line readers
+    "content": 3.5,
     "verdict": 4,
     # one host: dispatch, probe errors, capture loading
     "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,
