@@ -81,13 +81,11 @@ def _parse_all(sources, opts, parsed, shown=None):
     if parsed and KERNEL_LOG in parsed:
         facts["kernel_log"], fs = parsed[KERNEL_LOG]
         findings.extend(of_family(fs, KERNEL_LOG))
-        kl = facts["kernel_log"] or {}
-        usable[KERNEL_LOG] = bool(kl.get("kernel_lines", kl.get("lines")) or kl.get("node_lines"))
+        usable[KERNEL_LOG] = _node_lines_read(facts["kernel_log"])
     elif _text(sources, KERNEL_LOG) is not None:
         run("kernel_log", KERNEL_LOG, kernlog.parse_kernel_log, sources[KERNEL_LOG], source=KERNEL_LOG,
             **_kernel_opts(opts))
-        kl = facts["kernel_log"] or {}
-        usable[KERNEL_LOG] = usable[KERNEL_LOG] and bool(kl.get("kernel_lines", kl.get("lines")) or kl.get("node_lines"))
+        usable[KERNEL_LOG] = usable[KERNEL_LOG] and _node_lines_read(facts["kernel_log"])
     if _text(sources, SLURM_NODE) is not None:  # what Slurm says of the node
         from .slurm import parse_node_findings
         run("slurm_node", SLURM_NODE, parse_node_findings, sources[SLURM_NODE], source=SLURM_NODE)
@@ -138,6 +136,13 @@ def not_a_kernel_log(facts, findings):
         return all(f.get("kind") in _LOG_ONLY or f.get("severity") == "info" for f in findings or ())
     return not facts.get("node_lines") and not facts.get("events") and all(
         f.get("kind") in _LOG_ONLY for f in findings or ())
+
+
+def _node_lines_read(kl):
+    """A kernel-log scan read the node's own lines (the kernel's, or its programs' through syslog
+    or a daemon's log): usable evidence. Slurm's lines about the node alone are not."""
+    kl = kl or {}
+    return bool(kl.get("kernel_lines", kl.get("lines")) or kl.get("node_lines"))
 
 
 def _kernel_opts(opts):

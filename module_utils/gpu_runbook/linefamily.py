@@ -67,9 +67,20 @@ def syslog_line(line):
     return bool(_SYSLOG_RE.match(line))
 
 
+def line_family(line):
+    """Which of the node's logs ``line`` is a line of: "kernel" (the kernel's), "slurm" (a Slurm
+    daemon's own log, which speaks of every node), "node" (any other program's through syslog /
+    journald -- it carries the node's name --, a node daemon's own log file, an Xid the Kubernetes
+    device plugin logged), or None (a job's output, a tool's)."""
+    if is_kernel_line(line):
+        return "kernel"
+    if SLURM_DAEMON_RE.match(line):
+        return "slurm"
+    if syslog_line(line) or DAEMON_LOG_RE.match(line) or _PLUGIN_XID in line:
+        return "node"
+    return None
+
+
 def is_node_line(line):
-    """True when ``line`` is a line of the node's own logs: the kernel's, any program's through
-    syslog / journald (it carries the node's name), a node daemon's own log file, or an Xid the
-    Kubernetes device plugin logged."""
-    return (is_kernel_line(line) or syslog_line(line) or bool(DAEMON_LOG_RE.match(line))
-            or _PLUGIN_XID in line)
+    """True when ``line`` is a line of the node's own logs (line_family)."""
+    return line_family(line) is not None

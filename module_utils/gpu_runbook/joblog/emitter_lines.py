@@ -192,12 +192,22 @@ def read(line, fs, st):
     if ("oss" in text or "OSS" in text) and _LOSS.search(text) and _STEP.search(text):
         st.training_lines += 1
         return True
-    m = match_line(text, JOB_TABLES)
-    if m is not None:
-        st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
+    if read_vocabulary(line, st, quote=False):
         return True
     if error_like(text):
         st.seen.line(text, line.src, line.raw)
+    return False
+
+
+def read_vocabulary(line, st, quote=True):
+    """The job's emitters' vocabularies read ``line``: its message is recorded (True), else,
+    with ``quote``, the line is kept as one nothing explains (st.seen, vocab/reading.py)."""
+    m = match_line(line.text, JOB_TABLES)
+    if m is not None:
+        st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
+        return True
+    if quote:
+        st.seen.line(line.text, line.src, line.raw)
     return False
 
 
@@ -237,10 +247,6 @@ def findings(st, existing):
     if st.held and not (st.timeouts or st.desync_timeout or st.fr_missing) and not any(
             f["severity"] in ("warning", "critical") for f in existing + out):
         for line in st.held[:64]:  # context lines whose sequel never came: what they say alone
-            m = match_line(line.text, JOB_TABLES)
-            if m is not None:
-                st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
-            else:
-                st.seen.line(line.text, line.src, line.raw)
+            read_vocabulary(line, st)
     out.extend(st.seen.findings(quoted, evidence))
     return out

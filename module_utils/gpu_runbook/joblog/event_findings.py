@@ -6,10 +6,6 @@ from .culprits import HW_CUDA_WORDS
 from .text import evidence
 from ..vocab import code
 
-# ibv_wc_status values that mean the link or the peer is gone (the rest may be one bad request;
-# a flush, 5, is the consequence of an earlier error on the queue pair, not one of its own)
-_IB_FATAL_STATUS = (12, 13, 4, 10, 11, 19, 20)
-
 _DATALOADER_WHAT = {
     "dataloader_worker_killed": "a DataLoader worker was killed by signal %s",
     "dataloader_worker_exited": "a DataLoader worker exited unexpectedly",
@@ -58,7 +54,7 @@ def _ib_completion(ev, c, st, phase, trend):
                        severity=row["severity"], name="libibverbs", gpu=c.gpu, ib=ib, **c.common)
     return finding(
         "ib_completion_error", "%s; the RDMA path between the two hosts is broken." % said,
-        severity=row["severity"] if row is not None else "critical" if ev["status"] in _IB_FATAL_STATUS else "warning",
+        severity=row["severity"] if row is not None else "warning",  # a status rdma-core does not name
         gpu=c.gpu, ib=ib, **c.common)
 
 

@@ -11,9 +11,8 @@ from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION,
                        NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
 from .nccl_words import peer_gone, read_bare, read_warn
-from .emitter_lines import JOB_TABLES
+from .emitter_lines import read_vocabulary
 from .text import add, busid_to_pci, evidence
-from ..vocab import match_line
 from ..vocab.reading import error_like
 
 
@@ -120,11 +119,7 @@ def _vocabulary(body, line, st, level):
     quotes ('Cuda failure ...'); a WARN nothing explains is quoted as unexplained, never passed."""
     if level in (None, "INFO", "TRACE") and not error_like(body):
         return
-    m = match_line(line.text, JOB_TABLES)
-    if m is not None:
-        st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
-    else:
-        st.seen.line(line.text, line.src, line.raw)
+    read_vocabulary(line, st)
 
 
 def _comm(body, line, host, pid, dev, st):

@@ -18,8 +18,7 @@ import re
 
 from ..findings import finding, small_int
 from .patterns import CUDA_ERR
-from .emitter_lines import JOB_TABLES
-from ..vocab import match_line
+from .emitter_lines import read_vocabulary
 from .text import add, evidence
 
 HEADER = re.compile(r"^#? {0,8}Rank +(\d{1,6}) +(?:Group +\d{1,6} +)?Pid +(\d{1,9}) +on +(\S{1,253}) +device +(\d{1,4})"
@@ -83,11 +82,7 @@ def nccl_tests_line(line, fs, st):
                 if mc:
                     add(st.events, dict(base, kind="cuda_error", what=mc.group(1)))
                 else:  # what the CUDA error string means is CUDA's table (vocab/cuda.py)
-                    mv = match_line(text, JOB_TABLES)
-                    if mv is not None:
-                        st.seen.message(mv[0], mv[1], line.src, line.raw, rank=line.rank)
-                    else:
-                        st.seen.line(text, line.src, line.raw)
+                    read_vocabulary(line, st)
             else:
                 add(st.events, dict(base, kind="nccl_error", what=what.split(" (run with")[0]))
             return False       # NCCL's own words in it ('system not yet initialized') are read on

@@ -305,9 +305,10 @@ def _async_findings(st):
     if not groups:
         return []
     order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+    rows = dict((e, _async_row(e)) for _h, _d, e in groups)  # one look-up per event, not per use
 
     def sev(event):
-        row = _async_row(event)
+        row = rows[event]
         if row is not None:
             return row["severity"]
         return "critical" if event in _ASYNC_CRITICAL else "info" if event in _ASYNC_INFO else "warning"
@@ -316,20 +317,20 @@ def _async_findings(st):
     first = recs[0]
     seen = "; ".join("'%s'%s on %s x%d" % (e, " (%s)" % d if d else "", h or "an unnamed host", len(r))
                      for (h, d, e), r in items[:8])
-    row = _async_row(event)
+    row, severity = rows[event], sev(event)
     if row is not None and row["category"] not in ("ib_network", "healthy"):
         # not the port's: a queue pair's error (the peer's request or memory key), per rdma-core
         return [finding(row["kind"], "NCCL got IB async events: %s%s. %s" % (
             seen, " ..." if len(items) > 8 else "", row["meaning"]), category=row["category"],
-            severity=row["severity"], name="libibverbs", ib=ib_ref(hca, first.get("port")) if hca else None,
+            severity=severity, name="libibverbs", ib=ib_ref(hca, first.get("port")) if hca else None,
             **_common(first))]
     return [finding(
         "nccl_ib_async_event",
         "NCCL got IB async events from the hosts' own HCAs: %s%s. %s" % (
             seen, " ..." if len(items) > 8 else "",
             "The HCA port of %s is failing (link down or flapping)." % (host or "that host")
-            if sev(event) == "critical" else "The port changed state."),
-        severity=sev(event) if sev(event) != "ok" else "info", ib=ib_ref(hca, first.get("port")) if hca else None,
+            if severity == "critical" else "The port changed state."),
+        severity=severity if severity != "ok" else "info", ib=ib_ref(hca, first.get("port")) if hca else None,
         **_common(first))]
 
 

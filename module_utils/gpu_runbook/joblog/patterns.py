@@ -4,33 +4,11 @@ what it matches from here, so a new log format is one line to add."""
 
 import re
 
-# ibv_wc_status (libibverbs verbs.h) -> (enum name, ibv_wc_status_str text)
-IBV_WC_STATUS = {
-    0: ("IBV_WC_SUCCESS", "success"),
-    1: ("IBV_WC_LOC_LEN_ERR", "local length error"),
-    2: ("IBV_WC_LOC_QP_OP_ERR", "local QP operation error"),
-    3: ("IBV_WC_LOC_EEC_OP_ERR", "local EE context operation error"),
-    4: ("IBV_WC_LOC_PROT_ERR", "local protection error"),
-    5: ("IBV_WC_WR_FLUSH_ERR", "Work Request Flushed Error"),
-    6: ("IBV_WC_MW_BIND_ERR", "memory management operation error"),
-    7: ("IBV_WC_BAD_RESP_ERR", "bad response error"),
-    8: ("IBV_WC_LOC_ACCESS_ERR", "local access error"),
-    9: ("IBV_WC_REM_INV_REQ_ERR", "remote invalid request error"),
-    10: ("IBV_WC_REM_ACCESS_ERR", "remote access error"),
-    11: ("IBV_WC_REM_OP_ERR", "remote operation error"),
-    12: ("IBV_WC_RETRY_EXC_ERR", "transport retry counter exceeded"),
-    13: ("IBV_WC_RNR_RETRY_EXC_ERR", "RNR retry counter exceeded"),
-    14: ("IBV_WC_LOC_RDD_VIOL_ERR", "local RDD violation error"),
-    15: ("IBV_WC_REM_INV_RD_REQ_ERR", "remote invalid RD request"),
-    16: ("IBV_WC_REM_ABORT_ERR", "aborted error"),
-    17: ("IBV_WC_INV_EECN_ERR", "invalid EE context number"),
-    18: ("IBV_WC_INV_EEC_STATE_ERR", "invalid EE context state"),
-    19: ("IBV_WC_FATAL_ERR", "fatal error"),
-    20: ("IBV_WC_RESP_TIMEOUT_ERR", "response timeout error"),
-    21: ("IBV_WC_GENERAL_ERR", "general error"),
-    22: ("IBV_WC_TM_ERR", "TM error"),
-    23: ("IBV_WC_TM_RNDV_INCOMPLETE", "TM software rendezvous"),
-}
+from ..vocab.rdma import CODES as _RDMA_CODES
+
+# ibv_wc_status (libibverbs verbs.h) -> (enum name, ibv_wc_status_str text): rdma-core's own table
+# (vocab/rdma.py CODES, generated from its source), and success
+IBV_WC_STATUS = dict([(0, ("IBV_WC_SUCCESS", "success"))] + [(c[0], (c[1], c[2])) for c in _RDMA_CODES])
 
 MAX_LINE = 1 << 20          # longer physical lines are cut (a tqdm \r chain can be huge)
 MAX_EVIDENCE = 2000

@@ -20,7 +20,7 @@ from .hosts import slurm_nodes
 from .nodelog import NodeLog, count_line
 from .patterns import AER_DETAIL_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, mlx5_event, nvrm_gpu_event
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
-from ..linefamily import SLURM_DAEMON_RE, is_kernel_line, is_node_line
+from ..linefamily import line_family
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
 
 MAX_EVENTS = 200        # timeline keeps the first N events, counts the rest
@@ -182,7 +182,7 @@ class KernelLogScanner:
         if host and self._hostname is None:
             self._hostname = host
         self._formats[fmt] = self._formats.get(fmt, 0) + 1
-        self._count(line)
+        self._count(line_family(line))
 
     # -- parsing of a hit line ----------------------------------------------------------
     def _handle(self, lineno, raw):
@@ -198,12 +198,12 @@ class KernelLogScanner:
                 self._hostname = host
         else:
             dt, mono, fmt = None, None, "bare"
-        node = is_node_line(line)
+        family = line_family(line)
+        node = family is not None
         about = not node and bool(slurm_nodes(line))  # a Slurm line about a node is that node's
         if not self._in_head(lineno):  # the first lines were tallied by _sample already
             self._formats[fmt] = self._formats.get(fmt, 0) + 1
-            if node:
-                self._count(line)
+            self._count(family)
         if about:
             self.slurm_lines += 1
         node = node or about
@@ -253,15 +253,14 @@ class KernelLogScanner:
             return taken
         return True
 
-    def _count(self, line):
-        """A node line: the kernel's (a kernel log was read), another program's of the node
-        (syslog/journald, a node daemon's own log), or a Slurm daemon's (its log is no account
-        of a node's health: slurmctld speaks of every node)."""
-        if is_kernel_line(line):
+    def _count(self, family):
+        """A node line (linefamily.line_family): the kernel's (a kernel log was read), another
+        program's of the node, or a Slurm daemon's (its log is no account of a node's health)."""
+        if family == "kernel":
             self.kernel_lines += 1
-        elif SLURM_DAEMON_RE.match(line):
+        elif family == "slurm":
             self.slurm_lines += 1
-        elif is_node_line(line):
+        elif family == "node":
             self.node_lines += 1
 
     def _aer_detail(self, ctx):
