@@ -1,7 +1,7 @@
 """Emulated GPU cluster: N hosts as network+UTS+mount namespaces with their own sshd,
 real Slurm (munge + slurmctld + one slurmd per host) and stateful fake hardware.
 
-Names (never shared with the recipe in /work/shared): netns ``gpurb-<host>``, veth
+Names (never shared with the reference recipe in ../shared): netns ``gpurb-<host>``, veth
 ``gpurbv<i>``, bridge ``gpurb0``, subnet 10.201.0.0/24 (controller .1, hosts .11...),
 ip rule priority 101 -> table 201 (unreachable), workdir ``$GPURB_EMU`` or /tmp/gpurb-emu.
 Everything started is recorded in pidfiles under the workdir; ``down`` stops only those

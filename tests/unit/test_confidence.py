@@ -14,10 +14,11 @@ from gpu_runbook.confidence import RULES, WEAK_KINDS, host_confidence, job_confi
 from gpu_runbook.findings import finding, gpu_ref, ib_ref
 from gpu_runbook.nvsmi import parse_nvidia_smi
 from gpu_runbook.plan import make_plan
+from tests.conftest import FIXTURES
 from gpu_runbook.render import render_text
 
 REAL = os.path.join(os.path.dirname(__file__), "..", "fixtures", "real")
-REF = "/work/shared/reference-captures"
+REF = os.path.join(FIXTURES, "nvsmi")  # the reference capture 009, copied into the repository
 PCI = "0000:3b:00.0"
 
 
@@ -162,7 +163,6 @@ def test_review_takes_no_drain_cap():
 
 
 # ---------------------------------------------------------------- nvidia-smi ERR!
-@pytest.mark.skipif(not os.path.isdir(REF), reason="reference captures not mounted")
 def test_one_err_power_reading_is_an_odd_reading_but_many_gpus_are_a_fault():
     text = open(os.path.join(REF, "009-gpud-smi-table-h100x8-healthy", "nvidia-smi.txt")).read()
     rows = [m.group(0) for m in re.finditer(r"(?m)^\| N/A\s+\d+C\s+P0\s+\d+W /\s+700W \|", text)]

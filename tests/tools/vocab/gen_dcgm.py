@@ -4,8 +4,8 @@
 ``_NEXT``, and DCGM's own severity and category from dcgmlib/src/dcgm_errors.c), and the
 words of ``dcgmi diag`` / ``dcgmi health`` text output (dcgmi/Diag.cpp, dcgmi/Health.cpp).
 
-    fetch github:NVIDIA/DCGM   (a bare mirror under /work/.mirror/, or any clone)
-    .venv/bin/python tests/tools/vocab/gen_dcgm.py --src /work/.mirror/NVIDIA+DCGM/repo [--rev 72fa3feaa67d]
+    git clone --bare https://github.com/NVIDIA/DCGM.git /tmp/dcgm.git   # or any clone
+    .venv/bin/python tests/tools/vocab/gen_dcgm.py --src /tmp/dcgm.git [--rev 72fa3feaa67d]
 
 The default pin is master at "DCGM 4.6.0 (#306)" (the tag v4.6.0 is not an ancestor of it);
 licence Apache-2.0.

@@ -5,8 +5,7 @@ source at a pinned tag.
 
 Usage (from the repository root)::
 
-    # get the source: the workspace's fetch tool (github:NVIDIA/nccl gives a bare mirror under
-    # /work/.mirror/), or any clone of https://github.com/NVIDIA/nccl
+    # get the source: any clone of https://github.com/NVIDIA/nccl
     git clone --bare https://github.com/NVIDIA/nccl.git /tmp/nccl.git
     .venv/bin/python tests/tools/vocab/gen_nccl.py --src /tmp/nccl.git [--rev v2.30.7-1]
 

@@ -4,8 +4,8 @@ statuses and async events (rdma-core ``libibverbs/enum_strs.c``, numbers from th
 in ``libibverbs/verbs.h``), in the messages that print them (NCCL's NET/IB transport, the
 ``ibv_*_pingpong`` examples of rdma-core, perftest).
 
-    fetch github:linux-rdma/rdma-core   (a bare mirror under /work/.mirror/, or any clone)
-    .venv/bin/python tests/tools/vocab/gen_rdma.py --src /work/.mirror/linux-rdma+rdma-core/repo [--rev v64.0]
+    git clone --bare https://github.com/linux-rdma/rdma-core.git /tmp/rdma-core.git   # or any clone
+    .venv/bin/python tests/tools/vocab/gen_rdma.py --src /tmp/rdma-core.git [--rev v64.0]
 
 Licence: rdma-core is GPL-2.0 or BSD (OpenIB.org BSD, MIT variant) at the reader's choice
 (COPYING.md; enum_strs.c's header); only the strings, names and numbers are stored.
