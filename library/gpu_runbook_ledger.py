@@ -30,7 +30,7 @@ description:
   - "C(action=decide) returns, for each of O(items), the rung to climb: the proposed one, or
     C(rma) when the GPU faulted O(policy.repeat_faults) times within O(policy.repeat_window)
     (default 3 in 7 days), or the escalation when the rung's retry budget in
-    O(policy.budget_window) is spent (gpu_reset 2 -> reboot when allowed, else rma;
+    O(policy.budget_window) is spent (gpu_reset 2 -> reboot, whether allowed here or not: a node that may not be rebooted stays drained for one; reboot 1 -> rma;
     ib_restart 2 per port -> stay drained for the cable)."
   - "An item of C(action=decide) may carry C(incident) (default O(incident)). When the history
     holds a remedy with result C(ok) (not in check mode) for the same incident, host, target

@@ -115,14 +115,14 @@ def test_demo_plan_names_the_three_hosts_with_exact_commands(demo_plan):
     plan = demo_plan["plan"]
     assert plan["incident_id"] == "INC-42"
     assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03, N06, N05]
-    n03 = host(plan, N03)  # Xid 79: reset skipped, reboot not allowed, escalates to RMA
-    assert statuses(n03) == [("drain", "planned"), ("gpu_reset", "skipped"), ("reboot", "blocked"),
-                             ("rma", "planned")]
+    n03 = host(plan, N03)  # a first Xid 79: reset skipped, reboot not allowed: drained for a reboot, no RMA
+    assert statuses(n03) == [("drain", "planned"), ("gpu_reset", "skipped"), ("reboot", "blocked")]
     assert planned_argvs(n03) == [["scontrol", "update", "NodeName=gpu-r3-n03", "State=DRAIN",
                                    "Reason=gpu-runbook: INC-42: " + n03["evidence"]]]
     assert any("a reset cannot fix a GPU that fell off the bus (Xid 79)" in b for b in n03["blockers"])
-    assert "reboot not allowed (allow_reboot=false)" in n03["blockers"]
-    assert n03["final"] == "stay drained for RMA"
+    assert "reboot not allowed here: the node stays drained until it gets one (-e allow_reboot=true)" \
+        in n03["blockers"]
+    assert n03["final"] == "stay drained: needs a reboot (-e allow_reboot=true)"
     n06 = host(plan, N06)  # Xid 48: drain, then reset that one GPU
     assert statuses(n06) == [("drain", "planned"), ("gpu_reset", "planned")]
     assert planned_argvs(n06) == [["scontrol", "update", "NodeName=gpu-r3-n06", "State=DRAIN",
@@ -138,12 +138,27 @@ def test_demo_plan_names_the_three_hosts_with_exact_commands(demo_plan):
     assert {c["host"] for c in plan["commands"]} == {N03, N05, N06}
 
 
+def test_demo_plan_with_allow_reboot_plans_a_reboot_that_keeps_the_node_drained(tmp_path):
+    # the short extra var the AWX survey sets, read once by the plan: n03's first Xid 79 gets
+    # its reboot (NVIDIA: RESTART_BM), never an RMA, and the reboot's argv keeps our drain
+    proc, out = remediate(*(WIDE + ["-e", "incident_id=INC-42", "-e", "plan_dir=%s" % tmp_path,
+                                    "-e", "allow_reboot=true"]))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    plan, _lines = the_plan(out)
+    assert plan["policy"]["allow_reboot"] is True
+    n03 = host(plan, N03)
+    assert statuses(n03) == [("drain", "planned"), ("gpu_reset", "skipped"), ("reboot", "planned")]
+    (boot,) = [a for a in planned_argvs(n03) if a[:2] == ["scontrol", "reboot"]]
+    assert boot == ["scontrol", "reboot", "Reason=gpu-runbook: INC-42: reboot: " + n03["evidence"], N03]
+    assert n03["final"] == "verify; resume if healthy and the drain is still ours"
+
+
 def test_demo_plan_lines_one_per_host_with_commands(demo_plan):
     lines = demo_plan["lines"]
     assert "plan only: nothing was changed" in lines[0]
     by_host = {ln.split(":")[0]: ln for ln in lines[1:4]}
     assert sorted(by_host) == [N03, N05, N06]
-    assert "rungs: drain -> gpu_reset skipped -> reboot blocked -> rma" in by_host[N03]
+    assert "rungs: drain -> gpu_reset skipped -> reboot blocked |" in by_host[N03]
     assert "commands: scontrol update NodeName=gpu-r3-n06 State=DRAIN 'Reason=gpu-runbook: INC-42: Xid 48" \
         in by_host[N06]
     assert by_host[N06].split(" && ")[-1].startswith("nvidia-smi -r -i 0000:97:00.0")

@@ -288,12 +288,14 @@ def test_fallback_keys_match_by_strongest_common_id():
     assert next_rung([fault(NOW, **new_board)] * 3, GPU, "gpu_reset", NOW)[0] == "gpu_reset"
 
 
-def test_reset_budget_escalates_to_rma_or_reboot_when_allowed():
+def test_reset_budget_escalates_to_reboot_whether_allowed_or_not_then_rma_after_the_reboot():
     h = [tried("gpu_reset", NOW - 2 * DAY), tried("gpu_reset", NOW - DAY, result="failed")]
-    rung, reason = next_rung(h, GPU, "gpu_reset", NOW)
-    assert rung == "rma" and "gpu_reset tried 2 times" in reason and "budget 2" in reason
-    rung, reason = next_rung(h, GPU, "gpu_reset", NOW, {"allow_reboot": True})
-    assert rung == "reboot" and "reboot tried 0 of 1" in reason
+    # a spent reset budget needs a reboot; a policy that allows none keeps the node drained for
+    # it (rung_verify), it is no RMA: the RMA comes only after a reboot did not fix the GPU
+    for policy in (None, {"allow_reboot": False}, {"allow_reboot": True}):
+        rung, reason = next_rung(h, GPU, "gpu_reset", NOW, policy)
+        assert rung == "reboot" and "gpu_reset tried 2 times" in reason and "budget 2" in reason
+        assert "reboot tried 0 of 1" in reason
     h.append(tried("reboot", NOW - DAY))
     assert next_rung(h, GPU, "gpu_reset", NOW, {"allow_reboot": True})[0] == "rma"
 
@@ -336,7 +338,7 @@ def test_policy_is_checked():
         with pytest.raises(LedgerError):
             check_policy(bad)
     h = [tried("gpu_reset", NOW)]
-    assert next_rung(h, GPU, "gpu_reset", NOW, {"budgets": {"gpu_reset": 1}})[0] == "rma"
+    assert next_rung(h, GPU, "gpu_reset", NOW, {"budgets": {"gpu_reset": 1}})[0] == "reboot"
 
 
 def test_history_entries_are_validated():

@@ -58,7 +58,8 @@ def test_another_incident_gpu_host_rung_or_result_is_not_done(tmp_path):
         remedy("gpu_reset", incident=None),                                      # no incident
     ])
     d = decide(h, item(incident="INC-1"), NOW)
-    # none of them is INC-1's reset: the ordinary rules decide (their tries spent the budget)
+    # none of them is INC-1's reset: the ordinary rules decide (their tries spent the reset's
+    # budget, and the reboot's: the GPU faults again after a reboot, so it is replaced)
     assert d["already_done"] is False and "done_rung" not in d and d["rung"] == "rma"
     assert "gpu_reset tried 3 times" in d["reason"]
     # no incident asked: nothing can be "already done" (the budget alone decides)
@@ -66,10 +67,10 @@ def test_another_incident_gpu_host_rung_or_result_is_not_done(tmp_path):
 
 
 def test_already_done_comes_before_a_spent_budget(tmp_path):
-    # two resets of INC-1 spent the budget (2): without the incident the answer is rma,
+    # two resets of INC-1 spent the budget (2): without the incident the answer is a reboot,
     # with it a second run changes nothing
     h = on_disk(tmp_path, [remedy("gpu_reset", NOW - 2 * HOUR), remedy("gpu_reset")])
-    assert decide(h, item(), NOW)["rung"] == "rma"
+    assert decide(h, item(), NOW)["rung"] == "reboot"
     d = decide(h, item(incident="INC-1"), NOW)
     assert d["rung"] == "none" and d["already_done"] is True
 
@@ -94,10 +95,11 @@ def test_a_host_wide_remedy_covers_every_target_of_its_host(tmp_path):
 
 
 def test_an_escalation_already_done_is_not_redone(tmp_path):
-    # INC-1's reset budget was spent and the escalation (rma) was carried out: a second run
-    # neither resets nor escalates again
+    # INC-1's reset budget was spent, the reboot did not fix it and the escalation (rma) was
+    # carried out: a second run neither resets nor escalates again
     h = on_disk(tmp_path, [remedy("gpu_reset", NOW - 3 * HOUR, result="failed"),
-                           remedy("gpu_reset", NOW - 2 * HOUR, result="failed"), remedy("rma")])
+                           remedy("gpu_reset", NOW - 2 * HOUR, result="failed"), remedy("reboot", NOW - HOUR),
+                           remedy("rma")])
     d = decide(h, item(incident="INC-1"), NOW)
     assert d["already_done"] is True and d["done_rung"] == "rma" and d["rung"] == "none"
 

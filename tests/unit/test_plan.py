@@ -72,7 +72,7 @@ def test_demo_rack_default_policy(rack):
     assert plan["incident_id"] == "gr-20261202073000"
     n03 = host(plan, N03)
     assert n03["decision"] == "act"
-    assert [r["rung"] for r in n03["rungs"]] == ["drain", "gpu_reset", "reboot", "rma"]
+    assert [r["rung"] for r in n03["rungs"]] == ["drain", "gpu_reset", "reboot"]
     assert rung(plan, N03, "drain")["commands"] == [[
         "scontrol", "update", "NodeName=gpu-r3-n03", "State=DRAIN",
         "Reason=gpu-runbook: gr-20261202073000: " + n03["evidence"]]]
@@ -86,16 +86,19 @@ def test_demo_rack_default_policy(rack):
         assert argvs(plan, other) == []
 
 
-def test_xid79_reset_skipped_reboot_not_allowed_leaves_drained_for_rma(rack):
+def test_xid79_reset_skipped_reboot_not_allowed_stays_drained_for_a_reboot_not_rma(rack):
+    # a first Xid 79 is NVIDIA's RESTART_BM: a reboot, not a replacement (an RMA needs evidence)
     plan = make_plan(rack)
     reset = rung(plan, N03, "gpu_reset")
     assert reset["status"] == "skipped" and reset["commands"] == []
     assert reset["blockers"] == ["GPU 0000:75:00.0: a reset cannot fix a GPU that fell off the bus (Xid 79): "
                                  "escalate to reboot/RMA"]
     reboot = rung(plan, N03, "reboot")
-    assert reboot["status"] == "blocked" and reboot["blockers"] == ["reboot not allowed (allow_reboot=false)"]
-    assert rung(plan, N03, "rma")["status"] == "planned"
-    assert host(plan, N03)["final"] == "stay drained for RMA"
+    assert reboot["status"] == "blocked" and reboot["blockers"] == [
+        "reboot not allowed here: the node stays drained until it gets one (-e allow_reboot=true)"]
+    assert "rma" not in [r["rung"] for r in host(plan, N03)["rungs"]]
+    assert host(plan, N03)["final"] == "stay drained: needs a reboot (-e allow_reboot=true)"
+    assert host(plan, N03)["after"] is None  # no resume planned for a node that still needs its reboot
     assert not any(a[0] == "nvidia-smi" or a[1] == "reboot" for a in argvs(plan))
 
 
@@ -103,8 +106,11 @@ def test_reboot_only_when_allowed(rack):
     plan = make_plan(rack, {"allow_reboot": True})
     reboot = rung(plan, N03, "reboot")
     assert reboot["status"] == "planned" and reboot["disruptive"] is True
-    assert argvs(plan, N03)[1][:4] == ["scontrol", "reboot", "ASAP", "nextstate=RESUME"]
-    assert argvs(plan, N03)[1][-1] == N03
+    # no ASAP, no nextstate: either would clear our DRAIN at boot (scontrol(1)); verify resumes it
+    (boot,) = [a for a in argvs(plan, N03) if a[:2] == ["scontrol", "reboot"]]
+    assert not [w for w in boot if w == "ASAP" or w.lower().startswith("nextstate")]
+    assert boot[2].startswith("Reason=gpu-runbook: ") and boot[-1] == N03
+    assert host(plan, N03)["final"] == "verify; resume if healthy and the drain is still ours"
     assert rung(plan, N03, "gpu_reset")["status"] == "skipped"  # still no reset for Xid 79
     assert "rma" not in [r["rung"] for r in host(plan, N03)["rungs"]]
     # allow_reboot alone does not beat an allow-list that leaves reboot out

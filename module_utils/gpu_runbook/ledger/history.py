@@ -12,8 +12,9 @@ Rules (defaults in DEFAULT_POLICY):
   ``rma`` instead of another reset or reboot (record the current fault before deciding:
   it counts);
 - retry budgets: a rung tried (result ok or failed, not in check mode) ``budgets[rung]``
-  times on the target within ``budget_window`` escalates: gpu_reset -> reboot (when
-  allowed, else rma) -> rma; ib_restart -> stay drained and check the cable.
+  times on the target within ``budget_window`` escalates: gpu_reset -> reboot (allowed
+  here or not: a node that may not be rebooted stays drained for one) -> rma;
+  ib_restart -> stay drained and check the cable.
 Window edges are inclusive: a fault exactly ``repeat_window`` old still counts. A record
 whose time cannot be read counts too (it cannot be shown to be old).
 """
@@ -198,11 +199,10 @@ def _fault_text(e):
 
 
 def _climb(rung, policy):
-    for nxt in ESCALATE[rung]:
-        if nxt == "reboot" and not policy["allow_reboot"]:
-            continue
-        return nxt
-    return "rma"
+    # What the target needs next, whether or not a reboot is allowed here: a reboot that is not
+    # allowed leaves the node drained for one (rung_verify), it never turns into an RMA.
+    del policy
+    return ESCALATE[rung][0]
 
 
 def next_rung(history, gpu, proposed_rung, now, policy=None):

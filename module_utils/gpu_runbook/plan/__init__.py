@@ -188,14 +188,11 @@ def _node_ladder(h, findings, host_facts, ctx):
     entries = [build[r]() for r in rungs if r in build]
     for e in entries:
         if e["rung"] == "reboot" and e["rung"] not in p["allowed_rungs"]:
-            block(e, "reboot not allowed (allow_reboot=false)")
+            block(e, "reboot not allowed here: the node stays drained until it gets one (-e allow_reboot=true)")
         elif e["rung"] not in p["allowed_rungs"]:
             block(e, "rung %s not allowed by the policy (allowed_rungs)" % e["rung"])
-    rebooting = [e for e in entries if e["rung"] == "reboot"]
-    if rebooting and rebooting[0]["status"] == "blocked" and not any(e["rung"] == "rma" for e in entries):
-        rma = rma_rung(findings, evidence)
-        rma["notes"].insert(0, "escalated: the reboot is not allowed, so the node stays drained for RMA")
-        entries.append(rma)
+    # A reboot that is not allowed is no RMA: an RMA needs hardware evidence (the rma rung of a
+    # finding, the ledger's lemon rule), never a policy default. The node stays drained for a reboot.
     return entries
 
 
@@ -225,6 +222,9 @@ def _gate_drain(out, node, unavailable, ours, words, h, ctx, unapproved=False):
             e["blockers"].append("needs the drain, which is blocked")
 
 
+NEEDS_REBOOT = "stay drained: needs a reboot (-e allow_reboot=true)"
+
+
 def _decide(out, h, node, job_rungs, unavailable, ours, words):
     planned = [e["rung"] for e in node + job_rungs if e["status"] in ("planned", "done")]
     if node and node[0]["status"] == "blocked":
@@ -234,8 +234,10 @@ def _decide(out, h, node, job_rungs, unavailable, ours, words):
         held = ["%s %s" % (e["rung"], e["status"]) for e in node if e["status"] in ("blocked", "skipped")]
         out["reason"] = "climb %s, verifying after each%s" % (" -> ".join(planned), "; " + ", ".join(held) if held else "")
         rma = any(e["rung"] == "rma" and e["status"] == "planned" for e in node)
-        out["final"] = "stay drained for RMA" if rma else "verify; resume if healthy and the drain is still ours"
-        out["after"] = None if rma else {"verify": True, "on_healthy": [
+        reboot_held = any(e["rung"] == "reboot" and e["status"] == "blocked" for e in node)
+        out["final"] = ("stay drained for RMA" if rma else
+                        NEEDS_REBOOT if reboot_held else "verify; resume if healthy and the drain is still ours")
+        out["after"] = None if rma or reboot_held else {"verify": True, "on_healthy": [
             "scontrol", "update", "NodeName=%s" % h["host"], "State=RESUME"], "on_sick": "stay drained"}
     elif job_rungs and not planned:  # every job-scoped rung held (outside the approved plan)
         out["decision"], out["reason"] = "blocked", "; ".join(dict.fromkeys(b for e in job_rungs for b in e["blockers"]))

@@ -182,11 +182,19 @@ def ib_restart_rung(findings, policy):
     return e
 
 
+def reboot_argv(name, reason):
+    """Slurm's reboot of a node we drained: no ASAP and no nextstate, so the DRAIN flag stays
+    after the boot (scontrol(1): ASAP, nextstate=RESUME and nextstate=DOWN each clear it) and
+    the node returns to service only when verify has seen it healthy."""
+    return ["scontrol", "reboot"] + (["Reason=%s" % reason] if reason else []) + [name]
+
+
 def reboot_rung(name, incident, evidence, findings):
     e = entry("reboot", _why(findings, "reboot") or evidence)
     e["target"] = {"node": name}
-    e["commands"] = [["scontrol", "reboot", "ASAP", "nextstate=RESUME",
-                      "Reason=%s" % drain_reason(incident, evidence, "reboot"), name]]
+    e["commands"] = [reboot_argv(name, drain_reason(incident, evidence, "reboot"))]
+    e["notes"].append("the node stays drained through the boot; once it is back the ladder re-gathers and "
+                      "verifies it, and resumes it only when it is healthy and the drain is still ours")
     return e
 
 
