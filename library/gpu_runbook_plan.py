@@ -282,6 +282,15 @@ summary:
       type: int
       sample: 2
     hosts_act: {description: Hosts the ladder would act on., returned: always, type: list, elements: str, sample: [gpu-r3-n03]}
+    waves:
+      description: "The hosts whose nodes the ladder climbs on, in waves: two hosts of one failure domain are never
+        in the same wave (a host with no known domain is a domain of its own); remediate.yml runs one wave per batch."
+      returned: always
+      type: list
+      elements: list
+      sample: [[gpu-r3-n03, gpu-r5-n01], [gpu-r3-n06]]
+    wave_sizes: {description: The size of each wave (the acting play's serial list)., returned: always, type: list,
+                 elements: int, sample: [2, 1]}
     hosts_blocked:
       description: Hosts whose drain (or job-scoped rung) is blocked.
       returned: always

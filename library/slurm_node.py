@@ -13,8 +13,10 @@ description:
   - C(state=drained) drains the node with C(scontrol update NodeName=<n> State=DRAIN
     Reason=<text>) (argv, never a shell string); C(state=resumed) resumes it with
     C(State=RESUME); C(state=reboot_requested) asks Slurm to reboot it with C(scontrol reboot
-    ASAP nextstate=RESUME [Reason=<text>] <n>) (slurmctld's RebootProgram reboots it once no job
-    is left; it comes back in service by itself); C(state=present) only reads it. Jobs are
+    [Reason=<text>] <n>) (slurmctld's RebootProgram reboots it once no job is left) - no C(ASAP)
+    and no C(nextstate), because each of them clears the DRAIN flag when the node registers again
+    (scontrol(1)) - the node comes back drained and only verify returns it to service;
+    C(state=present) only reads it. Jobs are
     never cancelled and the node is never set DOWN by this module.
   - Ownership. Slurm keeps one reason per node and overwrites who set it and when on ANY
     reason change. Right after its drain the module reads the node back and stores the
@@ -26,9 +28,13 @@ description:
   - "Reboot. Only a node whose drain is ours is rebooted, and only once: a node that already
     shows C(REBOOT_REQUESTED), C(REBOOT_ISSUED) or is booting is left as it is (no change,
     whoever asked). Slurm stamps a new user and time on the reason when it takes the request,
-    so the module reads the node back and records that as ours. When Slurm sends the reboot to
-    the node it appends C(: reboot issued) (new user and time again): from then on the node no
-    longer counts as ours; once back (nextstate=RESUME) it is in service and not drained."
+    so the module reads the node back and records that as ours, with the boot time before. When
+    Slurm sends the reboot it appends C(: reboot issued) (new user and time again). With
+    O(wait_rebooted) the module waits (bounded) until the node has booted (a new C(BootTime)),
+    registered and is still drained with our reason plus only Slurm's own suffix, then sets our
+    reason again and records the drain as ours: the caller re-gathers and verifies before any
+    resume. A node that does not come back in time, that Slurm timed out, or whose reason
+    someone else changed meanwhile fails the task and is left out of service."
   - The node is read with C(scontrol show node -o) under C(SLURM_TIME_FORMAT=standard), the
     form every Slurm version prints (C(Reason=<text> [user@time])).
 version_added: "0.1.0"
@@ -41,8 +47,8 @@ options:
   state:
     description:
       - C(drained) drain it (or update the reason of our own drain); C(resumed) resume it if
-        the drain is ours; C(reboot_requested) ask Slurm to reboot it (ASAP, back in service
-        after) if the drain is ours; C(present) report it and whether the drain is ours.
+        the drain is ours; C(reboot_requested) ask Slurm to reboot it if the drain is ours (it
+        stays drained through the boot); C(present) report it and whether the drain is ours.
     type: str
     choices: [drained, resumed, reboot_requested, present]
     default: present
@@ -66,6 +72,14 @@ options:
         that is ours (C(state=drained), or C(state=present) on a node whose drain is ours); the
         module fails with the jobs still running when the time is up. 0 does not wait. Not
         waited for in check mode.
+    type: int
+    default: 0
+  wait_rebooted:
+    description:
+      - With C(state=reboot_requested), seconds to wait for the node to come back from the reboot
+        (0 - return right after the request). Back means a new C(BootTime), registered and still
+        drained; the module then takes the drain back under our reason. Not ours any more, timed
+        out in Slurm, or not back in time fails the task; the node is never resumed here.
     type: int
     default: 0
   timeout:
@@ -180,6 +194,12 @@ record:
   returned: success
   type: str
   sample: /home/sre/.gpu-runbook/drains/gpu-r3-n03.json
+rebooted:
+  description: After O(wait_rebooted) - the boot times before and after and when the reboot was asked.
+  returned: when the node came back from our reboot
+  type: dict
+  sample: {"boot_time_before": "2026-12-05T00:35:36", "boot_time": "2026-12-05T05:04:01",
+           "requested_at": "2026-12-05T05:03:57+0000"}
 reboot:
   description: "The reboot under way: REBOOT_REQUESTED, REBOOT_ISSUED (sent to the node) or null."
   returned: success
@@ -207,7 +227,7 @@ from ansible.module_utils.gpu_runbook.probes import run_argv
 from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
 from ansible.module_utils.gpu_runbook.slurm import (
     MAX_REASON, drain_reason, drain_status, owns, ownership_record, parse_node_state, parse_scontrol_show_node,
-    plan_node, reboot_flag, slurm_error_kind)
+    plan_node, reboot_flag, reboot_progress, slurm_error_kind)
 from ansible.module_utils.gpu_runbook.validate import check, check_text, problems
 
 MAX_WAIT = 86400
@@ -313,20 +333,57 @@ def predicted(node, action, want_reason):
 
 
 def request_reboot(module, name, want_reason, before, rec_path, rec):
-    """`scontrol reboot ASAP nextstate=RESUME [Reason=..] <name>`; record the reason Slurm re-stamped."""
-    argv = ["reboot", "ASAP", "nextstate=RESUME"] + (["Reason=%s" % want_reason] if want_reason else []) + [name]
+    """`scontrol reboot [Reason=..] <name>` -- no ASAP and no nextstate: each of them clears the
+    DRAIN flag when the node registers again (scontrol(1)), and our node must come back drained
+    until verify has seen it. Record the reason Slurm re-stamped and the boot time before."""
+    argv = ["reboot"] + (["Reason=%s" % want_reason] if want_reason else []) + [name]
     slurm(module, "scontrol", argv, name)
     expect = want_reason or before.get("reason") or ""
     try:
         node = show(module, name)
         if not reboot_flag(node) or not (node.get("reason") or "").startswith(expect):
             raise SlurmError("it reads %s with reason %r" % (node.get("state"), node.get("reason")))
-        write_record(rec_path, ownership_record(node, module.params["incident"] or (rec or {}).get("incident"),
-                                                time.strftime("%Y-%m-%dT%H:%M:%S%z")))
+        new = ownership_record(node, module.params["incident"] or (rec or {}).get("incident"),
+                               time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        new["reboot"] = {"reason": node.get("reason"), "boot_time_before": before.get("boot_time"),
+                         "requested_at": new.get("recorded_at")}
+        write_record(rec_path, new)
     except (SlurmError, OSError) as exc:
         raise SlurmError("scontrol accepted the reboot of %s, but it is NOT recorded as ours (%s): later runs "
                          "will leave it alone; check `scontrol show node %s`" % (name, exc, name))
     return node
+
+
+def wait_rebooted(module, name, node, rec_path, seconds):
+    """Poll until our rebooted node is back (a new boot time, registered, still drained), then
+    take the drain back under our reason (Slurm appended ': reboot issued' and re-stamped user and
+    time). -> (node, failure words or None). The node is never resumed here: verify decides."""
+    deadline = time.monotonic() + seconds
+    rec, _ = load_record(rec_path)
+    if not (rec or {}).get("reboot"):
+        return node, "no reboot of ours is recorded for %s: nothing to wait for" % name
+    while True:
+        stage, words = reboot_progress(rec, node)
+        if stage == "back":
+            break
+        if stage in ("foreign", "in_service", "timed_out"):
+            return node, "%s: %s; left as it is" % (name, words)
+        if time.monotonic() >= deadline:
+            return node, ("%s did not come back from its reboot within %ss (%s); it stays out of service"
+                          % (name, seconds, words))
+        time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
+        node = show(module, name)
+    reason = rec["reboot"]["reason"]
+    slurm(module, "scontrol", ["update", "NodeName=%s" % name, "State=DRAIN", "Reason=%s" % reason], name)
+    node = show(module, name)
+    if "DRAIN" not in node["flags"] or node.get("reason") != reason:
+        return node, "%s is back, but taking its drain back failed: it reads %s with reason %r" % (
+            name, node.get("state"), node.get("reason"))
+    back = ownership_record(node, rec.get("incident"), time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    back["rebooted"] = {"boot_time_before": rec["reboot"].get("boot_time_before"), "boot_time": node.get("boot_time"),
+                        "requested_at": rec["reboot"].get("requested_at")}
+    write_record(rec_path, back)
+    return node, None
 
 
 def apply(module, name, action, want_reason, rec_path):
@@ -387,8 +444,9 @@ def run(module):
     refused += problems(p, {"incident": "incident", "state_dir": "path"})
     if refused:
         raise SlurmError("; ".join(refused))
-    if not 0 <= p["wait_drained"] <= MAX_WAIT:
-        raise SlurmError("wait_drained must be between 0 and %d seconds, not %d" % (MAX_WAIT, p["wait_drained"]))
+    for knob in ("wait_drained", "wait_rebooted"):
+        if not 0 <= p[knob] <= MAX_WAIT:
+            raise SlurmError("%s must be between 0 and %d seconds, not %d" % (knob, MAX_WAIT, p[knob]))
     if p["timeout"] < 1:
         raise SlurmError("timeout must be at least 1 second")
     want = None
@@ -416,6 +474,17 @@ def run(module):
     if module._diff:
         res["diff"] = {"before": _view(before), "after": _view(after),
                        "before_header": "slurm node %s" % name, "after_header": "slurm node %s" % name}
+    if p["state"] == "reboot_requested" and p["wait_rebooted"] and not module.check_mode \
+            and (plan["action"] == "reboot" or reboot_flag(before)):
+        node, failed = wait_rebooted(module, name, after, rec_path, p["wait_rebooted"])
+        rec_now = load_record(rec_path)[0]
+        res.update(result_of(node, owns(rec_now, node)[0], rec_path))
+        res.update(changed=True if plan["action"] == "reboot" else res["changed"],
+                   rebooted=(rec_now or {}).get("rebooted") if not failed else None)
+        if failed:
+            res.update(msg=failed)
+            module.fail_json(**res)
+        res["msg"] = "rebooted: back at %s, drained by us until verified" % node.get("boot_time")
     if p["state"] in ("drained", "present") and res["owned"] and p["wait_drained"] and not module.check_mode:
         node, jobs, failed = wait_drained(module, name, after, rec_path, p["wait_drained"])
         res.update(result_of(node, owns(load_record(rec_path)[0], node)[0], rec_path))
@@ -434,6 +503,7 @@ def main():
             incident=dict(type="str"),
             state_dir=dict(type="path", default="~/.gpu-runbook/drains"),
             wait_drained=dict(type="int", default=0),
+            wait_rebooted=dict(type="int", default=0),
             timeout=dict(type="int", default=30),
         ),
         required_if=[("state", "drained", ["reason"])],

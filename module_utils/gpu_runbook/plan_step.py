@@ -233,6 +233,8 @@ def run(params, check_mode=False):
     lines = console_lines(plan, acting, check_mode, none_approved and p["confirm"])
     summary = dict(plan["summary"], incident_id=plan["incident_id"], plan_only=not acting, files=[],
                    hosts_act=[h["host"] for h in plan["hosts"] if h["decision"] == "act"],
+                   # remediate.yml's acting play runs one wave per batch (serial: these sizes)
+                   waves=plan.get("waves") or [], wave_sizes=[len(w) for w in plan.get("waves") or []],
                    hosts_blocked=[h["host"] for h in plan["hosts"] if h["decision"] == "blocked"])
     changed = False
     if p["plan_dir"] and not check_mode:

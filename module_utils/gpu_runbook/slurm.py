@@ -214,6 +214,7 @@ def _parse_node_record(record):
         "cpu_alloc": small_int(alloc), "alloc_tres": kv.get("AllocTRES") or None,
         "partitions": [p for p in (kv.get("Partitions") or "").split(",") if p],
         "version": kv.get("Version"), "node_addr": kv.get("NodeAddr"),
+        "boot_time": None if kv.get("BootTime") in (None, "", "None", "(null)") else kv.get("BootTime"),
         # Slurm < 17.02 printed one `Features=`; later ones Active (in force now) and Available
         "features": _names(kv.get("ActiveFeatures") or kv.get("Features") or kv.get("AvailableFeatures")),
         "gres": None if kv.get("Gres") in (None, "", "(null)") else kv.get("Gres"),
@@ -342,17 +343,47 @@ def plan_node(state, node, record, want_reason=None):
 
 
 def _plan_reboot(node, owned, why):
-    """`scontrol reboot ASAP nextstate=RESUME` only on our own drain, once."""
+    """`scontrol reboot` (no ASAP, no nextstate: the DRAIN survives the boot) only on our own
+    drain, once."""
     flag = reboot_flag(node)
     if flag:
         return {"action": "none", "owned": owned,
                 "msg": "%s is %s: a reboot is already under way; not asked again" % (node.get("name"), node.get("state"))}
     if owned:
-        return {"action": "reboot", "owned": True, "msg": "reboot requested (ASAP, nextstate=RESUME)"}
+        return {"action": "reboot", "owned": True, "msg": "reboot requested (the node stays drained through it)"}
     if out_of_service(node):
         return {"action": "none", "owned": False, "msg": "no reboot: " + _foreign(node, why)}
     return {"action": "none", "owned": False,
             "msg": "no reboot: %s is not drained by us (%s); drain it first" % (node.get("name"), why)}
+
+
+# What slurmctld appends to a node's reason while it reboots the node (slurmctld/node_mgr.c,
+# 22.05-25.05): the reason is still ours through the reboot when it is our reason plus these.
+REBOOT_SUFFIXES = ("reboot issued", "reboot complete", "reboot timed out")
+
+
+def reboot_progress(record, node):
+    """Where our reboot of ``node`` stands, from our record's ``reboot`` entry and the node as
+    read now -> (stage, words). stage: "foreign" (the reason is no longer ours: someone else took
+    the node), "booting" (asked or issued, not back yet), "timed_out" (Slurm gave up: ResumeTimeout),
+    "back" (registered again after a new boot, still drained: ours to verify), "in_service" (back
+    and not drained: someone resumed it)."""
+    asked = (record or {}).get("reboot") or {}
+    ours = asked.get("reason") or (record or {}).get("reason") or ""
+    reason = node.get("reason") or ""
+    tail = reason[len(ours):].strip(" :") if ours and reason.startswith(ours) else None
+    if tail is None or (tail and tail not in REBOOT_SUFFIXES):
+        return "foreign", "its reason changed during the reboot: %r (ours: %r)" % (reason, ours)
+    if tail == "reboot timed out":
+        return "timed_out", "Slurm gave up waiting for it to boot (%s: %s)" % (node.get("state"), reason)
+    flags = node.get("flags") or []
+    booted = node.get("boot_time") and node.get("boot_time") != asked.get("boot_time_before")
+    if reboot_flag(node) or "NOT_RESPONDING" in flags or node.get("base_state") in ("DOWN", "UNKNOWN", None) \
+            or not booted:
+        return "booting", "%s (boot time %s)" % (node.get("state"), node.get("boot_time") or "unknown")
+    if "DRAIN" not in flags:
+        return "in_service", "it is back but not drained any more (%s)" % node.get("state")
+    return "back", "booted at %s, still drained (%s)" % (node.get("boot_time"), node.get("state"))
 
 
 # What Slurm's clients print when they fail (slurm_errno strings, scontrol's own messages).

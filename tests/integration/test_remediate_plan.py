@@ -16,8 +16,8 @@ HEALTHY = ["gpu-r3-n01", "gpu-r3-n02", "gpu-r3-n04", "gpu-r3-n07", "gpu-r3-n08"]
 WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8"]
 PLAN_TASK = "Plan the remediation from the fresh diagnosis"
 HEALTHY_SMI = os.path.join(REPO, "inventory-examples", "demo-captures", "nodes", "gpu-r3-n01", "nvidia-smi-q.txt")
-PLAN_KEYS = {"schema", "incident_id", "generated", "policy", "hosts", "incidents", "job", "commands", "summary",
-             "errors"}
+PLAN_KEYS = {"schema", "incident_id", "generated", "policy", "hosts", "incidents", "job", "commands", "waves",
+             "summary", "errors"}
 HOST_KEYS = {"host", "verdict", "severity", "rung", "confidence", "confidence_reason", "evidence", "slurm", "decision",
              "reason", "rungs", "blockers", "final", "after"}
 RUNG_KEYS = {"rung", "label", "scope", "disruptive", "status", "why", "target", "commands", "env", "notes",

@@ -452,6 +452,7 @@ class Testbed:
                 "fd = os.open('/opt/fakehw/commands.log', os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)",
                 "os.write(fd, (json.dumps(rec) + chr(10)).encode())",
                 "os.close(fd)",
+                "subprocess.run(['/usr/bin/python3', '-S', '/opt/fakehw/lib/fakehw.py', 'boot'], timeout=30)",
                 "pid = '@PIDFILE@' % host",
                 "boot = ('sleep 1; p=$(cat ' + pid + '); kill $p; i=0; while kill -0 $p 2>/dev/null && '",
                 "        '[ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; '",

@@ -1786,6 +1786,26 @@ TOOLS = {"nvidia-smi": nvidia_smi, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo,
          "dmesg": dmesg, "journalctl": journalctl, "systemctl": systemctl, "modprobe": modprobe}
 
 
+def boot(args, root=None):
+    """The testbed's RebootProgram calls this: a fresh boot of this host's hardware. A GPU that
+    fell off the bus is back on it (a reboot re-trains the link), unless the state marks it
+    ``gone_after_reboot`` (a dead board: it stays gone); its compute processes died with the
+    old boot; the kernel log goes on with the new boot's first line."""
+    root = _root(root)
+    with locked(root):
+        st = load(root)
+        now = time.time()
+        st["boot_time"] = now
+        for g in st.get("gpus", []):
+            if not g.get("present", True) and not g.get("gone_after_reboot"):
+                g["present"] = True
+            g["processes"] = []
+        add_kernel(st, "Linux version 6.8.0-fakehw (testbed RebootProgram) #1 SMP", "notice", now)
+        save(st, root)
+        render_sysfs(st, root)
+    return 0
+
+
 def refresh(root=None):
     root = _root(root)
     with locked(root):
@@ -1803,6 +1823,9 @@ def main(argv=None):
     root = _root()
     if tool == "live":
         return live(args, root)
+    if tool == "boot":
+        log_command("fakehw-boot", args, root)
+        return boot(args, root)
     if tool == "refresh":
         log_command("fakehw-refresh", args, root)
         if args[:1] == ["--loop"]:      # a live sysfs: re-render every 0.2 s for that many seconds

@@ -182,10 +182,29 @@ def test_reboot_only_when_allowed():
     assert allowed["reason"] == "reboot: 0000:ab:00.0 (gpu_handle_error)"
     refused = assess(host(fresh), [{"rung": "drain", "result": "ok"}], plan, False)
     assert refused["action"] == "drain"
-    assert refused["reason"] == "reboot needed, not allowed here (allow_reboot=false): 0000:ab:00.0 (gpu_handle_error)"
+    assert refused["reason"] == "stay drained: needs a reboot (-e allow_reboot=true): 0000:ab:00.0 (gpu_handle_error)"
     # a refused rung next to it: a person looks first, no reboot
     busy = assess(host(fresh), [{"rung": "gpu_reset", "result": "refused", "message": "in use"}], plan, True)
     assert busy["action"] == "drain" and busy["reason"].startswith("reset refused: in use; reboot: ")
+
+
+def test_a_reboot_fault_that_survives_the_reboot_is_an_rma_and_a_healthy_reboot_resumes():
+    # the lemon rule: the same fault after the reboot is the hardware evidence an RMA needs
+    fresh = [finding("gpu_handle_error", "nvidia-smi cannot open GPU 0000:ab:00.0", gpu=gpu_ref(LOST_PCI, 5, None))]
+    plan = {"rungs": [{"rung": "reboot", "scope": "host", "status": "planned"}]}
+    outs = [{"rung": "drain", "result": "ok"}, {"rung": "reboot", "result": "ok", "message": "rebooted"}]
+    a = assess(host(fresh), outs, plan, False)
+    assert (a["action"], a["escalate"], a["bundle"], a["resume"]) == ("drain", "rma", True, False)
+    assert a["reason"] == "replace GPU (S/N unknown, index 5) at 0000:ab:00.0 (gpu_handle_error; still failing after the reboot)"
+    # the same fault before any reboot: a reboot, not an RMA
+    before = assess(host(fresh), outs[:1], plan, True)
+    assert (before["action"], before["escalate"], before["bundle"]) == ("reboot", "reboot", False)
+    # a reboot that did not come back is no evidence about the GPU
+    failed = assess(host(fresh), [outs[0], dict(outs[1], result="failed")], plan, False)
+    assert failed["escalate"] == "reboot" and failed["bundle"] is False
+    # back and healthy: resumed
+    ok = assess(host([]), outs, plan, False)
+    assert ok["resume"] is True and ok["action"] == "resume"
 
 
 def test_still_sick_without_an_escalation_says_what_is_left_after_what():

@@ -1,8 +1,10 @@
-"""The reboot rung's plan in module_utils/gpu_runbook/slurm.py: `scontrol reboot ASAP
-nextstate=RESUME` only on our own drain, and only once (states as Slurm 22.05 prints them)."""
+"""The reboot rung's plan in module_utils/gpu_runbook/slurm.py: `scontrol reboot` (the drain
+survives the boot) only on our own drain, and only once; and where our reboot stands while the
+module waits for the node to come back (states and reasons as Slurm 22.05 printed them on the
+emulated cluster)."""
 import pytest
 
-from gpu_runbook.slurm import ownership_record, parse_scontrol_show_node, plan_node, reboot_flag
+from gpu_runbook.slurm import ownership_record, parse_scontrol_show_node, plan_node, reboot_flag, reboot_progress
 
 OURS = "NodeName=n1 State=%s Reason=gpu-runbook: I: Xid 79 [root@2026-12-03T05:07:54]\n"
 
@@ -15,7 +17,7 @@ def test_our_drain_is_rebooted():
     for state in ("IDLE+DRAIN", "MIXED+DRAIN"):
         node = _node(state)
         plan = plan_node("reboot_requested", node, ownership_record(node))
-        assert plan == {"action": "reboot", "owned": True, "msg": "reboot requested (ASAP, nextstate=RESUME)"}
+        assert plan == {"action": "reboot", "owned": True, "msg": "reboot requested (the node stays drained through it)"}
 
 
 @pytest.mark.parametrize("state,flag", [
@@ -46,3 +48,38 @@ def test_no_reboot_of_a_foreign_or_undrained_node():
     assert plan["action"] == "none" and "drain it first" in plan["msg"] and reboot_flag(free) is None
     resumed = _node("IDLE")   # our record, but the drain is gone
     assert plan_node("reboot_requested", resumed, ownership_record(ours))["action"] == "none"
+
+
+ASKED = "gpu-runbook: I: reboot: Xid 79"
+BEFORE = "2026-12-05T00:35:36"
+
+
+def _rebooting(state, reason, boot=BEFORE, user="root@2026-12-05T05:03:58"):
+    return parse_scontrol_show_node("NodeName=n1 State=%s BootTime=%s Reason=%s [%s]\n" % (state, boot, reason, user))
+
+
+RECORD = {"node": "n1", "reason": ASKED, "reboot": {"reason": ASKED, "boot_time_before": BEFORE}}
+
+
+@pytest.mark.parametrize("state,reason,boot,stage", [
+    # what slurmctld 22.05 showed, second by second, for `scontrol reboot Reason=... n1` on our drain
+    ("IDLE+DRAIN+REBOOT_REQUESTED", ASKED, BEFORE, "booting"),
+    ("DOWN+DRAIN+REBOOT_ISSUED", ASKED + " : reboot issued", BEFORE, "booting"),
+    ("IDLE+DRAIN", ASKED + " : reboot issued", "2026-12-05T05:04:01", "back"),
+    # registered but the boot time did not move: not back from OUR reboot
+    ("IDLE+DRAIN", ASKED + " : reboot issued", BEFORE, "booting"),
+    ("DOWN*+DRAIN", ASKED + " : reboot issued", "2026-12-05T05:04:01", "booting"),
+    ("DOWN+DRAIN", ASKED + " : reboot timed out", BEFORE, "timed_out"),
+    ("IDLE", ASKED + " : reboot issued", "2026-12-05T05:04:01", "in_service"),
+    ("IDLE+DRAIN", "admin: swap PSU", "2026-12-05T05:04:01", "foreign"),
+    ("IDLE+DRAIN", ASKED + " : reboot issued; and more", "2026-12-05T05:04:01", "foreign"),
+])
+def test_reboot_progress_through_the_boot(state, reason, boot, stage):
+    assert reboot_progress(RECORD, _rebooting(state, reason, boot))[0] == stage
+
+
+def test_reboot_progress_names_the_boot_time_and_the_foreign_reason():
+    stage, words = reboot_progress(RECORD, _rebooting("IDLE+DRAIN", ASKED + " : reboot issued", "2026-12-05T05:04:01"))
+    assert stage == "back" and "2026-12-05T05:04:01" in words
+    stage, words = reboot_progress(RECORD, _rebooting("IDLE+DRAIN", "admin: swap PSU"))
+    assert stage == "foreign" and "admin: swap PSU" in words

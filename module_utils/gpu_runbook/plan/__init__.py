@@ -18,6 +18,7 @@ from .jobenv import job_section, nccl_env_rung, one_bad_rail, timeout_rung, want
 from .ladder import (block, drain_rung, evidence_line, flapping, gpu_reset_rung, ib_restart_rung, node_rungs,
                      reboot_rung, rma_rung, serious, unfixable_by_reset)
 from .policy import PolicyError, incident_id, node_state, normalize_policy, one_line
+from .waves import act_waves
 
 SCHEMA = "gpu-runbook/plan/v1"
 DECISIONS = ("act", "review", "blocked", "skip", "report_only")
@@ -85,6 +86,7 @@ def _make_plan(analysis, policy, facts):
                 for e in entries for r in e["rungs"] if r["status"] == "planned" for argv in r["commands"]]
     return {"schema": SCHEMA, "incident_id": ctx["incident"], "generated": analysis.get("generated"),
             "policy": p, "hosts": entries, "incidents": incidents, "job": job, "commands": commands,
+            "waves": act_waves(entries, p["domains"]),
             "summary": _summary(entries, incidents, commands, len(drained)), "errors": errors}
 
 

@@ -245,11 +245,22 @@ def _cable_ports(fresh, outs, plan_host):
     return out
 
 
+def rebooted(outs):
+    """True when a reboot of this ladder brought the node back (outcome {rung: reboot, result: ok})."""
+    return any(o["rung"] == "reboot" and o.get("result") == "ok" for o in outs)
+
+
 def _escalations(fresh, outs, plan_host):
     esc = {o.get("escalate") for o in outs if o.get("escalate") in ESCALATIONS}
+    # a fault that needs a reboot and is still there after the reboot is the lemon rule's
+    # evidence (gpud: hardware inspection once the same fault survives reboots): an RMA, not
+    # another reboot
+    after_boot = rebooted(outs)
+    if after_boot:
+        esc.discard("reboot")
     for f in serious(fresh):
         if f.get("severity") == "critical" and f.get("rung") in ("reboot", "rma"):
-            esc.add(f["rung"])
+            esc.add("rma" if after_boot else f["rung"])
     if _planned(plan_host, "rma"):
         esc.add("rma")
     return esc
@@ -284,7 +295,10 @@ def _assess(analysis_host, outcomes, plan_host, allow_reboot, catalog, earlier_f
     outs = _outcomes(outcomes)
     fresh, settled = _without_settled_counters(fresh, outs)
     healthy = (fresh.get("verdict") == "healthy" or bool(settled)) and not serious(fresh)
-    problems = [o for o in outs if o.get("result") in BAD_RESULTS or o.get("escalate")]
+    # a rung that only asked for a reboot is answered once the reboot brought the node back
+    answered = rebooted(outs)
+    problems = [o for o in outs if o.get("result") in BAD_RESULTS
+                or (o.get("escalate") and not (answered and o["escalate"] == "reboot"))]
     esc = _escalations(fresh, outs, plan_host)
     needs = ["%s %s: %s" % (LABEL.get(o["rung"], o["rung"]), o["result"], one_line(o.get("message") or "no message", 120))
              for o in outs if o.get("result") in BAD_RESULTS
@@ -293,14 +307,20 @@ def _assess(analysis_host, outcomes, plan_host, allow_reboot, catalog, earlier_f
     ports = _cable_ports(fresh, outs, plan_host) if "cable" in esc else []
     escalate = next((e for e in ESCALATIONS if e in esc), None)
     if "reboot" in esc and not allow_reboot and "rma" not in esc and "cable" not in esc:
-        needs.append("reboot needed, not allowed here (allow_reboot=false)%s" % _because(gpus, fresh))
+        needs.append("stay drained: needs a reboot (-e allow_reboot=true)%s" % _because(gpus, fresh))
     elif escalate == "reboot":
         needs.append("reboot%s" % _because(gpus, fresh))
     if "rma" in esc:
-        needs.extend("replace %s%s" % (gpu_words(g), " (%s)" % g["cause"] if g.get("cause") else "") for g in gpus)
+        still = "; still failing after the reboot" if rebooted(outs) else ""
+        needs.extend("replace %s (%s%s)" % (gpu_words(g), g.get("cause") or "see the RMA bundle", still)
+                     if g.get("cause") or still else "replace %s" % gpu_words(g) for g in gpus)
         if not gpus:
-            needs.append("replace hardware (RMA): %s" % (_top_cause(fresh) or "see the RMA bundle"))
+            needs.append("replace hardware (RMA): %s%s" % (_top_cause(fresh) or "see the RMA bundle", still))
     needs.extend("replace the cable of %s port %s" % (p["device"], p["port"]) for p in ports)
+    if not needs and problems and healthy:  # healthy now, but a rung escalated: a person looks
+        needs.extend("%s escalated to %s: %s" % (LABEL.get(o["rung"], o["rung"]), o["escalate"],
+                                                 one_line(o.get("message") or "no message", 120))
+                     for o in problems if o.get("escalate"))
     if not needs and not healthy:
         tried = _rungs_tried(outs)
         needs.append("still %s%s: %s" % (fresh.get("verdict") or "unknown",
