@@ -4,6 +4,7 @@ reboot rung when the plan allows it (slurm_node state=reboot_requested wait_rebo
 testbed's RebootProgram: slurmd re-registers with a new boot time and the fake GPU that fell off
 the bus is back, unless it is marked gone_after_reboot), verified before any resume, and a
 healthy host drained by an admin, never resumed. Nothing of Ansible, SSH or Slurm is faked."""
+import gzip
 import json
 import time
 
@@ -147,6 +148,15 @@ def test_reboot_a_gpu_that_stays_gone_keeps_the_node_drained_with_the_reason_and
     assert "still failing after the reboot" in out2["reason"] and "0000:ab:00.0" in out2["reason"]
     assert tb.sinfo_states()[N02] == "drained" and "still failing after the reboot" in _reason(tb, N02)
     assert len(out2["rma"]) == 2 and all((d / "rma").exists() for _ in out2["rma"])
+    # nvidia-bug-report.sh's log goes with the bundle (the fake script writes the driver's header),
+    # named in the bundle; the node keeps no copy
+    log = d / "rma" / "INC-CL-V" / ("%s-nvidia-bug-report.log.gz" % N02)
+    assert gzip.decompress(log.read_bytes()).decode().count("Start of NVIDIA bug report log file") == 1
+    bundle = json.loads((d / "rma" / "INC-CL-V" / ("%s.json" % N02)).read_text())
+    assert str(log) in json.dumps(bundle)
+    assert tb.ssh(N02, "ls /tmp/gpu-runbook-nvidia-bug-report.log.gz").returncode != 0
+    assert [c["argv"][1:] for c in tb.commands(N02) if c.get("cmd") == "nvidia-bug-report.sh"] == [
+        ["--safe-mode", "--output-file", "/tmp/gpu-runbook-nvidia-bug-report.log"]]
     audit = _audit(d)
     assert [a["result"] for a in audit if a["rung"] == "reboot"] == ["ok"]
     # the verify before the reboot, the one after it, then one drain with its reason and one bundle

@@ -37,7 +37,8 @@ SLURMCTLD_PORT = 6917
 SLURMD_PORT = 6918
 OWNER_FILE = "/run/gpurb-emu.json"
 MAX_HOSTS = 64
-FAKE_TOOLS = ["nvidia-smi", "ibstat", "ibv_devinfo", "perfquery", "dmesg", "journalctl", "systemctl", "modprobe"]
+FAKE_TOOLS = ["nvidia-smi", "ibstat", "ibv_devinfo", "perfquery", "dmesg", "journalctl", "systemctl", "modprobe",
+              "nvidia-bug-report.sh"]
 # per host, the kernel between two tool calls: faulty ports keep flapping and counting (fakehw.py live)
 LIVE_CMD = "/usr/bin/python3 -S /opt/fakehw/lib/fakehw.py live 0.5"
 HOST_PATH = "/opt/fakehw/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

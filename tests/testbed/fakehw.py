@@ -1782,7 +1782,33 @@ def systemctl(argv, root=None):
 
 # --------------------------------------------------------------------------- entry
 
-TOOLS = {"nvidia-smi": nvidia_smi, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo, "perfquery": perfquery,
+def bug_report(argv, root=None):
+    """nvidia-bug-report.sh [--safe-mode] [--output-file FILE]: like the driver's script, the log
+    goes to FILE.gz (gzip; default nvidia-bug-report.log.gz in the working directory) with its
+    ``Start of NVIDIA bug report log file`` header, this host's nvidia-smi -q and kernel log."""
+    import gzip
+    out = "nvidia-bug-report.log"
+    if "--output-file" in argv and argv.index("--output-file") + 1 < len(argv):
+        out = argv[argv.index("--output-file") + 1]
+    st = load(root)
+    text = ["____________________________________________", "",
+            "Start of NVIDIA bug report log file.  Please include this file, along",
+            "with a detailed description of your problem, when reporting a graphics",
+            "driver bug via the NVIDIA Linux forum (see forums.developer.nvidia.com)",
+            "or by sending email to 'linux-bugs@nvidia.com'.", "",
+            "nvidia-bug-report.sh Version: 35608314 (fakehw)", "", "Date: %s" % time.ctime(),
+            "uname: Linux %s 6.8.0-fakehw x86_64" % st.get("host", "?"), "",
+            "____________________________________________", "", "/usr/bin/nvidia-smi --query", ""]
+    text.append(smi_q_text(st, [g for g in st.get("gpus", []) if g.get("present", True)], None))
+    text += ["", "____________________________________________", "", "dmesg:", ""]
+    text += [e["msg"] for e in _kernel(st)]
+    with gzip.open(out + ".gz", "wt") as f:
+        f.write("\n".join(text) + "\n")
+    print("Running nvidia-bug-report.sh... complete.\n\nThe output file is: %s.gz" % out)
+    return 0
+
+
+TOOLS = {"nvidia-smi": nvidia_smi, "nvidia-bug-report.sh": bug_report, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo, "perfquery": perfquery,
          "dmesg": dmesg, "journalctl": journalctl, "systemctl": systemctl, "modprobe": modprobe}
 
 
