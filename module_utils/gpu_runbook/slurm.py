@@ -7,8 +7,11 @@ end back as ISO 8601 with the offset, so a node in another zone compares them co
 import itertools
 import re
 
+import ipaddress
+
 from .findings import small_int
 from .timeutil import parse_time
+from .validate import check, shown
 
 _KV_RE = re.compile(r"(?:(?<=\s)|^)([A-Za-z][\w:/]*)=(.*?)(?=\s+[A-Za-z][\w:/]*=|\s*$)", re.S)
 _RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -223,6 +226,40 @@ def _parse_node_record(record):
 
 def _names(value):
     return [] if value in (None, "(null)") else [f for f in value.split(",") if f]
+
+
+def node_name_problem(name, option="node name"):
+    """None when ``name`` may be a node's name (the rule slurm_node applies: validate.check's
+    "node", which refuses Slurm's keywords such as ALL), else why not."""
+    return check("node", option, name)
+
+
+def node_addr_problem(addr, option="NodeAddr"):
+    """None when ``addr`` (a NodeAddr: what SSH connects to) is a host name or an IP address,
+    else why not: '-oProxyCommand=...' would be read by ssh as an option."""
+    if isinstance(addr, str) and ":" in addr:
+        try:
+            ipaddress.ip_address(addr)
+            return None
+        except ValueError:
+            return "%s %s is not a host name or an IP address" % (option, shown(addr))
+    return check("node", option, addr)
+
+
+def parse_scontrol_show_topology(text):
+    """`scontrol show topology` -> {node: leaf switch}: each node under the lowest-level switch
+    that lists it (Level=0 is the leaf). Nothing (topology/flat, an error text) -> {}."""
+    best = {}
+    for line in (text or "").splitlines():
+        kv = dict((m.group(1), m.group(2).strip()) for m in _KV_RE.finditer(line.strip()))
+        switch, nodes = kv.get("SwitchName"), kv.get("Nodes")
+        if not switch or not nodes or check("node", "switch", switch):
+            continue
+        level = small_int(kv.get("Level"), 0)
+        for node in expand_hostlist(nodes):
+            if node not in best or level < best[node][0]:
+                best[node] = (level, switch)
+    return dict((node, switch) for node, (_level, switch) in best.items())
 
 
 def gres_names(gres):

@@ -31,6 +31,17 @@ _KINDS = {
                   "a name for a file (letters, digits and _.:@+-, starting with a letter or digit)"),
 }
 _COMPILED = dict((k, re.compile(p)) for k, (p, _w) in _KINDS.items())
+# Words Slurm's clients read as something other than a node (case-insensitive, as Slurm compares
+# them): `scontrol reboot ALL` and `NodeName=ALL` mean every node, DEFAULT is slurm.conf's defaults
+# line, ASAP and the node states are scontrol's own arguments (scontrol.1: reboot, update State=;
+# slurm.h node_state_string). A node may not be called one of them here.
+SLURM_KEYWORDS = frozenset((
+    "ALL", "DEFAULT", "ASAP", "NONE", "NULL", "UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ALLOC",
+    "MIXED", "MIX", "FUTURE", "ERROR", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "RESUME",
+    "UNDRAIN", "COMPLETING", "MAINT", "MAINTENANCE", "REBOOT", "REBOOT_REQUESTED", "REBOOT_ISSUED",
+    "POWER_DOWN", "POWER_UP", "POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "POWER_DOWN_ASAP",
+    "POWER_DOWN_FORCE", "NO_RESPOND", "NOT_RESPONDING", "PLANNED", "RESERVED", "CLOUD", "DYNAMIC_FUTURE",
+    "DYNAMIC_NORM", "INVALID_REG", "INVAL", "PERFCTRS", "CANCEL_REBOOT", "BLOCKED", "EXTERNAL"))
 MAX_PATH = 4096
 MAX_TEXT = 1024
 
@@ -44,6 +55,9 @@ def shown(value, cap=60):
 def check(kind, option, value):
     """None when ``value`` is a ``kind`` (see _KINDS), else why not, naming ``option``."""
     if isinstance(value, str) and _COMPILED[kind].fullmatch(value) and ".." not in value:
+        if kind == "node" and value.upper() in SLURM_KEYWORDS:
+            return "%s %s is a Slurm keyword (scontrol reads it as more than one node), not a node name" % (
+                option, shown(value))
         return None
     return "%s %s is not %s" % (option, shown(value), _KINDS[kind][1])
 

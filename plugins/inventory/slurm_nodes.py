@@ -19,9 +19,17 @@ description:
     C(future), C(unknown)). Flags such as NOT_RESPONDING are in C(slurm_state_flags)."
   - "A feature becomes C(feature_<feature>) only, never a bare group: a feature named like a host or
     like C(gpu_nodes) would otherwise merge into it."
+  - "Slurm's words are data, not inventory: a node whose name or C(NodeAddr) is not a node name or an IP
+    address (C(-oProxyCommand=...), C(ALL), a Slurm state word; the rule C(slurm_node) applies) is left out
+    with a warning naming it; a partition or feature that is not a plain name (letters, digits, C(_), C(-)) or
+    would make a group named like an Ansible variable (C(ansible_connection=local), C(ansible_*), C(hostvars))
+    makes no group, with a warning."
+  - "Failure domains: with O(topology), each node's leaf switch from C(scontrol show topology) is
+    C(slurm_switch) and C(gpu_runbook_domain) (what the remediation plan reads as the node's failure domain;
+    a C(gpu_runbook_domain) in C(host_vars) wins). No topology plugin in Slurm: neither is set."
   - "Host vars: C(slurm_node_name), C(slurm_state), C(slurm_state_raw), C(slurm_state_flags),
     C(slurm_reason), C(slurm_partitions), C(slurm_features), C(slurm_gres), and C(ansible_host) (Slurm's
-    NodeAddr). Connection settings (C(ansible_user), keys) come from C(group_vars) next to the config file."
+    NodeAddr), C(slurm_switch) and C(gpu_runbook_domain) (see above). Connection settings (C(ansible_user), keys) come from C(group_vars) next to the config file."
   - Any failure (no C(scontrol), slurmctld unreachable, output that holds no node, unknown job) is one
     line naming the command and Slurm's own words. With C(any_unparsed_is_failed) in C(ansible.cfg) the run
     stops there instead of going on with an empty inventory.
@@ -74,6 +82,11 @@ options:
     description: Prefix of the feature groups.
     type: str
     default: feature_
+  topology:
+    description: Read C(scontrol show topology) for each node's leaf switch (its failure domain); a Slurm
+      without a topology plugin answers nothing and no domain is set.
+    type: bool
+    default: true
   timeout:
     description: Seconds each C(scontrol) call may take.
     type: int
@@ -97,19 +110,25 @@ keyed_groups:
 """
 
 import os
+import re
 import subprocess
 import sys
 import weakref
 
 from ansible.errors import AnsibleError, AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
+from ansible.utils.display import Display
+from ansible.vars.reserved import get_reserved_names
 
 try:
     from gpu_runbook import slurm
+    from gpu_runbook.validate import shown
 except ImportError:  # a checkout without the package installed (an AWX project): the engine beside it
     sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils"))
     from gpu_runbook import slurm
+    from gpu_runbook.validate import shown
 
+display = Display()
 # auto and enable_plugins may both try one config file in one inventory load: a failure asks Slurm
 # once. Kept per inventory data, so a refresh_inventory (a new one) asks again.
 _FAILED = weakref.WeakKeyDictionary()
@@ -127,21 +146,55 @@ def node_state(node):
     return (base or "unknown").lower()
 
 
-def slurm_hosts(nodes, partitions=(), job=None, prefixes=None, gpu_group="gpu_nodes"):
+# a group name Ansible or a playbook reads as something else (magic variables, the implicit groups)
+_MAGIC = frozenset(("all", "ungrouped", "hostvars", "groups", "group_names", "inventory_hostname",
+                    "inventory_hostname_short", "inventory_dir", "inventory_file", "playbook_dir", "role_path",
+                    "play_hosts", "omit", "environment"))
+_GROUP_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def group_problem(value, group, what):
+    """None when Slurm's ``value`` (a partition or feature) may make the group ``group``, else why not."""
+    if not isinstance(value, str) or not _GROUP_VALUE.fullmatch(value):
+        return "%s %s is not a plain name (letters, digits, '_', '-'): no group made of it" % (what, shown(value))
+    for name in (value.lower(), group.lower().replace("-", "_")):
+        if name.startswith("ansible_") or name in _MAGIC or name in get_reserved_names():
+            return "%s %s would make group %s, named like an Ansible variable: no group made of it" % (
+                what, shown(value), shown(group))
+    return None
+
+
+def slurm_hosts(nodes, partitions=(), job=None, prefixes=None, gpu_group="gpu_nodes", switches=None,
+                warnings=None):
     """Parsed nodes -> {name: {"vars": {...}, "groups": [...]}}, in Slurm's order. Pure: the grouping
-    the plugin adds to the inventory. ``job``: parse_scontrol_show_job's dict (only its nodes kept)."""
+    the plugin adds to the inventory. ``job``: parse_scontrol_show_job's dict (only its nodes kept);
+    ``switches``: {node: leaf switch} (parse_scontrol_show_topology); ``warnings``: a list that gets
+    one line per node left out and per value that made no group."""
     prefixes = dict({"partition": "partition_", "state": "state_", "feature": "feature_"}, **(prefixes or {}))
     wanted = set(partitions or ())
     in_job = set(job["nodes"]) if job else None
+    warnings = [] if warnings is None else warnings
+    switches = switches or {}
     out = {}
     for node in nodes:
         name = node.get("name")
         if not name or (wanted and not wanted.intersection(node["partitions"])) or \
                 (in_job is not None and name not in in_job):
             continue
+        bad = slurm.node_name_problem(name, "NodeName") or \
+            (node.get("node_addr") and slurm.node_addr_problem(node["node_addr"], "NodeAddr of %s" % shown(name)))
+        if bad:
+            warnings.append("slurm_nodes: node left out of the inventory: %s" % bad)
+            continue
         state = node_state(node)
-        groups = [prefixes["partition"] + p for p in node["partitions"]] + [prefixes["state"] + state]
-        groups += [prefixes["feature"] + f for f in node["features"]]
+        groups = [prefixes["state"] + state]
+        for what, values in (("partition", node["partitions"]), ("feature", node["features"])):
+            for value in values:
+                why = group_problem(value, prefixes[what] + str(value), "%s of %s:" % (what, name))
+                if why:
+                    warnings.append("slurm_nodes: " + why)
+                else:
+                    groups.append(prefixes[what] + value)
         if "gpu" in slurm.gres_names(node["gres"]):
             groups.append(gpu_group)
         if job:
@@ -152,6 +205,8 @@ def slurm_hosts(nodes, partitions=(), job=None, prefixes=None, gpu_group="gpu_no
                     "slurm_gres": node["gres"]}
         if node.get("node_addr"):
             hostvars["ansible_host"] = node["node_addr"]
+        if switches.get(name):
+            hostvars["slurm_switch"] = hostvars["gpu_runbook_domain"] = switches[name]
         if job:
             hostvars["slurm_job_id"] = job["job_id"]
         out[name] = {"vars": hostvars, "groups": groups}
@@ -190,7 +245,22 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             if not job["nodes"]:
                 raise AnsibleParserError("job %s has no nodes (state %s)" % (job_id, job["state"]))
         prefixes = {k: self.get_option(k + "_prefix") for k in ("partition", "state", "feature")}
-        return slurm_hosts(nodes, self.get_option("partitions"), job, prefixes, self.get_option("gpu_group"))
+        warnings = []
+        hosts = slurm_hosts(nodes, self.get_option("partitions"), job, prefixes, self.get_option("gpu_group"),
+                            self._switches(), warnings)
+        for line in warnings:
+            display.warning(line)
+        return hosts
+
+    def _switches(self):
+        """{node: leaf switch}, or {} when Slurm has no topology plugin (its answer is an error)."""
+        if not self.get_option("topology"):
+            return {}
+        try:
+            return slurm.parse_scontrol_show_topology(self._scontrol("show", "topology"))
+        except AnsibleParserError as exc:
+            display.vvv("slurm_nodes: no failure domains from the topology: %s" % exc.message)
+            return {}
 
     def _populate(self, hosts):
         strict = self.get_option("strict")

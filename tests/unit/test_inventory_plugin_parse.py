@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from gpu_runbook.slurm import gres_names, parse_scontrol_show_job, parse_scontrol_show_nodes
-from tests.conftest import BIN, REPO, ansible_env
+from gpu_runbook.slurm import gres_names, parse_scontrol_show_job, parse_scontrol_show_nodes, parse_scontrol_show_topology
+from tests.conftest import BIN, REPO, ansible_env, run_module
 
 sys.path.insert(0, os.path.join(REPO, "plugins", "inventory"))
 from slurm_nodes import node_state, slurm_hosts  # noqa: E402
@@ -113,3 +113,61 @@ def test_an_unknown_option_is_a_config_error_not_a_traceback(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("slurm_nodes: ")]
     assert lines and "'timeout'" in lines[0], proc.stderr
+
+
+# ---------------------------------------------------------------- Slurm's words are data (issue 25)
+HOSTILE_NODES = """NodeName=-oProxyCommand=touch_x Arch=x86_64 NodeAddr=10.0.0.9 State=IDLE Partitions=gpu Gres=gpu:8
+NodeName=ALL Arch=x86_64 NodeAddr=10.0.0.8 State=IDLE Partitions=gpu Gres=gpu:8
+NodeName=idle NodeAddr=10.0.0.7 State=IDLE Partitions=gpu Gres=gpu:8
+NodeName=n1 NodeAddr=-oProxyCommand=sh State=IDLE Partitions=gpu Gres=gpu:8
+NodeName=n2 NodeAddr=fe80::2 State=IDLE Partitions=gpu,ansible_connection=local \
+ActiveFeatures=ansible_connection=local,ansible_become,hostvars,rack-3,a.b Gres=gpu:8
+NodeName=n3 NodeAddr=n3.cluster State=IDLE Partitions=gpu Gres=gpu:8
+"""
+
+
+def test_hostile_node_names_and_addresses_are_left_out_with_a_warning_naming_them():
+    warnings = []
+    hosts = slurm_hosts(parse_scontrol_show_nodes(HOSTILE_NODES), warnings=warnings)
+    assert list(hosts) == ["n2", "n3"]
+    assert hosts["n2"]["vars"]["ansible_host"] == "fe80::2" and hosts["n3"]["vars"]["ansible_host"] == "n3.cluster"
+    left = [w for w in warnings if "node left out" in w]
+    assert len(left) == 4, warnings
+    for said in ("'-oProxyCommand=touch_x'", "'ALL' is a Slurm keyword", "'idle' is a Slurm keyword",
+                 "NodeAddr of 'n1' '-oProxyCommand=sh'"):
+        assert any(said in w for w in left), (said, left)
+
+
+def test_a_value_that_names_an_ansible_variable_makes_no_group():
+    warnings = []
+    hosts = slurm_hosts(parse_scontrol_show_nodes(HOSTILE_NODES), warnings=warnings)
+    assert sorted(hosts["n2"]["groups"]) == ["feature_rack-3", "gpu_nodes", "partition_gpu", "state_idle"]
+    assert hosts["n2"]["vars"]["slurm_features"][0] == "ansible_connection=local"  # kept as data
+    for said in ("partition of n2: 'ansible_connection=local' is not a plain name",
+                 "feature of n2: 'ansible_become' would make group 'feature_ansible_become'",
+                 "feature of n2: 'hostvars' would make group", "feature of n2: 'a.b' is not a plain name"):
+        assert any(w.startswith("slurm_nodes: " + said) for w in warnings), (said, warnings)
+    # a bare prefix: the feature itself would be the group
+    bare = slurm_hosts(parse_scontrol_show_nodes(HOSTILE_NODES), prefixes={"feature": ""}, warnings=[])
+    assert "rack-3" in bare["n2"]["groups"] and "hostvars" not in bare["n2"]["groups"]
+
+
+def test_the_leaf_switch_is_the_nodes_failure_domain():
+    topo = parse_scontrol_show_topology(
+        "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=n[2-3]\n"
+        "SwitchName=spine Level=1 LinkSpeed=1 Nodes=n[1-3] Switches=leaf1\n"
+        "SwitchName=-x Level=0 Nodes=n9\n")
+    assert topo == {"n2": "leaf1", "n3": "leaf1", "n1": "spine"}  # '-x' is no switch name
+    assert parse_scontrol_show_topology("scontrol: error: topology/flat: no topology") == {}
+    hosts = slurm_hosts(parse_scontrol_show_nodes(HOSTILE_NODES), switches=topo, warnings=[])
+    assert hosts["n3"]["vars"]["slurm_switch"] == hosts["n3"]["vars"]["gpu_runbook_domain"] == "leaf1"
+    plain = slurm_hosts(parse_scontrol_show_nodes(HOSTILE_NODES), warnings=[])
+    assert "gpu_runbook_domain" not in plain["n3"]["vars"]
+
+
+@pytest.mark.parametrize("name", ["ALL", "all", "DEFAULT", "drain", "-oProxyCommand=x"])
+def test_slurm_node_refuses_a_keyword_as_a_node_name_before_any_command(tmp_path, name):
+    res, proc = run_module(tmp_path, "slurm_node", {"name": name, "state": "drained", "reason": "x",
+                                                    "state_dir": str(tmp_path / "st")})
+    assert proc.returncode != 0 and res["msg"].startswith("name %r is " % name), res
+    assert not (tmp_path / "st").exists()
