@@ -114,7 +114,7 @@ seealso:
 EXAMPLES = r"""
 - name: Exclude the bad rail for the job's next run (and revert exclusions found healthy)
   gpu_runbook_job_env:
-    dir: ~/.gpu-runbook/job-env
+    dir: ~/.gpu-runbook/state/job-env
     section: nccl_env
     job: "{{ remediation_plan_result.plan.job }}"
     incidents: "{{ remediation_plan_result.plan.incidents }}"
@@ -125,7 +125,7 @@ EXAMPLES = r"""
 
 - name: Flight Recorder and IB retry knobs for the next run
   gpu_runbook_job_env:
-    dir: ~/.gpu-runbook/job-env
+    dir: ~/.gpu-runbook/state/job-env
     section: timeout
     job: "{{ remediation_plan_result.plan.job }}"
     env: [TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=600, TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_]
@@ -143,23 +143,23 @@ files:
       description: The env file (C(KEY=VALUE) lines, one section per rung) a batch script sources.
       returned: always
       type: str
-      sample: /home/sre/.gpu-runbook/job-env/nccl.env
+      sample: /home/sre/.gpu-runbook/state/job-env/nccl.env
     sbatch:
       description: The C(export) lines to paste into the batch script.
       returned: always
       type: str
-      sample: /home/sre/.gpu-runbook/job-env/nccl.sbatch
+      sample: /home/sre/.gpu-runbook/state/job-env/nccl.sbatch
     record:
       description: The rail-exclusion record (JSON).
       returned: always
       type: str
-      sample: /home/sre/.gpu-runbook/job-env/excluded-rails.json
+      sample: /home/sre/.gpu-runbook/state/job-env/excluded-rails.json
 written:
   description: The files written (none in check mode or when nothing changed).
   returned: always
   type: list
   elements: str
-  sample: [/home/sre/.gpu-runbook/job-env/nccl.env, /home/sre/.gpu-runbook/job-env/nccl.sbatch]
+  sample: [/home/sre/.gpu-runbook/state/job-env/nccl.env, /home/sre/.gpu-runbook/state/job-env/nccl.sbatch]
 section:
   description: The section's KEY=VALUE lines after the update.
   returned: always
@@ -211,8 +211,8 @@ lines:
   returned: always
   type: list
   elements: str
-  sample: ["nccl_env: add to the next sbatch: set -a; . /home/sre/.gpu-runbook/job-env/nccl.env; set +a   (or paste
-            /home/sre/.gpu-runbook/job-env/nccl.sbatch)", "nccl_env: exclude mlx5_4 (host gpu-r3-n05, incident INC-42):
+  sample: ["nccl_env: add to the next sbatch: set -a; . /home/sre/.gpu-runbook/state/job-env/nccl.env; set +a   (or paste
+            /home/sre/.gpu-runbook/state/job-env/nccl.sbatch)", "nccl_env: exclude mlx5_4 (host gpu-r3-n05, incident INC-42):
             mlx5_4 symbol errors rising, link up"]
 """
 

@@ -92,7 +92,7 @@ options:
   rma_dir:
     description: Controller-side directory of the bundles.
     type: path
-    default: ~/.gpu-runbook/rma
+    default: ~/.gpu-runbook/state/rma
   write:
     description: Write the bundle. False only assesses.
     type: bool
@@ -248,12 +248,12 @@ files:
       description: The bundle as JSON (schema gpu-runbook/rma/v1).
       returned: always
       type: str
-      sample: /home/ops/.gpu-runbook/rma/INC-42/gpu-r1-n02.json
+      sample: /home/ops/.gpu-runbook/state/rma/INC-42/gpu-r1-n02.json
     md:
       description: The bundle as Markdown a ticket can paste.
       returned: always
       type: str
-      sample: /home/ops/.gpu-runbook/rma/INC-42/gpu-r1-n02.md
+      sample: /home/ops/.gpu-runbook/state/rma/INC-42/gpu-r1-n02.md
 bundle:
   description: The bundle (schema gpu-runbook/rma/v1).
   returned: when write is true
@@ -403,7 +403,7 @@ def main():
             attempts=dict(type="list", elements="dict", default=[]),
             paths=dict(type="list", elements="str", default=[]),
             reason=dict(type="str"),
-            rma_dir=dict(type="path", default="~/.gpu-runbook/rma"),
+            rma_dir=dict(type="path", default="~/.gpu-runbook/state/rma"),
             write=dict(type="bool", default=False),
             now=dict(type="str"),
         ),

@@ -65,7 +65,7 @@ options:
   state_dir:
     description: Controller-side directory of our ownership records.
     type: path
-    default: ~/.gpu-runbook/drains
+    default: ~/.gpu-runbook/state/drains
   wait_drained:
     description:
       - Seconds to wait (at most 86400) for DRAINED (no jobs left on the node) after a drain
@@ -193,7 +193,7 @@ record:
   description: Path of our ownership record for the node.
   returned: success
   type: str
-  sample: /home/sre/.gpu-runbook/drains/gpu-r3-n03.json
+  sample: /home/sre/.gpu-runbook/state/drains/gpu-r3-n03.json
 rebooted:
   description: After O(wait_rebooted) - the boot times before and after and when the reboot was asked.
   returned: when the node came back from our reboot
@@ -501,7 +501,7 @@ def main():
             state=dict(type="str", default="present", choices=["drained", "resumed", "reboot_requested", "present"]),
             reason=dict(type="str"),
             incident=dict(type="str"),
-            state_dir=dict(type="path", default="~/.gpu-runbook/drains"),
+            state_dir=dict(type="path", default="~/.gpu-runbook/state/drains"),
             wait_drained=dict(type="int", default=0),
             wait_rebooted=dict(type="int", default=0),
             timeout=dict(type="int", default=30),

@@ -287,9 +287,26 @@ def test_remediate_acts_only_when_asked_and_never_twice_at_once():
     # the lock and the caps hold across one job only: never sliced, never simultaneous
     assert jt["job_slice_count"] == 1 and jt["allow_simultaneous"] is False
     assert not jt["related"].get("schedules")
-    # the ledger and the drain records go to one persistent place, not the job's private dir
-    for var in ("gpu_runbook_state_dir", "gpu_runbook_drain_dir", "gpu_runbook_job_env_dir", "plan_dir"):
-        assert var in yaml.safe_load(jt["extra_vars"]), var
+    # the ledger, the drain records, the RMA bundles and the job's environment go to one persistent
+    # place, not the job's private dir: one variable, the others follow it
+    extra = yaml.safe_load(jt["extra_vars"])
+    for var in ("gpu_runbook_state_dir", "plan_dir"):
+        assert var in extra, var
+    for var in ("gpu_runbook_drain_dir", "gpu_runbook_job_env_dir", "gpu_runbook_rma_dir"):
+        assert var not in extra, var
+
+
+def test_every_controller_side_directory_follows_the_one_state_dir():
+    """A role's controller-side directory defaults to a place under gpu_runbook_state_dir, so one
+    variable (the AWX template's) moves all of them; none names a path of its own."""
+    dirs = {}
+    for f in sorted(ROOT.glob("roles/*/defaults/main.yml")):
+        for k, v in (yaml.safe_load(f.read_text()) or {}).items():
+            if re.search(r"_(state|drain|rma|ledger|job_env)_dir$|_nccl_env_dir$|_timeout_dir$", k):
+                dirs[k] = str(v)
+    assert len(dirs) >= 10, dirs
+    for k, v in dirs.items():
+        assert "gpu_runbook_state_dir" in v and v.count("~/.gpu-runbook/") == 1, (k, v)
 
 
 def test_rung_choices_are_the_ladders_rungs():
