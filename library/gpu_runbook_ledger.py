@@ -43,6 +43,19 @@ description:
     C(not_before) so kernel-log evidence from before a verified fix is not evidence again."
   - "If the state directory cannot be written (read-only, disk full, no permission) the
     module fails with a message saying that the ladder must not run disruptive steps."
+  - "State that cannot be poisoned. O(state_dir) must be owned by the user running Ansible and not
+    group- or world-writable (else refused, naming its owner, its mode and the chown/chmod that fixes it).
+    C(lock.json), C(audit.jsonl) and C(history.jsonl) are opened without following links and
+    without blocking: a link (dangling or not), FIFO, socket or device there is refused by name;
+    C(state=absent force=true) unlinks such a lock.json (never follows it), audited. A record
+    dated more than 300 s after now is refused by C(action=record) and ignored on read with a
+    warning saying how many and from when. Each line is one checked C(O_APPEND) write; a file
+    that ends in a torn line (a short write on a full disk) gets its newline before the next line,
+    and every reader (decide, resolved, history, C(gpu_runbook_rma)) skips the torn line with a
+    warning and keeps a whole record appended behind it."
+  - "Budgets and repeat faults follow the GPU: a record with the GPU's serial or UUID counts under any
+    host name (short name or FQDN); the host name decides only for a PCI-only GPU, a port or a
+    host-wide question."
 version_added: "0.2.0"
 author: gpu-runbook contributors
 options:
@@ -55,9 +68,10 @@ options:
   action:
     description: C(audit) append O(entries) to the audit log; C(record) append them to the history;
       C(decide) the next rung for each of O(items); C(resolved) when each host was last verified
-      healthy; C(show) read the lock and what it says.
+      healthy; C(history) this incident's history records of O(hosts) (the rung roles' read);
+      C(show) read the lock and what it says.
     type: str
-    choices: [audit, record, decide, resolved, show]
+    choices: [audit, record, decide, resolved, history, show]
   state_dir:
     description: Controller-side directory of the ledger.
     type: path
@@ -100,8 +114,9 @@ options:
     elements: dict
     default: []
   hosts:
-    description: For C(action=resolved) - only these hosts (matched case-insensitively, returned
-      as given). Default every host in the history.
+    description: For C(action=resolved) and C(action=history) - only these hosts (matched
+      case-insensitively, a short name matching its FQDN; C(resolved) returns them as given).
+      Default every host in the history.
     type: list
     elements: str
   policy:
@@ -291,9 +306,16 @@ file:
   returned: always
   type: str
   sample: /home/sre/.gpu-runbook/state/audit.jsonl
+history:
+  description: This O(incident)'s history records (not check mode) of O(hosts), oldest first.
+  returned: for history
+  type: list
+  elements: dict
+  sample: [{"type": "remedy", "host": "gpu-r1-n03", "pci": "0000:3b:00.0", "rung": "gpu_reset", "result": "ok",
+            "incident": "INC-7", "when": "2024-05-01T10:00:00+00:00", "check_mode": false}]
 warnings_lines:
-  description: History lines that could not be read and were skipped.
-  returned: for decide and resolved when there are any
+  description: History lines that could not be read and were skipped (torn lines, records from the future).
+  returned: for decide, resolved and history when there are any
   type: list
   elements: str
   sample: ["/home/sre/.gpu-runbook/state/history.jsonl:17: not JSON, skipped"]
@@ -309,6 +331,7 @@ from ansible.module_utils.gpu_runbook.ledger import (AUDIT_FILE, HISTORY_FILE, L
                                                      append_lines, audit_entry, check_policy, clear, decide,
                                                      describe, fault_entry, read_lines, read_lock, release,
                                                      remedy_entry, resolved)
+from ansible.module_utils.gpu_runbook.ledger.history import same_host
 from ansible.module_utils.gpu_runbook.ledger.lock import is_stale, owner_text
 from ansible.module_utils.gpu_runbook.timeutil import UTC, to_utc
 from ansible.module_utils.gpu_runbook.validate import problems
@@ -433,7 +456,7 @@ def do_record(module, sd, now):
 def do_decide(module, sd, now):
     policy = check_policy(module.params["policy"])
     path = os.path.join(sd, HISTORY_FILE)
-    history, bad = read_lines(path)
+    history, bad = read_lines(path, now)
     out = [decide(history, item, now, policy, module.params["incident"]) for item in module.params["items"]]
     res = dict(changed=False, decisions=out, file=path, policy=policy,
                msg="; ".join("%s: %s%s" % (d["key"], d["rung"], " (already done)" if d["already_done"] else "")
@@ -443,12 +466,26 @@ def do_decide(module, sd, now):
     return res
 
 
-def do_resolved(module, sd):
+def do_resolved(module, sd, now):
     path = os.path.join(sd, HISTORY_FILE)
-    history, bad = read_lines(path)
+    history, bad = read_lines(path, now)
     found = resolved(history, module.params["hosts"])
     res = dict(changed=False, resolved=found, file=path,
                msg="; ".join("%s verified at %s" % kv for kv in found.items()) or "no host verified healthy yet")
+    if bad:
+        res["warnings_lines"] = bad
+    return res
+
+
+def do_history(module, sd, now):
+    """This incident's records of ``hosts`` through the one reader: the rung roles' read."""
+    p = module.params
+    path = os.path.join(sd, HISTORY_FILE)
+    history, bad = read_lines(path, now)
+    mine = [e for e in history if p["incident"] and str(e.get("incident") or "") == p["incident"]
+            and not e.get("check_mode") and (p["hosts"] is None or any(same_host(e.get("host"), h) for h in p["hosts"]))]
+    res = dict(changed=False, history=mine, file=path, msg="%d history record(s) of incident %s"
+               % (len(mine), p["incident"] or "(none given: nothing)"))
     if bad:
         res["warnings_lines"] = bad
     return res
@@ -458,7 +495,7 @@ def run(module):
     p = module.params
     if bool(p["state"]) == bool(p["action"]):
         raise LedgerError("give either state (locked, unlocked, absent) or action (audit, record, decide, resolved, "
-                          "show)")
+                          "history, show)")
     if p["stale_after"] < 1:
         raise LedgerError("stale_after must be at least 1 second")
     sd = os.path.expanduser(p["state_dir"])
@@ -477,7 +514,9 @@ def run(module):
     if p["action"] == "decide":
         return do_decide(module, sd, now)
     if p["action"] == "resolved":
-        return do_resolved(module, sd)
+        return do_resolved(module, sd, now)
+    if p["action"] == "history":
+        return do_history(module, sd, now)
     held = read_lock(sd)
     return dict(changed=False, file=os.path.join(sd, LOCK_FILE), lock=held,
                 stale=is_stale(held, now, p["stale_after"]) if held else None,
@@ -488,7 +527,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["locked", "unlocked", "absent"]),
-            action=dict(type="str", choices=["audit", "record", "decide", "resolved", "show"]),
+            action=dict(type="str", choices=["audit", "record", "decide", "resolved", "history", "show"]),
             state_dir=dict(type="path", default="~/.gpu-runbook/state"),
             incident=dict(type="str"),
             lock_id=dict(type="str"),

@@ -274,7 +274,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.ledger import AUDIT_FILE, HISTORY_FILE, LedgerError, read_lines
 from ansible.module_utils.gpu_runbook.plan.rma import markdown, rma_bundle
 from ansible.module_utils.gpu_runbook.plan.verify import assess, gpu_catalog
-from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
+from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, read_bytes, write_atomic
 from ansible.module_utils.gpu_runbook.timeutil import UTC, iso, to_utc
 from ansible.module_utils.gpu_runbook.validate import check
 
@@ -317,9 +317,9 @@ def _no_link(path, what):
 
 def _old(path):
     try:
-        with open(path) as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError):
+        raw = read_bytes(path, "RMA bundle")  # never through a link, never blocking on a FIFO
+        return None if raw is None else raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError, WriteRefused):
         return None
 
 

@@ -224,7 +224,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_runbook.probes import run_argv
-from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, write_atomic
+from ansible.module_utils.gpu_runbook.safewrite import WriteRefused, check_private_dir, read_bytes, write_atomic
 from ansible.module_utils.gpu_runbook.slurm import (
     MAX_REASON, drain_reason, drain_status, owns, ownership_record, parse_node_state, parse_scontrol_show_node,
     plan_node, reboot_flag, reboot_progress, slurm_error_kind)
@@ -292,11 +292,12 @@ def record_path(state_dir, name):
 def load_record(path):
     """(record or None, warning or None). An unreadable record is not ours: safe side."""
     try:
-        with open(path) as fh:
-            rec = json.load(fh)
-    except FileNotFoundError:
-        return None, None
-    except (OSError, ValueError) as exc:
+        check_private_dir(os.path.dirname(path), "drain record directory")
+        raw = read_bytes(path, "drain record", limit=1 << 20)  # never through a link, never on a FIFO
+        if raw is None:
+            return None, None
+        rec = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, WriteRefused) as exc:
         return None, "ignored unreadable drain record %s (%s): the node counts as not ours" % (path, exc)
     if not isinstance(rec, dict):
         return None, "ignored drain record %s (not an object): the node counts as not ours" % path
@@ -305,6 +306,7 @@ def load_record(path):
 
 def write_record(path, rec):
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    check_private_dir(os.path.dirname(path), "drain record directory")  # another user's dir could plant links
     write_atomic(path, json.dumps(rec, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 

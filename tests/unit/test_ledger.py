@@ -166,13 +166,11 @@ def test_concurrent_appends_do_not_interleave(tmp_path):
         assert [g["i"] for g in got if g["tag"] == t] == list(range(200))
 
 
-def test_disk_full_is_a_clear_error(tmp_path):
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
+def test_a_link_to_dev_full_is_refused_not_written_through(tmp_path):
     os.symlink("/dev/full", str(tmp_path / "audit.jsonl"))
     with pytest.raises(LedgerError) as e:
         append_lines(str(tmp_path / "audit.jsonl"), [{"a": 1}])
-    assert e.value.kind == "io" and "disk full" in e.value.msg and "must not run disruptive" in e.value.msg
+    assert e.value.kind == "unsafe" and "is a symlink" in e.value.msg and "must not run disruptive" in e.value.msg
 
 
 _RO_SCRIPT = r"""
@@ -199,7 +197,7 @@ def test_read_only_state_dir_is_a_clear_error(tmp_path):
     if os.geteuid() == 0:
         if not shutil.which("unshare"):
             pytest.skip("root without unshare: cannot make a read-only mount")
-        cmd = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o ro none "$1" && exec "$2" -c "$3"', "sh",
+        cmd = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o ro,mode=0700 none "$1" && exec "$2" -c "$3"', "sh",
                str(sd), sys.executable, script]
         want = "read-only file system"
     else:

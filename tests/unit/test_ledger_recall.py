@@ -51,7 +51,7 @@ def test_another_incident_gpu_host_rung_or_result_is_not_done(tmp_path):
     h = on_disk(tmp_path, [
         remedy("gpu_reset", incident="INC-0"),                                   # another incident
         remedy("gpu_reset", target={"host": "n1", "gpu": {"serial": "9999"}}),   # another GPU
-        remedy("gpu_reset", target={"host": "n9", "gpu": GPU["gpu"]}),           # another host
+        remedy("gpu_reset", target={"host": "n9", "gpu": {"pci": "0000:3b:00.0"}}),  # that slot on another host
         remedy("reboot"),                                                        # another rung
         remedy("gpu_reset", result="failed"), remedy("gpu_reset", result="refused"),
         remedy("gpu_reset", check_mode=True),                                    # a dry run

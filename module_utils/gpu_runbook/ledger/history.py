@@ -2,8 +2,9 @@
 decision that reads them: ``next_rung``.
 
 A target is a host plus the GPU's serial, UUID or PCI bus id (or an IB port such as
-``mlx5_1/1``). Two records are the same GPU when they share a host and their strongest
-common id agrees: serial, else UUID, else PCI. A record that has only the PCI id therefore
+``mlx5_1/1``). Two records are the same GPU when their strongest common id agrees: serial,
+else UUID (whatever the host is called: short name or FQDN), else PCI on the same host (a
+short name and its FQDN are one host). A record that has only the PCI id therefore
 matches whatever GPU sits in that slot now -- on the safe side: more escalation, never
 another reset of a board we cannot tell apart.
 
@@ -25,6 +26,7 @@ from ..findings import normalize_pci
 from ..taxonomy import RUNG_RANK, RUNG_TABLE, STEPS
 from ..timeutil import UTC, iso, to_utc
 from .errors import LedgerError
+from .journal import FUTURE_SKEW
 
 DAY = 86400
 DEFAULT_POLICY = {
@@ -113,13 +115,25 @@ def match_key(t):
     return t["host"]
 
 
+def same_host(a, b):
+    """Host names as given or as FQDN: 'n03' and 'n03.cluster.local' are one host."""
+    a, b = str(a or "").strip().lower(), str(b or "").strip().lower()
+    return bool(a) and (a == b or a.split(".")[0] == b.split(".")[0])
+
+
 def same(entry, t):
-    """Does history ``entry`` concern target ``t``? (see the module doc)"""
-    if _clean(entry.get("host")) is None or str(entry["host"]).strip().lower() != t["host"]:
-        return False
+    """Does history ``entry`` concern target ``t``? (see the module doc). A GPU with a serial or
+    UUID is that GPU under any host name; the host decides only for a PCI slot, a port or a
+    host-wide question."""
     try:
         e = target_of(entry)
     except LedgerError:
+        return False
+    if is_gpu(t) and is_gpu(e) and "port" not in t and "port" not in e:
+        for k in ("serial", "uuid"):
+            if k in e and k in t:
+                return e[k] == t[k]
+    if not same_host(e["host"], t["host"]):
         return False
     if not is_gpu(t) and "port" not in t:
         return True  # a host-wide question counts every record of the host
@@ -140,6 +154,10 @@ def _entry(raw, now, kind):
     when = to_utc(raw.get("when")) if raw.get("when") else now.astimezone(UTC)
     if when is None:
         raise LedgerError("history %s: when %r is not an ISO 8601 time" % (kind, raw.get("when")))
+    if when > now.astimezone(UTC) + timedelta(seconds=FUTURE_SKEW):
+        raise LedgerError("history %s for %s: when %s is in the future (now %s, skew allowed %ds): refused, a record "
+                          "from the future would never age out" % (kind, match_key(t), iso(when),
+                                                                   iso(now.astimezone(UTC)), FUTURE_SKEW))
     out = dict(t, type=kind, when=iso(when))
     if raw.get("incident"):
         out["incident"] = str(raw["incident"])
@@ -176,8 +194,8 @@ def remedy_entry(raw, now):
 
 
 def _within(entry, now, window):
-    when = to_utc(entry.get("when"))
-    return when is None or when >= now - timedelta(seconds=window)
+    when = to_utc(entry.get("when"))  # a record from the future never counts (it would never age out)
+    return when is None or now - timedelta(seconds=window) <= when <= now + timedelta(seconds=FUTURE_SKEW)
 
 
 def faults_of(history, t, now, window):

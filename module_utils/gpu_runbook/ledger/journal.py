@@ -3,14 +3,18 @@
 An append opens the file with O_APPEND and writes each line with ONE ``os.write``: the
 kernel places every such write at the end of the file as a whole, so lines written by two
 runs at once never interleave. A short write, a full disk or a read-only directory is a
-LedgerError saying that the ladder must not go on with disruptive steps."""
+LedgerError saying that the ladder must not go on with disruptive steps. A link, FIFO or
+device in place of a file, or a state directory another user can write, is refused."""
 
+import fcntl
 import json
 import os
+from datetime import datetime, timedelta
 
+from ..safewrite import WriteRefused, append_line, check_private_dir, ends_torn, open_regular, read_bytes
 from ..taxonomy import RUNG_TABLE
 from ..timeutil import UTC, iso, to_utc
-from .errors import LedgerError, io_error
+from .errors import NO_DISRUPTION, LedgerError, io_error
 
 AUDIT_FILE = "audit.jsonl"
 HISTORY_FILE = "history.jsonl"
@@ -18,6 +22,8 @@ RESULTS = ("ok", "refused", "failed", "skipped")
 # steps of the ladder that are not rungs of the taxonomy but belong in the audit log
 LADDER_STEPS = ("lock", "plan", "verify", "resume")
 MAX_LINE = 64 * 1024
+# a record stamped more than this after now is from the future: refused on record, ignored on read
+FUTURE_SKEW = 300
 
 
 def _line(entry):
@@ -29,23 +35,39 @@ def _line(entry):
     return data
 
 
+def check_dir(state_dir, create=False):
+    """The state directory must be ours and not group/world-writable (else LedgerError naming
+    it, its owner, its mode and the fix); ``create`` makes a missing one 0700."""
+    try:
+        if create:
+            os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        check_private_dir(state_dir, "ledger state directory")
+    except WriteRefused as exc:
+        raise LedgerError("%s; %s" % (exc, NO_DISRUPTION), kind="unsafe")
+    except OSError as exc:
+        raise io_error("ledger state directory", state_dir, exc)
+
+
 def append_lines(path, entries, what="audit log"):
-    """Append each entry (a dict) as one JSON line; -> number of lines written."""
+    """Append each entry (a dict) as one JSON line, each line one checked O_APPEND write;
+    -> number of lines written. A file that ends in a torn line (a short write before) gets
+    its newline first, so the torn line stays one bad line and the new ones stay whole."""
     lines = [_line(e) for e in entries]  # all checked before the first byte is written
     if not lines:
         return 0
+    check_dir(os.path.dirname(path) or ".", create=True)
     try:
-        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, what)  # RDWR: to see a torn end
+    except WriteRefused as exc:
+        raise LedgerError("%s; %s" % (exc, NO_DISRUPTION), kind="unsafe")
     except OSError as exc:
         raise io_error(what, path, exc)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # appenders in turn: the torn-end check sees no write in flight
+        if ends_torn(fd):
+            lines[0] = b"\n" + lines[0]
         for data in lines:
-            n = os.write(fd, data)
-            if n != len(data):
-                raise LedgerError("short write to the %s %s (%d of %d bytes): the file may end in a partial "
-                                  "line; the ladder must not run disruptive steps" % (what, path, n, len(data)),
-                                  kind="io")
+            append_line(fd, data, path, what)
         os.fsync(fd)
     except OSError as exc:
         raise io_error(what, path, exc)
@@ -54,28 +76,67 @@ def append_lines(path, entries, what="audit log"):
     return len(lines)
 
 
-def read_lines(path):
-    """-> (entries, warnings). A missing file is empty; a line that is not a JSON object is
-    skipped with a warning naming its line number (a torn line never stops a decision)."""
-    entries, warnings = [], []
+def _parse(raw):
     try:
-        with open(path, "rb") as fh:
-            for n, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw.decode("utf-8"))
-                except (ValueError, UnicodeDecodeError):
-                    warnings.append("%s:%d: not JSON, skipped" % (path, n))
-                    continue
-                if not isinstance(obj, dict):
-                    warnings.append("%s:%d: not an object, skipped" % (path, n))
-                    continue
-                entries.append(obj)
-    except FileNotFoundError:
-        return [], []
+        obj = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _salvage(raw):
+    """A torn line followed by a whole one (written before the newline repair): the whole
+    record after the torn prefix, or None."""
+    i = raw.find(b"{", 1)
+    while i > 0:
+        obj = _parse(raw[i:])
+        if obj is not None:
+            return obj
+        i = raw.find(b"{", i + 1)
+    return None
+
+
+def _future_note(path, future):
+    whens = sorted(str(e.get("when")) for e in future)
+    return ("%s: %d record(s) from the future ignored (when %s%s; more than %ds after now): planted or a "
+            "clock gone wrong" % (path, len(future), whens[0], " .. %s" % whens[-1] if len(whens) > 1 else "",
+                                  FUTURE_SKEW))
+
+
+def read_lines(path, now=None):
+    """-> (entries, warnings); THE reader of the audit log and the history (every reader goes
+    through it). A missing file is empty. A torn line (not JSON: a short write) is skipped with
+    a warning naming its line number, and a whole record appended behind it is kept. Records
+    whose ``when`` is over FUTURE_SKEW seconds after ``now`` (default the clock) are ignored
+    with one warning saying how many and from when. A link, FIFO or device -> LedgerError."""
+    check_dir(os.path.dirname(path) or ".")
+    try:
+        data = read_bytes(path, "ledger file")
+    except WriteRefused as exc:
+        raise LedgerError(str(exc), kind="unsafe")
     except OSError as exc:
         raise LedgerError("cannot read %s: %s" % (path, exc.strerror or exc), kind="io")
+    if data is None:
+        return [], []
+    limit = (now or datetime.now(UTC)).astimezone(UTC) + timedelta(seconds=FUTURE_SKEW)
+    entries, warnings, future = [], [], []
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        obj = _parse(raw)
+        if obj is None:
+            obj = _salvage(raw)
+            warnings.append("%s:%d: torn or not a JSON object, skipped%s"
+                            % (path, n, " (the whole record after it kept)" if obj is not None else ""))
+            if obj is None:
+                continue
+        when = to_utc(obj.get("when")) if obj.get("when") else None
+        if when is not None and when > limit:
+            future.append(obj)
+            continue
+        entries.append(obj)
+    if future:
+        warnings.append(_future_note(path, future))
     return entries, warnings
 
 

@@ -15,7 +15,9 @@ import uuid
 from datetime import datetime
 
 from ..timeutil import UTC, iso, to_utc
+from ..safewrite import WriteRefused, read_bytes
 from .errors import LedgerError, io_error
+from .journal import check_dir
 
 LOCK_FILE = "lock.json"
 CLEAR_COMMAND = ("ansible localhost -m gpu_runbook_ledger -a 'state=absent force=true%s'")
@@ -49,25 +51,35 @@ def age_text(seconds):
 def read_lock(state_dir):
     """-> the lock record, or None when there is no lock. A lock file that cannot be parsed
     (a run that died between create and write, a hand edit) is still a lock: it comes back
-    as {'id': None, 'unreadable': why, 'started': <file mtime>}."""
+    as {'id': None, 'unreadable': why, 'started': <file mtime>}. So is a link (dangling or
+    not), FIFO, socket or device named lock.json: never followed, never waited on; the clear
+    unlinks it."""
     path = lock_path(state_dir)
+    check_dir(state_dir)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        mtime = os.stat(path).st_mtime
-    except FileNotFoundError:
-        return None
+        raw = read_bytes(path, "remediation lock", limit=1 << 20)
+    except WriteRefused as exc:
+        return _unreadable(path, str(exc))
     except OSError as exc:
         raise LedgerError("cannot read the lock %s: %s" % (path, exc.strerror or exc), kind="io")
+    if raw is None:
+        return None
     try:
         rec = json.loads(raw.decode("utf-8"))
         if not isinstance(rec, dict) or not rec.get("id"):
             raise ValueError("no lock id")
         return rec
     except (ValueError, UnicodeDecodeError) as exc:
-        started = iso(datetime.fromtimestamp(mtime, UTC))
-        return {"id": None, "owner": {}, "incident": None, "started": started,
-                "unreadable": "%s (%s)" % (path, exc)}
+        return _unreadable(path, "%s (%s)" % (path, exc))
+
+
+def _unreadable(path, why):
+    try:
+        mtime = os.lstat(path).st_mtime
+    except OSError:
+        mtime = 0
+    return {"id": None, "owner": {}, "incident": None, "started": iso(datetime.fromtimestamp(mtime, UTC)),
+            "unreadable": why}
 
 
 def age_of(lock, now):
@@ -127,19 +139,21 @@ def acquire(state_dir, owner, incident, now, stale_after=7200, lock_id=None, che
         if lock_id and held.get("id") == lock_id:
             return held, False
         raise _refuse(held, now, stale_after, state_dir)
-    try:
-        os.makedirs(state_dir, mode=0o700, exist_ok=True)
-        _create(path, data)
-    except FileExistsError:
-        held = read_lock(state_dir)
-        if held is None:  # released between our create and our read: one more try, no loop
-            return acquire(state_dir, owner, incident, now, stale_after, lock_id)
+    check_dir(state_dir, create=True)
+    for _ in range(2):  # released between our create and our read: one more try, never a loop
+        try:
+            _create(path, data)
+            return rec, True
+        except FileExistsError:
+            held = read_lock(state_dir)
+        except OSError as exc:
+            raise io_error("remediation lock", path, exc)
+        if held is None:
+            continue
         if lock_id and held.get("id") == lock_id:
             return held, False
         raise _refuse(held, now, stale_after, state_dir)
-    except OSError as exc:
-        raise io_error("remediation lock", path, exc)
-    return rec, True
+    raise LedgerError("the remediation lock %s came and went twice while it was taken: try again" % path, kind="held")
 
 
 def _create(path, data):

@@ -12,7 +12,7 @@ verified healthy.
 """
 
 from .errors import LedgerError
-from .history import ID_KEYS, match_key, next_rung, same, target_of
+from .history import ID_KEYS, match_key, next_rung, same, same_host, target_of
 from ..timeutil import iso, to_utc
 
 VERIFY = "verify"
@@ -37,7 +37,7 @@ def already_done(history, t, rung, incident):
         return None
     hits = [e for e in history if e.get("type") == "remedy" and e.get("rung") == rung and e.get("result") == "ok"
             and not e.get("check_mode") and _incident(e.get("incident")) == incident
-            and (same(e, t) or (_host_wide(e) and str(e.get("host", "")).strip().lower() == t["host"]))]
+            and (same(e, t) or (_host_wide(e) and same_host(e.get("host"), t["host"])))]
     return max(hits, key=_when_key) if hits else None
 
 
