@@ -129,7 +129,7 @@ def test_a_real_short_write_is_an_error_and_the_torn_line_is_skipped_by_every_re
     # the next append ends the torn line first: the new record stays whole
     append_lines(path, [_remedy(NOW - timedelta(hours=1))], "GPU history")
     history, notes = read_lines(path, NOW)
-    assert len(history) == 2 and len(notes) == 1 and ":2: torn" in notes[0]
+    assert len(history) == 2 and len(notes) == 1 and ":2: not JSON, skipped" in notes[0]
     with open(path) as fh:
         assert json.loads(fh.read().splitlines()[-1])["rung"] == "gpu_reset"  # its own line, not glued on
     assert "kept" not in notes[0]

@@ -76,11 +76,13 @@ def append_lines(path, entries, what="audit log"):
     return len(lines)
 
 
-def _parse(raw):
+def _parse(raw, why=None):
     try:
         obj = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None
+    if not isinstance(obj, dict) and why is not None:
+        why.append("not an object")
     return obj if isinstance(obj, dict) else None
 
 
@@ -123,11 +125,12 @@ def read_lines(path, now=None):
     for n, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
-        obj = _parse(raw)
+        why = []
+        obj = _parse(raw, why)
         if obj is None:
-            obj = _salvage(raw)
-            warnings.append("%s:%d: torn or not a JSON object, skipped%s"
-                            % (path, n, " (the whole record after it kept)" if obj is not None else ""))
+            obj = None if why else _salvage(raw)  # torn: a short write, maybe with a whole line glued on
+            warnings.append("%s:%d: %s, skipped%s" % (path, n, why[0] if why else "not JSON",
+                                                     " (the whole record after it kept)" if obj is not None else ""))
             if obj is None:
                 continue
         when = to_utc(obj.get("when")) if obj.get("when") else None
