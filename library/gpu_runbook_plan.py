@@ -84,18 +84,32 @@ options:
             Slurm state; failed or without C(state): the state is unknown (that node's drain is blocked)."
         type: dict
         default: {}
+      domains:
+        description: "C({host: failure domain}) (each host's O(domain_var)); a blank or non-text value is no domain."
+        type: dict
+        default: {}
   domain_groups:
     description:
-      - "Inventory groups, C({group: [hosts]}) (Ansible's C(groups)). With O(domain_prefixes), each host's
-        failure domain is the first group by name that starts with a prefix; every member counts, also
-        hosts outside the play. A host in O(policy)'s C(domains) keeps that domain."
+      - "Inventory groups, C({group: [hosts]}) (Ansible's C(groups)): the groups O(domain_group_names) names are
+        failure domains (host -> the first matching group by name); every member counts, also hosts outside the
+        play. A group's name alone makes no domain."
     type: dict
     default: {}
-  domain_prefixes:
-    description: Group-name prefixes that make failure domains out of O(domain_groups); empty, none.
+  domain_group_names:
+    description: The groups of O(domain_groups) that are failure domains, each a group name or a shell pattern
+      (C(rack*)); empty, none (C(all) and C(ungrouped) never are).
     type: list
     elements: str
     default: []
+  domain_var:
+    description:
+      - "The host variable that names a host's failure domain (a plain string, e.g. the leaf switch the slurm_nodes
+        inventory plugin reads from C(scontrol show topology)); read with O(hosts), it wins over
+        O(domain_group_names); a host in O(policy)'s C(domains) keeps that domain."
+      - "Hosts with no known domain count as one for the correlated check: at least 3 of them sick, at least
+        C(correlated_fraction) of them, and more than the drain caps allow is an incident (nothing drained there)."
+    type: str
+    default: gpu_runbook_domain
   policy:
     description:
       - The policy; keys C(allowed_rungs), C(allow_reboot), C(max_drain), C(max_drain_percent),
@@ -197,7 +211,7 @@ plan:
       type: dict
       sample: {"allowed_rungs": ["none", "drain", "nccl_env", "timeout", "gpu_reset", "ib_restart", "rma", "fix_application"],
                "allow_reboot": false, "max_drain": 2, "max_drain_percent": 10, "max_per_domain": 1, "domains": {},
-               "already_drained": [], "incident_id": "INC-42", "ib_unit": "openibd", "rail_errors": "exclude"}
+               "already_drained": [], "incident_id": "INC-42", "ib_unit": "openibd", "rail_errors": "drain"}
     hosts:
       description: >-
         One entry per host, the hosts to act on first: host, verdict, severity, rung, confidence and

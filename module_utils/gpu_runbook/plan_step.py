@@ -24,12 +24,14 @@ ARGUMENT_SPEC = dict(
         compute_apps=dict(type="dict", default={}),
         probes=dict(type="dict", default={}),
         slurm=dict(type="dict", default={}),
+        domains=dict(type="dict", default={}),
     )),
     hosts=dict(type="list", elements="str"),
     result_var=dict(type="str", default="gpu_health_result"),
     slurm_var=dict(type="str", default="remediation_plan_slurm"),
     domain_groups=dict(type="dict", default={}),
-    domain_prefixes=dict(type="list", elements="str", default=[]),
+    domain_group_names=dict(type="list", elements="str", default=[]),
+    domain_var=dict(type="str", default="gpu_runbook_domain"),
     policy=dict(type="dict", default={}),
     plan_dir=dict(type="path"),
     confirm=dict(type="bool", default=False),
@@ -49,11 +51,11 @@ class StepFailed(Exception):
 _ABSENT = object()
 
 
-def gathered_from(hosts, value_of, result_var, slurm_var):
+def gathered_from(hosts, value_of, result_var, slurm_var, domain_var=None):
     """The ``gathered`` option from each host's variables (``value_of(host, var)``, MISSING when the
     host has none): per host its compute_apps (left out when its gather has none: not gathered;
     null: unreadable), its probes, its Slurm read -- what the role's template built, read in Python."""
-    out = {"hosts": list(hosts), "compute_apps": {}, "probes": {}, "slurm": {}}
+    out = {"hosts": list(hosts), "compute_apps": {}, "probes": {}, "slurm": {}, "domains": {}}
     for host in hosts:
         health = dig(value_of(host, result_var), ("ansible_facts", "gpu_health"), {})
         apps = dig(health, ("facts", "compute_apps"), _ABSENT)
@@ -62,6 +64,9 @@ def gathered_from(hosts, value_of, result_var, slurm_var):
         out["probes"][host] = dig(health, ("probes",), {})
         slurm = value_of(host, slurm_var)
         out["slurm"][host] = {} if slurm is MISSING else slurm
+        domain = value_of(host, domain_var) if domain_var else MISSING
+        if isinstance(domain, str) and domain.strip():
+            out["domains"][host] = str(domain).strip()
     return out
 
 
@@ -198,13 +203,14 @@ def write_plan(plan_dir, plan, lines):
 
 def plan_inputs(p):
     """The module's options -> (facts, policy) for make_plan: the facts built from O(gathered), then
-    O(facts) per host; the failure domains from O(domain_groups), then O(policy)'s own."""
+    O(facts) per host; the failure domains from each host's O(domain_var) (gathered), else the groups
+    O(domain_group_names) names, then O(policy)'s own."""
     g = p.get("gathered") or {}
     facts = play_facts(g.get("hosts") or [], g.get("compute_apps"), g.get("probes"), g.get("slurm"))
     facts.update(p["facts"] or {})
     policy = dict(p["policy"] or {})
-    if p["domain_prefixes"]:
-        domains = failure_domains(p["domain_groups"], p["domain_prefixes"])
+    domains = failure_domains(p["domain_groups"], p["domain_group_names"], g.get("domains"))
+    if domains:
         if isinstance(policy.get("domains"), dict):
             domains.update(policy["domains"])
         elif policy.get("domains") is not None:

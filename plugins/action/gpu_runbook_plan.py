@@ -45,7 +45,7 @@ class ActionModule(ActionBase):
             reader, why = reader_for(task_vars, params["hosts"], instead="gathered")
             if reader is not None:
                 params["gathered"] = step.gathered_from(params["hosts"], reader.get, params["result_var"],
-                                                        params["slurm_var"])
+                                                        params["slurm_var"], params["domain_var"])
         if why:
             return dict(result, failed=True, msg=why, invocation=invocation)
         try:

@@ -290,19 +290,26 @@ def test_max_drain_1_shows_the_cap_blocker():
     assert any(ln.startswith(N06 + ": BLOCKED") and "(max_drain)" in ln for ln in lines)
 
 
-def test_failure_domains_come_from_inventory_groups():
-    proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100")  # max_per_domain stays 1
+def test_failure_domains_come_from_named_groups_or_the_hosts_variable_never_a_prefix():
+    # max_per_domain stays 1
+    proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100",
+                          "-e", '{"remediation_plan_domain_groups": ["gpu-rack*"]}')
     assert proc.returncode == 0, proc.stdout[-4000:]
     plan, _lines = the_plan(out)
     assert plan["policy"]["domains"] == {"gpu-r3-n%02d" % i: "gpu-rack3" for i in range(1, 9)}
     assert host(plan, N03)["decision"] == "act"
     assert host(plan, N06)["blockers"][0] == \
         "cap: 1 of max 1 nodes already drained in failure domain gpu-rack3 (max_per_domain)"
-    proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100",
-                          "-e", '{"remediation_plan_domain_prefixes": []}')
+    proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100")  # gpu-rack3 is only a name
     plan, _lines = the_plan(out)
-    assert plan["policy"]["domains"] == {}
+    assert plan["policy"]["domains"] == {} and plan["incidents"] == []
     assert [h["host"] for h in plan["hosts"] if h["decision"] == "act"] == [N03, N06, N05]
+    # each host's gpu_runbook_domain (what the slurm_nodes plugin sets from Slurm's topology)
+    proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "gpu_runbook_domain=leaf7")
+    plan, _lines = the_plan(out)
+    assert set(plan["policy"]["domains"].values()) == {"leaf7"} and N06 in plan["policy"]["domains"]
+    assert host(plan, N06)["blockers"][0] == \
+        "cap: 1 of max 1 nodes already drained in failure domain leaf7 (max_per_domain)"
 
 
 def test_rungs_allow_list_and_a_typo_stop_with_a_message():
@@ -403,7 +410,8 @@ def test_module_documentation_parses():
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)["gpu_runbook_plan"]
     assert set(doc["doc"]["options"]) == {"analysis", "facts", "gathered", "hosts", "result_var", "slurm_var",
-                                          "domain_groups", "domain_prefixes", "policy", "plan_dir", "confirm"}
+                                          "domain_groups", "domain_group_names", "domain_var", "policy", "plan_dir",
+                                          "confirm"}
     # check mode plans without writing plan.json/plan.md, and says changed=false where a real run writes them
     assert doc["doc"]["attributes"]["check_mode"]["support"] == "partial"
     assert {"schema", "hosts", "commands", "summary"} <= set(doc["return"]["plan"]["contains"])
@@ -510,7 +518,7 @@ _STEP_PLAY = """\
         analysis: "{{ diagnosis.analysis }}"
         gathered: %(template)s
         domain_groups: "{{ groups }}"
-        domain_prefixes: [gpu-rack]
+        domain_group_names: [gpu-rack*]
         policy: {max_drain: 8, max_drain_percent: 100, max_per_domain: 8, incident_id: INC-7}
         plan_dir: "{{ out }}/gathered"
       delegate_to: localhost
@@ -520,7 +528,7 @@ _STEP_PLAY = """\
         analysis: "{{ diagnosis.analysis }}"
         hosts: "{{ ansible_play_hosts }}"
         domain_groups: "{{ groups }}"
-        domain_prefixes: [gpu-rack]
+        domain_group_names: [gpu-rack*]
         policy: {max_drain: 8, max_drain_percent: 100, max_per_domain: 8, incident_id: INC-7}
         plan_dir: "{{ out }}/hosts"
       delegate_to: localhost

@@ -64,18 +64,37 @@ def test_a_thousand_hosts_in_one_pass():
 
 
 # ---------------------------------------------------------------- failure domains
-def test_domain_is_the_first_group_by_name_with_a_prefix_and_counts_every_member():
-    groups = {"all": ["a", "b", "c", "x"], "gpu_nodes": ["a", "b", "c"], "rack2": ["b", "c"], "rack1": ["a", "b"],
-              "gpu-rack9": ["x"], "racketeers": ["c"], "ungrouped": []}
-    assert failure_domains(groups, ["rack", "gpu-rack"]) == {"a": "rack1", "b": "rack1", "c": "rack2", "x": "gpu-rack9"}
-    assert failure_domains(groups, ["gpu-rack"]) == {"x": "gpu-rack9"}
-    assert failure_domains(groups, []) == {}
+GROUPS = {"all": ["a", "b", "c", "x"], "gpu_nodes": ["a", "b", "c"], "rack2": ["b", "c"], "rack1": ["a", "b"],
+          "gpu-rack9": ["x"], "racketeers": ["c"], "ungrouped": []}
 
 
-@pytest.mark.parametrize("groups, prefixes", [(None, ["rack"]), ({"rack1": "a"}, ["rack"]), ({"rack1": [1, None]}, ["rack"]),
-                                              ({"rack1": ["a"]}, "rack"), ({"rack1": ["a"]}, [None])])
-def test_bad_groups_or_prefixes_give_no_domain(groups, prefixes):
-    assert failure_domains(groups, prefixes) == {}
+def test_no_domain_from_a_group_names_prefix_alone():
+    # the groups the slurm_nodes plugin or an ini file makes are not failure domains by their names
+    assert failure_domains(GROUPS) == {} and failure_domains(GROUPS, []) == {}
+
+
+def test_named_groups_or_patterns_are_domains_and_count_every_member():
+    assert failure_domains(GROUPS, ["rack[0-9]", "gpu-rack*"]) == {"a": "rack1", "b": "rack1", "c": "rack2",
+                                                                  "x": "gpu-rack9"}
+    assert failure_domains(GROUPS, ["gpu-rack9"]) == {"x": "gpu-rack9"}
+    # 'all' and 'ungrouped' are never domains (every host one rack)
+    assert failure_domains(GROUPS, ["*"]) == {"x": "gpu-rack9", "a": "gpu_nodes", "b": "gpu_nodes", "c": "gpu_nodes"}
+    assert failure_domains(GROUPS, ["all", "ungrouped"]) == {}
+
+
+def test_a_hosts_own_domain_variable_wins():
+    domains = failure_domains(GROUPS, ["rack*"], {"a": "leaf7", "c": " ", "z": "leaf9", "b": 3})
+    # a blank or non-text variable is no domain: the group's stands
+    assert domains == {"a": "leaf7", "b": "rack1", "c": "rack2", "z": "leaf9"}
+    assert failure_domains(None, [], {"n1": "leaf1", "n2": "leaf1"}) == {"n1": "leaf1", "n2": "leaf1"}
+
+
+@pytest.mark.parametrize("groups, names, own", [(None, ["rack*"], None), ({"rack1": "a"}, ["rack*"], None),
+                                                ({"rack1": [1, None]}, ["rack*"], None),
+                                                ({"rack1": ["a"]}, "rack*", None), ({"rack1": ["a"]}, [None], []),
+                                                ({}, [], {"a": None, 1: "x"})])
+def test_bad_groups_names_or_variables_give_no_domain(groups, names, own):
+    assert failure_domains(groups, names, own) == {}
 
 
 # ---------------------------------------------------------------- through the planner

@@ -6,6 +6,9 @@ import math
 
 from ..taxonomy import RUNG_RANK
 
+FLEET = "fleet (no failure domain known)"
+FLEET_MIN_SICK = 3  # two sick hosts that share nothing known may be chance; three are a pattern
+
 
 def correlated_incidents(analysis, remediate, policy):
     """-> [incident], each {"kind": "failure_domain"|"rail", "name", "hosts", "why", "action"}."""
@@ -30,7 +33,32 @@ def correlated_incidents(analysis, remediate, policy):
                        % (dev, len(hosts), ", ".join(hosts), len(hosts)),
                 "action": "no node drained for this rail's errors: check the leaf switch of %s; the job "
                           "excludes the rail meanwhile" % dev})
-    return out
+    covered = set(h for inc in out for h in inc["hosts"])
+    return out + _fleet_incident(analysis, set(remediate) - covered, policy)
+
+
+def _fleet_incident(analysis, remediate, policy):
+    """The analysed hosts whose failure domain nobody told us are one domain: most of them sick at
+    once is still a shared cause (a leaf switch, a PDU), whatever the inventory knows. It stops
+    the drains when the caps would otherwise drain some of them and silently keep the rest
+    (more sick than the caps allow); caps wide enough for all of them are the operator's word.
+    Hosts already in a domain or rail incident are not counted again."""
+    analysed = set(h.get("host") for h in analysis.get("hosts") or []
+                   if isinstance(h, dict) and isinstance(h.get("host"), str))
+    unknown = analysed - set(policy["domains"])
+    sick = sorted(unknown & set(remediate))
+    pool = len(analysed | set(policy["already_drained"]))
+    percent = max(1, int(math.floor(policy["max_drain_percent"] * pool / 100.0))) \
+        if policy["max_drain_percent"] > 0 else 0
+    if len(sick) < FLEET_MIN_SICK or len(sick) < policy["correlated_fraction"] * len(unknown) or \
+            len(sick) <= min(policy["max_drain"], percent):
+        return []
+    return [{"kind": "failure_domain", "name": FLEET, "hosts": sick, "size": len(unknown),
+             "why": "correlated: %d of %d hosts sick at once (>= %g%%; no failure domain known for them: the "
+                    "analysed fleet counts as one); not draining beyond the caps: look at the fabric/facility"
+                    % (len(sick), len(unknown), policy["correlated_fraction"] * 100),
+             "action": "nothing drained among these hosts: check the fabric (leaf switches), power and cooling; "
+                       "give failure domains (gpu_runbook_domain, Slurm topology) to tell racks apart"}]
 
 
 def _rails(analysis):

@@ -2,12 +2,14 @@
 used to build these maps in Jinja, one ``combine()`` per host: quadratic at 1,000 hosts).
 
     play_facts(hosts, compute_apps=None, probes=None, slurm=None) -> {host: facts}
-    failure_domains(groups, prefixes) -> {host: domain}
+    failure_domains(groups, group_names, host_domains) -> {host: domain}
 
 Pure functions, same semantics as the role's former Jinja; bad input is skipped, never a
 traceback (a host whose input is garbage gets the cautious reading: unknown Slurm state,
 unreadable process list).
 """
+
+import fnmatch
 
 from ..sources import COMPUTE_APPS
 
@@ -64,17 +66,27 @@ def play_facts(hosts, compute_apps=None, probes=None, slurm=None):
     return out
 
 
-def failure_domains(groups, prefixes):
-    """{group: [hosts]} (Ansible's ``groups``) -> {host: the first group by name whose name
-    starts with one of ``prefixes``}. Every member counts, also hosts outside the play (a
-    domain's size is the whole rack). No prefixes: no domains."""
-    prefixes = tuple(p for p in prefixes if isinstance(p, str)) if isinstance(prefixes, (list, tuple)) else ()
+def failure_domains(groups=None, group_names=(), host_domains=None):
+    """Each host's failure domain from data -> {host: domain}:
+
+    ``host_domains``: {host: domain} from each host's variable (gpu_runbook_domain: set by the
+    operator, or by the slurm_nodes inventory plugin from Slurm's topology, the leaf switch) wins;
+    else ``group_names``: the inventory groups the operator named as failure domains, each an
+    exact group name or a shell pattern (``rack*``), host -> the first matching group by name,
+    with every member counted, also hosts outside the play (a domain's size is the whole rack).
+    A group's name alone makes no domain: nothing named, nothing guessed."""
     out = {}
-    if not prefixes:
-        return out
-    for name in sorted(g for g in _dict(groups) if isinstance(g, str) and g.startswith(prefixes)):
-        members = groups[name]
-        for host in members if isinstance(members, (list, tuple)) else []:
-            if isinstance(host, str):
-                out.setdefault(host, name)
+    patterns = [p for p in group_names if isinstance(p, str) and p.strip()] \
+        if isinstance(group_names, (list, tuple)) else []
+    if patterns:
+        names = sorted(g for g in _dict(groups) if isinstance(g, str) and g not in ("all", "ungrouped")
+                       and any(fnmatch.fnmatchcase(g, p.strip()) for p in patterns))
+        for name in names:
+            members = groups[name]
+            for host in members if isinstance(members, (list, tuple)) else []:
+                if isinstance(host, str):
+                    out.setdefault(host, name)
+    for host, dom in _dict(host_domains).items():
+        if isinstance(host, str) and isinstance(dom, str) and dom.strip():
+            out[host] = dom.strip()
     return out
