@@ -15,6 +15,7 @@ edit a host's own findings. Each host's verdict is then decided once, from all o
 from .analyze import SCHEMA, unreachable_host
 from .confidence import host_confidence, job_confidence
 from .findings import SEVERITY_RANK, finding
+from .hostresult import malformed_message, result_problem
 from .taxonomy import RUNG_TABLE
 from .timeutil import to_utc
 from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
@@ -23,8 +24,10 @@ from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
 def host_from_result(host, result, everyone_unreachable=False):
     """A registered gpu_health_facts result (or an unreachable/failed one) -> host analysis.
     When no host of the run answered, the controller's access is the suspect, not each node:
-    nothing is listed for remediation on that evidence."""
-    result = result or {}
+    nothing is listed for remediation on that evidence. A result the report cannot read is
+    that host's gather failure (hostresult.result_problem), not the run's."""
+    why = result_problem(result)
+    result = {"msg": malformed_message(why)} if why else (result or {})
     facts = (result.get("ansible_facts") or {}).get("gpu_health")
     if facts:
         h = dict(facts)
@@ -57,6 +60,9 @@ def report_input(result):
     The gpu_runbook_report action plugin calls it on each host's registered result
     (report_step.host_results); tests/integration/test_report_input.py checks that its report
     is the one the whole results give."""
+    why = result_problem(result)
+    if why:
+        return {"unreachable": False, "msg": malformed_message(why), "module_stderr": None}
     result = result if isinstance(result, dict) else {}
     facts = (result.get("ansible_facts") or {}).get("gpu_health")
     if isinstance(facts, dict) and facts:
@@ -247,7 +253,7 @@ def suspect_order(h, job=None):
 def build_cluster(results, job=None, generated=None, keep_facts=False):
     """results: {host: registered result}; job: parse_job_logs() output (plus Slurm fields)
     -> analysis dict (schema v1) with ``job`` joined and a ``cluster`` section."""
-    everyone = len(results) >= 2 and all((r or {}).get("unreachable") for r in results.values())
+    everyone = len(results) >= 2 and all(isinstance(r, dict) and r.get("unreachable") for r in results.values())
     hosts = [host_from_result(name, res, everyone) for name, res in sorted(results.items())]
     cluster_findings = cross_host(hosts)
     if job:

@@ -73,6 +73,9 @@ class ActionModule(ActionBase):
 
         def lookup(host):
             value = reader.get(host, var)
-            return dict(value) if value is not MISSING and isinstance(value, Mapping) else None
+            if value is MISSING:
+                return None
+            # anything else is reported as that host's malformed result (cluster.report_input)
+            return dict(value) if isinstance(value, Mapping) else value
 
         return step.host_results(hosts, lookup), None

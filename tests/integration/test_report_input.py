@@ -123,15 +123,50 @@ def test_bad_results_are_refused_with_a_message(tmp_path):
     play = tmp_path / "bad.yml"
     play.write_text(BAD)
     out = tmp_path / "said.json"
-    bad = ["{not json", "[1, 2]", {"gpu-r3-n01": "a string, not a result"}, 42]
+    bad = ["{not json", "[1, 2]", 42]
     proc = run_playbook(["-i", "localhost,", "-c", "local", str(play), "-e", json.dumps({"bad": bad, "out": str(out)})])
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     said = json.loads(out.read_text())
     assert said[0].startswith("results is a string but not JSON (") and "map of inventory host name" in said[0]
     assert said[1].startswith("results must be a map of inventory host name") and said[1].endswith("; got [1, 2]")
-    assert said[3].endswith("; got 42")
-    assert "the value for 1 host(s) is not a result (a dict): 'gpu-r3-n01'" in said[2]
+    assert said[2].endswith("; got 42")
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+ONE_BAD = """\
+---
+- name: One host's malformed result among good ones
+  hosts: localhost
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  tasks:
+    - name: Report
+      gpu_runbook_report:
+        results:
+          gpu-a: {ansible_facts: {gpu_health: {findings: [], facts: {}, probes: {}}}}
+          gpu-b: {ansible_facts: {gpu_health: {findings: "Xid 79 everywhere", facts: {}, probes: {}}}}
+          gpu-c: "a string, not a result"
+      register: rep
+    - name: Keep the hosts
+      ansible.builtin.copy:
+        content: "{{ rep.analysis.hosts | to_json }}"
+        dest: "{{ out }}"
+        mode: "0600"
+"""
+
+
+def test_one_malformed_host_is_that_hosts_error_not_the_plays(tmp_path):
+    play = tmp_path / "one_bad.yml"
+    play.write_text(ONE_BAD)
+    out = tmp_path / "hosts.json"
+    proc = run_playbook(["-i", "localhost,", "-c", "local", str(play), "-e", json.dumps({"out": str(out)})])
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    by = {h["host"]: h for h in json.loads(out.read_text())}
+    assert by["gpu-a"]["verdict"] == "healthy"
+    assert by["gpu-b"]["verdict"] == "unknown" and "malformed gather result: gpu_health.findings is a str" in \
+        by["gpu-b"]["findings"][0]["message"]
+    assert by["gpu-c"]["verdict"] == "unknown" and "the registered result is a str" in by["gpu-c"]["findings"][0]["message"]
 
 
 MODULE_PLAY = """\

@@ -118,3 +118,36 @@ def test_the_built_facts_decide_the_reset_as_before(apps, probes, slurm, reset, 
     r = next(e for e in plan["hosts"][0]["rungs"] if e["rung"] == "gpu_reset")
     assert r["status"] == reset
     assert (blocker in r["blockers"]) if blocker else r["blockers"] == []
+
+
+# ---------------------------------------------------------------- one host's malformed gather (issue 25)
+def test_a_malformed_gather_is_that_hosts_cautious_reading_not_the_plans_failure():
+    from gpu_runbook import plan_step
+    from gpu_runbook.hostvars import MISSING
+    f = finding("xid", "Xid 48 (Double Bit ECC Error) on GPU 0000:3b:00.0", xid=48, rung="gpu_reset",
+                gpu=gpu_ref("0000:3b:00.0"), source="kern.log:1", evidence="NVRM: Xid (PCI:0000:3b:00.0): 48")
+    analysis = build_cluster({h: {"ansible_facts": {"gpu_health": {"findings": [f], "facts": {}, "probes": {}}}}
+                              for h in ("good", "bad")}, generated="2026-12-02T07:30:00+00:00")
+    registered = {"good": ({"ansible_facts": {"gpu_health": {"facts": {"compute_apps": []}, "probes": {}}}},
+                           {"state": "IDLE", "reason": "", "owned": False}, "leaf1"),
+                  "bad": ({"ansible_facts": {"gpu_health": {"facts": {"compute_apps": "4711 python"},
+                                                            "probes": "x"}}}, ["IDLE"], ["leaf2"])}
+
+    def value_of(host, var):
+        result, slurm, domain = registered[host]
+        return {"gpu_health_result": result, "remediation_plan_slurm": slurm, "gpu_runbook_domain": domain}.get(
+            var, MISSING)
+
+    gathered = plan_step.gathered_from(["good", "bad"], value_of, "gpu_health_result", "remediation_plan_slurm",
+                                       "gpu_runbook_domain")
+    assert gathered["domains"] == {"good": "leaf1"}  # a list is no domain
+    params = dict(analysis=analysis, facts={}, gathered=gathered, hosts=None, result_var="x", slurm_var="y",
+                  domain_groups={}, domain_group_names=[], domain_var="gpu_runbook_domain",
+                  policy={"max_drain": 8, "max_drain_percent": 100}, plan_dir=None, confirm=False)
+    done = plan_step.run(params)
+    rungs = {h: {r["rung"]: r for r in done["by_host"][h]["rungs"]} for h in ("good", "bad")}
+    assert rungs["good"]["drain"]["status"] == rungs["good"]["gpu_reset"]["status"] == "planned"
+    # the bad host: Slurm state unknown (drain blocked), process list unreadable (reset blocked)
+    assert rungs["bad"]["drain"]["status"] == "blocked" and rungs["bad"]["gpu_reset"]["status"] == "blocked"
+    assert any("compute process list is unreadable" in b for b in rungs["bad"]["gpu_reset"]["blockers"])
+    assert done["plan"]["policy"]["domains"] == {"good": "leaf1"}

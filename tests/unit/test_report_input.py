@@ -84,7 +84,8 @@ def test_report_input_keeps_why_a_host_has_no_facts():
         "unreachable": True, "msg": "no route", "module_stderr": None}
     assert report_input({"failed": True, "module_stderr": "boom"}) == {
         "unreachable": False, "msg": None, "module_stderr": "boom"}
-    assert report_input(None) == report_input("junk") == {"unreachable": False, "msg": None, "module_stderr": None}
+    assert report_input(None) == {"unreachable": False, "msg": None, "module_stderr": None}
+    assert report_input("junk")["msg"] == "malformed gather result: the registered result is a str, not a mapping"
     assert report_input({"ansible_facts": {"gpu_health": {}}, "msg": "x"})["msg"] == "x"
 
 
@@ -96,3 +97,45 @@ def test_the_pages_are_made_from_one_report_facts(results, job_logs, tmp_path):
     paths = write_reports(whole, str(tmp_path))
     with open(paths[1]) as fh:
         assert fh.read() == render_markdown(whole)
+
+
+# ---------------------------------------------------------------- one host's malformed result (issue 25)
+MALFORMED = {
+    "gpu-r9-n05": ({"ansible_facts": {"gpu_health": {"findings": "Xid 79", "facts": {}, "probes": {}}}},
+                   "gpu_health.findings is a str, not a list"),
+    "gpu-r9-n06": ({"ansible_facts": {"gpu_health": {"findings": [], "facts": [1, 2], "probes": {}}}},
+                   "gpu_health.facts is a list, not a mapping"),
+    "gpu-r9-n07": ({"ansible_facts": {"gpu_health": {"findings": [{"kind": "xid", "category": "gpu_hardware",
+                                                                    "severity": "apocalyptic"}]}}},
+                   "gpu_health.findings[0] has severity 'apocalyptic'"),
+    "gpu-r9-n08": ({"ansible_facts": ["gpu_health"]}, "ansible_facts is a list, not a mapping"),
+    "gpu-r9-n09": (["changed", False], "the registered result is a list, not a mapping"),
+    "gpu-r9-n11": ({"ansible_facts": {"gpu_health": {"findings": [], "window": 3, "mode": "live"}}},
+                   "gpu_health.window is an int, not a mapping"),
+    "gpu-r9-n10": ({"ansible_facts": {"gpu_health": {"findings": [{"kind": "xid", "category": "gpu_hardware",
+                                                                    "severity": "critical", "rung": "rm -rf"}]}}},
+                   "gpu_health.findings[0] has rung 'rm -rf', not a rung of the ladder"),
+}
+
+
+def test_a_malformed_host_is_that_hosts_unknown_and_the_others_are_reported(results, job_logs, tmp_path):
+    hostile = dict(copy.deepcopy(results), **{h: r for h, (r, _why) in MALFORMED.items()})
+    whole, trimmed = _both(hostile, job_logs)
+    assert trimmed == whole
+    clean, _ = _both(results, job_logs)
+    by = {h["host"]: h for h in whole["hosts"]}
+    for name, (_r, why) in MALFORMED.items():
+        h = by[name]
+        assert h["verdict"] == "unknown" and [f["kind"] for f in h["findings"]] == ["gather_failed"], h
+        assert h["findings"][0]["message"].startswith("health gather failed on this host: malformed gather "
+                                                      "result: " + why), h["findings"][0]["message"]
+    # the well-formed hosts read exactly as without the malformed ones
+    for h in clean["hosts"]:
+        assert by[h["host"]]["verdict"] == h["verdict"] and by[h["host"]]["findings"] == h["findings"], h["host"]
+    assert set(MALFORMED) <= set(whole["cluster"]["suspects"]) and not set(MALFORMED) & set(whole["cluster"]["remediate"])
+    paths = write_reports(whole, str(tmp_path))
+    with open(paths[1]) as fh:
+        assert "malformed gather result: gpu_health.findings is a str" in fh.read()
+    said = describe_inputs(hostile)["hosts"]
+    assert said["gpu-r3-n01"]["read"] and said["gpu-r9-n09"]["reached"] is False
+    assert said["gpu-r9-n06"]["why"] == "malformed gather result: gpu_health.facts is a list, not a mapping"

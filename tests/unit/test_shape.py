@@ -23,7 +23,7 @@ LAYERS = {
     # what a text holds, by content: its structured blocks (a parser's own opening, as dcgm's) and
     # the rest for the line readers
     "content": 3.5,
-    "verdict": 4,
+    "verdict": 4, "hostresult": 4,
     # one host: dispatch, probe errors, capture loading
     "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,
     "cluster": 7,

@@ -3,6 +3,7 @@
 import re
 
 from .. import __version__
+from ..hostresult import malformed_message, result_problem
 from ..timeutil import to_utc
 
 
@@ -12,7 +13,8 @@ def describe_inputs(results, job_logs=None, log_problems=None):
     after the logs were parsed: a streamed log's lines are counted as it is read."""
     hosts = {}
     for host, result in sorted((results or {}).items()):
-        result = result if isinstance(result, dict) else {}
+        malformed = result_problem(result)  # that host's error, not the report's
+        result = {"msg": malformed_message(malformed)} if malformed else result if isinstance(result, dict) else {}
         facts = (result.get("ansible_facts") or {}).get("gpu_health")
         if not isinstance(facts, dict):
             why = result.get("msg") or ("unreachable" if result.get("unreachable") else "no result")
