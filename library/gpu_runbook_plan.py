@@ -211,7 +211,7 @@ plan:
       type: dict
       sample: {"allowed_rungs": ["none", "drain", "nccl_env", "timeout", "gpu_reset", "ib_restart", "rma", "fix_application"],
                "allow_reboot": false, "max_drain": 2, "max_drain_percent": 10, "max_per_domain": 1, "domains": {},
-               "already_drained": [], "incident_id": "INC-42", "ib_unit": "openibd", "rail_errors": "exclude"}
+               "already_drained": [], "incident_id": "INC-42", "ib_unit": "openibd", "rail_errors": "drain"}
     hosts:
       description: >-
         One entry per host, the hosts to act on first: host, verdict, severity, rung, confidence and

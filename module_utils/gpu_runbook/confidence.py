@@ -11,7 +11,7 @@ explained by the evidence that set it:
 - medium: one source at warning level; a critical finding that is not a hardware reading
   (a probe that did not answer); a host only the job log names; a job cause read from the
   job log alone that no host evidence confirms;
-- low: the category is unknown; a single odd reading; a fault inferred from absence; a job
+- low: the category is unknown; a single odd reading; a job
   cause inferred from the run's shape (phase, iteration rate) rather than stated.
 
 The remediation ladder acts only on high (plan/): anything less is put up for review.
@@ -71,10 +71,11 @@ RULES = {
                      "{why_ko}에서 추정함; 원인을 명시한 발견 없음"),
 }
 
-# kinds whose evidence is weak on its own: (why, why in Korean) -> low unless confirmed
+# kinds whose evidence is weak on its own: (why, why in Korean) -> low unless confirmed. Not
+# gpu_missing: a count below the one the operator configured is what Slurm itself sets a node
+# INVAL for; a wrong expected count shows on every node and the correlated-failure rule holds it.
 WEAK_KINDS = {
     "nvsmi_err_field": ("a single odd reading", "한 번의 이상 판독값"),
-    "gpu_missing": ("inferred from absence (fewer GPUs than expected)", "부재에서 추정함 (예상보다 적은 GPU)"),
     "xid_unparsed": ("an Xid line that could not be read", "해석하지 못한 Xid 줄"),
 }
 # critical kinds that are an observation of a tool, not a hardware reading -> medium alone

@@ -21,7 +21,8 @@ does), and ``gpus[i]["reset_outcome"]``: ``"lost"`` (exit 15, the GPU falls off 
 ``"start_fails"`` / ``"stop_fails"`` inject failures), ``"gpu_holders": [{"pid", "comm", "gpus"?,
 "dri"?}]`` (bare processes), a loaded ``nvidia_drm`` (``"module_refcount": {"nvidia_drm": n}`` in
 /proc/modules). ``"nvswitches": n`` renders ``<root>/dev/nvidia-nvswitch0..`` when ``<root>/dev``
-exists; ``"nvlink_groups": [[0, 1, 2, 3], ...]`` drives ``nvidia-smi topo -m``.
+exists; ``"nvlink_groups": [[0, 1, 2, 3], ...]`` drives ``nvidia-smi topo -m``; ``gpus[i]["fabric"]``
+(``{"state": "In Progress", "status": "N/A"}``) prints the GPU's NVSwitch fabric section in ``-q`` / ``-q -x``.
 
 IB stack knobs (all optional; without them openibd behaves as it always did here):
 ``"ib_holders": [{"pid", "comm", "user"?, "device"?}]`` -- processes with /dev/infiniband/<device>
@@ -580,6 +581,10 @@ def _q_sections(g, sections):
         hdr(4, "GPU Power Readings")
         kv(8, "Power Draw", "%.2f W" % g["power"])
         kv(8, "Current Power Limit", "700.00 W")
+    if g.get("fabric") and all_:      # NVSwitch systems only: {"state", "status"} as nvidia-smi prints them
+        hdr(4, "Fabric")
+        kv(8, "State", g["fabric"].get("state", "Completed"))
+        kv(8, "Status", g["fabric"].get("status", "Success"))
     if all_ or "PIDS" in sections:
         hdr(4, "Processes")
         if not g.get("processes"):
@@ -704,6 +709,9 @@ def smi_q_xml(st, gpus, sections):
             o += ["        <gpu_power_readings>", _x("power_state", "P0", 12),
                   _x("power_draw", "%.2f W" % g["power"], 12),
                   _x("current_power_limit", "700.00 W", 12), "        </gpu_power_readings>"]
+        if g.get("fabric") and all_:
+            o += ["        <fabric>", _x("state", g["fabric"].get("state", "Completed"), 12),
+                  _x("status", g["fabric"].get("status", "Success"), 12), "        </fabric>"]
         if all_ or "PIDS" in sections:
             o.append("        <processes>")
             for p in g.get("processes", []):

@@ -38,7 +38,7 @@ FAULT_TYPES = {
     "app_xid": ("app", True), "xid119": ("gpu", True), "ib_down": ("ib", True),
     "ib_flapping": ("ib", True), "ib_symbol_errors": ("ib", False), "bad_cable": ("ib", True),
     "nccl_socket": ("nccl", True), "dataloader_stall": ("host", True), "memory_leak": ("host", True),
-    "smi_hang": ("gpu", True),
+    "smi_hang": ("gpu", True), "fabric_not_ready": ("gpu", False),
 }
 
 
@@ -355,6 +355,14 @@ def apply_fault(st, f, job, host_index):
         k("NVRM: GPU at PCI:0000:%s:00: %s" % (g["bus"], g["uuid"]), "info")
         k("INFO: task nvidia-smi:%d blocked for more than 120 seconds." % (pid + 5000), "err", 150)
         k("      Tainted: P           OE      6.1.0-26-amd64 #1 Debian 6.1.112-1", "err", 150.0001)
+    elif typ == "fabric_not_ready":
+        # an NVSwitch system whose Fabric Manager did not register the GPUs (``gpu``: only that one):
+        # nvidia-smi's fabric state stays In Progress and CUDA fails with 802; no kernel-log trace
+        st["nvswitches"] = st.get("nvswitches") or 4
+        bad = [int(f["gpu"])] if "gpu" in f else [g["index"] for g in st["gpus"]]
+        for g in st["gpus"]:
+            g["fabric"] = ({"state": f.get("state", "In Progress"), "status": "N/A"} if g["index"] in bad
+                           else {"state": "Completed", "status": "Success"})
     else:
         raise ValueError("unknown fault type %r (known: %s)" % (typ, ", ".join(sorted(FAULT_TYPES))))
 

@@ -140,14 +140,15 @@ def test_analyze_host_and_the_text_report_say_how_sure():
 # ---------------------------------------------------------------- the plan
 def test_the_ladder_acts_on_a_node_only_on_high():
     straggle = finding("hw_slowdown", "GPU 0 clocks held down", gpu=gpu_ref(PCI, 0), source="nvidia-smi-q.txt:40")
-    missing = finding("gpu_missing", "nvidia-smi shows 7 of 8 expected GPUs", source="nvidia-smi-q.txt:1")
-    a = cluster({"hi": [xid(79)], "lo": [missing], "med": [straggle], "ok": []})
+    unsure = finding("hw_slowdown_all_gpus", "every GPU reports HW Slowdown", severity="critical",
+                     source="nvidia-smi-q.txt:1")
+    a = cluster({"hi": [xid(79)], "lo": [unsure], "med": [straggle], "ok": []})
     plan = make_plan(a, {"max_drain": 8, "max_drain_percent": 100, "max_per_domain": 8})
     by = {h["host"]: h for h in plan["hosts"]}
     assert by["hi"]["decision"] == "act" and by["hi"]["confidence"] == "high"
     lo = by["lo"]
     assert lo["decision"] == "review" and lo["confidence"] == "low"
-    assert lo["reason"].startswith("confidence low: inferred from absence (fewer GPUs than expected)")
+    assert lo["reason"].startswith("confidence low: the cause is not established")
     assert lo["rungs"] and all(r["status"] == "blocked" for r in lo["rungs"])
     assert not any(c["host"] == "lo" for c in plan["commands"])
     assert plan["summary"]["review"] == 1 and plan["summary"]["drains"] == 1
@@ -156,8 +157,9 @@ def test_the_ladder_acts_on_a_node_only_on_high():
 
 
 def test_review_takes_no_drain_cap():
-    missing = finding("gpu_missing", "nvidia-smi shows 7 of 8 expected GPUs", source="nvidia-smi-q.txt:1")
-    plan = make_plan(cluster({"a": [missing], "b": [xid(79)]}), {"max_drain": 1, "max_drain_percent": 100})
+    unsure = finding("hw_slowdown_all_gpus", "every GPU reports HW Slowdown", severity="critical",
+                     source="nvidia-smi-q.txt:1")
+    plan = make_plan(cluster({"a": [unsure], "b": [xid(79)]}), {"max_drain": 1, "max_drain_percent": 100})
     by = {h["host"]: h for h in plan["hosts"]}
     assert by["a"]["decision"] == "review" and by["b"]["decision"] == "act"
 

@@ -287,14 +287,14 @@ def test_one_rail_sick_on_many_hosts_is_a_network_incident():
         "xid", "Xid 79 on GPU 0000:3b:00.0", xid=79, rung="reboot", gpu=gpu_ref("0000:3b:00.0"),
         source="kern.log:7", evidence="NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.")]
     hosts["n5"] = []
-    plan = make_plan(cluster(hosts), dict(WIDE, rail_errors="drain"))
+    plan = make_plan(cluster(hosts), WIDE)  # rail_errors "drain", the default
     assert [(i["kind"], i["name"], i["hosts"]) for i in plan["incidents"]] == [
         ("rail", "mlx5_1", ["n1", "n2", "n3", "n4"])]
     for name in ("n1", "n2", "n3"):
         assert host(plan, name)["decision"] == "blocked"
         assert "correlated failure (rail mlx5_1)" in host(plan, name)["reason"]
-    # by default a rail that errors with its link up is left out by the job, never a drain
-    default = make_plan(cluster(hosts), WIDE)
+    # rail_errors=exclude: a rail that errors with its link up is left out by the job, never a drain
+    default = make_plan(cluster(hosts), dict(WIDE, rail_errors="exclude"))
     for name in ("n1", "n2", "n3"):
         assert [r["rung"] for r in host(default, name)["rungs"]] == ["nccl_env"]
     assert default["incidents"] == plan["incidents"] and default["summary"]["drains"] == 1  # n4's GPU
@@ -303,13 +303,13 @@ def test_one_rail_sick_on_many_hosts_is_a_network_incident():
     assert "Xid 79" in rung(plan, "n4", "gpu_reset")["blockers"][0]
     assert plan["job"]["env"][0] == "NCCL_IB_HCA=^=mlx5_1"
     # two hosts on one rail are below the threshold: drained as usual (when rails are drained)
-    two = make_plan(cluster({"n1": [rail_errors()], "n2": [rail_errors()], "n3": []}), dict(WIDE, rail_errors="drain"))
+    two = make_plan(cluster({"n1": [rail_errors()], "n2": [rail_errors()], "n3": []}), WIDE)
     assert two["incidents"] == [] and two["summary"]["drains"] == 2
 
 
 # ---------------------------------------------------------------- job-scoped rungs
 def test_one_bad_rail_on_a_healthy_node_is_excluded_for_the_job_without_a_drain():
-    plan = make_plan(cluster({"a": [rail_errors("mlx5_1")], "b": []}))
+    plan = make_plan(cluster({"a": [rail_errors("mlx5_1")], "b": []}), {"rail_errors": "exclude"})
     a = host(plan, "a")
     assert a["decision"] == "act" and [r["rung"] for r in a["rungs"]] == ["nccl_env"]
     env = rung(plan, "a", "nccl_env")
@@ -317,6 +317,7 @@ def test_one_bad_rail_on_a_healthy_node_is_excluded_for_the_job_without_a_drain(
     assert plan["commands"] == [] and plan["summary"]["drains"] == 0
     assert plan["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_1"]
     # one warning-level counter is medium confidence: enough for the job-scoped exclusion (no node touched)
+    # (below the critical threshold the rail is excluded whatever rail_errors says: nothing to drain for)
     medium = make_plan(cluster({"a": [rail_errors("mlx5_1", "warning")], "b": []}))
     a = host(medium, "a")
     assert a["decision"] == "act" and a["confidence"] == "medium" and medium["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_1"]
@@ -410,10 +411,10 @@ def test_incident_id_from_policy_goes_into_the_reason(rack):
 def test_symbol_errors_alone_get_no_restart_they_are_the_cable():
     sym = finding("ib_symbol_errors", "mlx5_2/1: symbol errors rising", ib={"device": "mlx5_2", "port": 1},
                   severity="critical", source="perfquery.txt:9", evidence="SymbolErrorCounter:.......4321")
-    plan = make_plan(cluster({"a": [sym]}), dict(WIDE, rail_errors="drain"))
-    assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["drain"]
-    # by default: one rail erroring is excluded for the job, the node keeps serving
     plan = make_plan(cluster({"a": [sym]}), WIDE)
+    assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["drain"]
+    # rail_errors=exclude: one rail erroring is excluded for the job, the node keeps serving
+    plan = make_plan(cluster({"a": [sym]}), dict(WIDE, rail_errors="exclude"))
     assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["nccl_env"]
     assert plan["job"]["env"] == ["NCCL_IB_HCA=^=mlx5_2"] and plan["summary"]["drains"] == 0
 
@@ -474,7 +475,8 @@ def test_an_empty_approval_acts_on_nothing_not_even_the_jobs_environment(rack):
     assert plan["summary"]["act"] == 0 and plan["commands"] == []
     assert {h["host"] for h in plan["hosts"] if h["decision"] == "blocked"} == {N03, N05, N06}
     job = {"findings": [finding("nccl_socket_fallback", "NCCL fell back to sockets", source="job.log:1")]}
-    plan = make_plan(cluster({"a": [rail_errors("mlx5_1")], "b": []}, job=job), {"approved_hosts": []})
+    plan = make_plan(cluster({"a": [rail_errors("mlx5_1")], "b": []}, job=job),
+                     {"approved_hosts": [], "rail_errors": "exclude"})
     a = host(plan, "a")
     assert a["decision"] == "blocked" and a["reason"] == NOT_APPROVED and rung(plan, "a", "nccl_env")["status"] == "blocked"
     assert plan["job"]["env"] == [] and all(r["status"] == "blocked" for r in plan["job"]["rungs"])
@@ -488,7 +490,7 @@ def test_an_empty_approval_acts_on_nothing_not_even_the_jobs_environment(rack):
 def test_job_scoped_rungs_follow_the_approval_too():
     job = {"findings": [finding("nccl_socket_fallback", "NCCL fell back to sockets", source="job.log:1")]}
     analysis = cluster({"a": [rail_errors("mlx5_1")], "b": [rail_errors("mlx5_2")]}, job=job)
-    plan = make_plan(analysis, {"approved_hosts": ["a"]})
+    plan = make_plan(analysis, {"approved_hosts": ["a"], "rail_errors": "exclude"})
     assert host(plan, "a")["decision"] == "act" and host(plan, "b")["decision"] == "blocked"
     assert rung(plan, "b", "nccl_env")["blockers"] == [NOT_APPROVED]
     # a's rail, and the job's own finding (approved with the plan): b's rail stays in use

@@ -29,6 +29,10 @@ _ERR_ID_FIELDS = ("Name", "Bus-Id", "Volatile Uncorr. ECC")
 _ERR_READINGS = ("Temp", "Pwr:Usage/Cap", "Memory-Usage", "GPU-Util")
 _ERR_HW_FIELDS = _ERR_ID_FIELDS + _ERR_READINGS
 
+# PCIe cards whose NVLink is an optional bridge (A100/H100 PCIe, H100/H200 NVL, RTX/Quadro, A40/A30/A10):
+# links without a bridge read inactive by design, so that is no reason to drain the node
+_BRIDGED = re.compile(r"PCI[Ee]|\bNVL\b|RTX|Quadro|TITAN|GeForce|\bA(?:10|16|30|40)\b|\bL40S?\b", re.I)
+
 # NVML recovery action (normalised) -> kind; anything else asks for a reset
 _RECOVERY_KINDS = {"reboot": "gpu_recovery_reboot", "drain_p2p": "gpu_recovery_drain_p2p"}
 
@@ -107,7 +111,9 @@ def _memory_findings(g, th, add, label):
 def _state_findings(g, th, add, label):
     """Fabric, reset status, the driver's recovery action and temperature."""
     fs, fst = norm(g.get("fabric_state") or ""), norm(g.get("fabric_status") or "")
-    if (fs and fs not in ("completed", "not supported")) or (fst and fst != "success"):
+    # NVML: the status "must be checked only if state returns complete"; no state (Not Supported,
+    # N/A: a GPU outside an NVSwitch fabric) is never a fabric fault, whatever the status says
+    if (fs and fs != "completed") or (fs == "completed" and fst and fst != "success"):
         add("fabric_state" if fs and fs != "completed" else "fabric_status", "fabric_not_ready",
             "%s: NVLink fabric not ready (state %s, status %s): CUDA/NCCL cannot use this GPU"
             % (label, g.get("fabric_state"), g.get("fabric_status")))
@@ -167,8 +173,11 @@ def _error_findings(g, add, label, err_gpus=1):
                       for link, c in sorted(counted.items()) for name, n in c.items()})
     inactive = g.get("nvlink_inactive")
     if inactive:
+        bridged = bool(_BRIDGED.search(g.get("name") or ""))
         add("nvlink", "nvlink_inactive",
-            "%s has inactive NVLink link(s) %s" % (label, ", ".join(str(i) for i in inactive)))
+            "%s has inactive NVLink link(s) %s%s" % (label, ", ".join(str(i) for i in inactive),
+                                                    " (a PCIe card: its NVLink bridge is optional)" if bridged else ""),
+            severity="warning" if bridged else None)
 
 
 def err_reading_gpus(gpus):

@@ -14,7 +14,7 @@ gives a plan with an ``errors`` entry and nothing to do, never a traceback.
 from ..confidence import HIGH, LOW, host_confidence
 from ..taxonomy import RUNG_RANK, RUNG_TABLE
 from .gates import Caps, correlated_incidents, incident_blocker, priority
-from .jobenv import job_section, nccl_env_rung, one_bad_rail, timeout_rung, wants_timeout
+from .jobenv import exclude_line, job_section, nccl_env_rung, one_bad_rail, timeout_rung, wants_timeout
 from .ladder import (block, drain_rung, evidence_line, flapping, gpu_reset_rung, ib_restart_rung, node_rungs,
                      reboot_rung, rma_rung, serious, unfixable_by_reset)
 from .policy import PolicyError, incident_id, node_state, normalize_policy, one_line
@@ -110,12 +110,17 @@ def _plan_host(h, host_facts, ctx):
            "evidence": evidence_line(h), "slurm": words or None, "decision": "skip", "reason": "",
            "rungs": [], "blockers": [], "final": None, "after": None}
     rail = one_bad_rail(findings)
+    sick_rail = None  # over threshold: drained (policy rail_errors), its exclusion named as the mitigation
     if rail and ctx["policy"]["rail_errors"] == "drain" and name in ctx["remediate"]:
-        rail = None
+        rail, sick_rail = None, rail
     # one rail erroring (link up): the job leaves it out; the node is not drained for it
     in_rem = name in ctx["remediate"] and not rail
     job_rungs = _job_rungs(findings, rail, ctx["policy"])
     node = _node_ladder(h, findings, host_facts, ctx) if in_rem else []
+    if sick_rail and node:
+        node[0]["notes"].append("mitigation for the job's next run, should this node stay in service: %s "
+                                "(rung_nccl_env; -e rail_errors=exclude keeps the node and leaves the rail out)"
+                                % exclude_line([sick_rail]))
     # The ladder acts on a node only on a high-confidence verdict (no drain cap is taken for
     # one under review); a job-scoped rung (the next run's environment, no node touched,
     # reverted when healthy) needs medium; on low nothing acts.

@@ -24,7 +24,9 @@ DEFAULTS = {
     "correlated_rail_hosts": 3,     # hosts with errors on one rail -> network incident
     "ib_unit": "openibd",           # the IB stack's unit (MLNX/DOCA OFED)
     "ib_restart_on_flap": True,     # one IB stack restart for a flapping link before the cable
-    "rail_errors": "exclude",       # one rail erroring, link up: "exclude" it for the job, or "drain"
+    # one rail erroring over threshold (critical), link up: "drain" the node, or "exclude" the rail for
+    # the job and keep the node (a node left in service with a bad rail takes other jobs on it)
+    "rail_errors": "drain",
     "nccl_ib_timeout": 22,          # NCCL_IB_TIMEOUT for the timeout rung (4.096 us x 2^n)
     "nccl_ib_retry_cnt": 7,         # NCCL_IB_RETRY_CNT (0-7)
     "approved_hosts": None,         # None: no approval asked; [host]: only these may be acted on (AWX approval)

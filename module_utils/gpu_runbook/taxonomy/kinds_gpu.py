@@ -49,8 +49,8 @@ STEPS = {
         None, "Check the kernel log (`dmesg`) for Xid 79, 48 or 74 on this GPU.",
         "커널 로그(`dmesg`)에서 이 GPU의 Xid 79, 48, 74를 확인하십시오."),
     "gpu_rma_if_links_stay_down": (
-        None, "Replace the GPU or its baseboard (RMA) if the links stay inactive after the reboot.",
-        "재부팅 후에도 링크가 비활성이면 GPU 또는 베이스보드를 교체(RMA)하십시오."),
+        None, "Reseat the GPU, then replace it or its baseboard (RMA) if the links stay inactive after the reboot.",
+        "GPU를 재장착하고, 재부팅 후에도 링크가 비활성이면 GPU 또는 베이스보드를 교체(RMA)하십시오."),
     "gpu_check_psu_bmc": (
         None, "Check the PSUs, the BMC event log (`ipmitool sel list`) and chassis cooling; re-check "
               "`nvidia-smi -q -d PERFORMANCE`.",
@@ -150,8 +150,12 @@ _MEMORY = {
 }
 
 _STATE = {
+    # Critical, so the node leaves service: NVML's fabric state not Completed (or Completed with a
+    # status other than Success) means CUDA returns cudaErrorSystemNotReady (802) on this GPU (the
+    # Fabric Manager user guide, NVML nvmlGpuFabricInfo_t) -- every job placed here fails. Only
+    # NVSwitch systems report a fabric state; others read Not Supported / N/A (nvsmi/rules.py).
     "fabric_not_ready": kind(
-        "driver", "warning", "reboot", ("drain_node", "gpu_check_fabric_manager", "reboot_node"),
+        "driver", "critical", "reboot", ("drain_node", "gpu_check_fabric_manager", "reboot_node"),
         "the NVLink fabric is not ready: CUDA and NCCL cannot use this GPU",
         "NVLink 패브릭이 준비되지 않음: CUDA와 NCCL이 이 GPU를 사용할 수 없음"),
     "gpu_reset_required": kind(
@@ -182,8 +186,11 @@ _STATE = {
         "gpu_hardware", "warning", "none", ("xid_check_nvlink_if_recurs",),
         "NVLink error counters (replay, recovery, CRC) are not zero: a link is retrying; watch whether they grow",
         "NVLink 오류 카운터(replay, recovery, CRC)가 0이 아님: 링크가 재시도 중; 증가하는지 지켜보십시오"),
+    # Critical on NVLink/NVSwitch baseboards: a link that did not train stays down until a reboot
+    # or a reseat (DCGM_FR_NVLINK_DOWN / DCGM_FR_GPU_EXPECTED_NVLINKS_UP fail the diag); NCCL then
+    # routes around it or hangs. A PCIe card's optional bridge is lowered to a warning (nvsmi/rules.py).
     "nvlink_inactive": kind(
-        "gpu_hardware", "warning", "reboot", ("drain_node", "reboot_node", "gpu_rma_if_links_stay_down"),
+        "gpu_hardware", "critical", "reboot", ("drain_node", "reboot_node", "gpu_rma_if_links_stay_down"),
         "NVLink links are inactive: GPU-to-GPU traffic falls back to slower paths or fails",
         "NVLink 링크 비활성: GPU 간 통신이 느린 경로로 우회하거나 실패함"),
     "hw_slowdown": kind(
@@ -238,6 +245,8 @@ _UNREADABLE_GPU = {
         "unknown", "warning", "none", ("gpu_rerun_as_root",),
         "nvidia-smi lacked the permission to open a GPU: it was not checked",
         "nvidia-smi가 GPU를 열 권한이 없음: 점검되지 않음"),
+    # Critical: Slurm itself sets such a node INVAL ("gres/gpu count reported lower than configured"),
+    # Azure's NHC2009 and gpud's GPU count check fail it; reboot, RMA when it stays missing.
     "gpu_missing": kind(
         "gpu_hardware", "critical", "reboot", _GPU_GONE,
         "fewer GPUs than expected: a GPU fell off the bus or was not enumerated",
