@@ -19,6 +19,20 @@ description:
     (C(lustre_o2ib)), NFS over RDMA C(rpcrdma)/C(xprtrdma) (C(nfs_rdma)), NVMe over RDMA C(nvme_rdma)/C(nvmet_rdma)
     (C(nvme_rdma)), iSER/SRP targets C(ib_isert)/C(ib_srpt) (C(iser_srp_target)); processes whose open files
     cannot be read (C(ib_users_unreadable))."
+  - "What rides the fabric, which openibd does not check (each a named refusal, the mount, module or address
+    named): a network filesystem in C(<proc_root>/mounts) (NFS, Lustre, BeeGFS, GPFS, SMB, CephFS, GlusterFS,
+    9P, ...) whose server is reached over an IPoIB interface (the main route table, C(<proc_root>/net/route) and
+    C(net/ipv6_route)), whose local C(clientaddr) lives on one, or that uses RDMA (C(proto=rdma), Lustre C(@o2ib),
+    SMB Direct, C(trans=rdma)) (C(network_fs_over_ib)); one whose server the mount table does not name or that
+    does not resolve (BeeGFS, GPFS) (C(network_fs_unplaced)); the root filesystem on the network (C(/) a network
+    filesystem, an overlay or tmpfs root over one, C(root=/dev/nfs)/C(nfsroot=)/C(netroot=) in
+    C(<proc_root>/cmdline)) (C(root_on_network)); storage modules C(beegfs) (C(beegfs)), C(mmfs26)/C(mmfslinux)
+    (C(gpfs)), C(lustre)/C(lnet) (C(lustre)), C(ib_iser)/C(ib_srp) (C(iser_srp_initiator)), C(rds_rdma)
+    (C(rds_rdma)), C(svcrdma) (C(nfs_rdma)); the controller's address (O(controller_addresses) and the module's own
+    C(SSH_CONNECTION)) on or routed over an IPoIB interface (C(controller_on_ib)); slurmd's O(slurmd_address) on
+    one (C(slurmd_on_ib)); the mount table, the route table or C(<sysfs_root>/class/net) unreadable
+    (C(fabric_users_unreadable)). An IPoIB interface is one whose C(type) is 32 (ARPHRD_INFINIBAND), whatever
+    its name, or an C(ib*) one whose type cannot be read."
   - "Verification: waits up to O(wait) seconds for every expected port to be Active and LinkUp (at
     O(expected_rate) when given), then reads the error counters twice O(soak) seconds apart. Any rise of
     link_downed, link_error_recovery, symbol_error, port_rcv_errors, local_link_integrity_errors or
@@ -64,11 +78,12 @@ options:
     description: Link rate in Gb/s every expected port must reach (for example 400 for NDR); none checks no rate.
     type: float
   sysfs_root:
-    description: Where sysfs is mounted (C(class/infiniband) is read below it).
+    description: Where sysfs is mounted (C(class/infiniband) and C(class/net/*/type) are read below it).
     type: path
     default: /sys
   proc_root:
-    description: Where procfs is mounted (C(modules), C(<pid>/comm) and C(<pid>/fd) are read below it).
+    description: Where procfs is mounted (C(modules), C(mounts), C(cmdline), C(net/route), C(net/ipv6_route),
+      C(net/if_inet6), C(<pid>/comm) and C(<pid>/fd) are read below it).
     type: path
     default: /proc
   wait:
@@ -83,6 +98,20 @@ options:
     description: Unload C(nvidia_peermem) before the restart and load it again after, when it is loaded.
     type: bool
     default: true
+  controller_addresses:
+    description:
+      - Addresses (or host names, resolved on the node) by which the controller reaches this node, such as the
+        inventory's C(ansible_host) and both ends of C(SSH_CONNECTION). The module adds its own C(SSH_CONNECTION)
+        when it has one (C(become) through sudo usually drops it). One on or routed over an IPoIB interface
+        refuses the restart (C(controller_on_ib)).
+    type: list
+    elements: str
+    default: []
+  slurmd_address:
+    description: Slurm's C(NodeAddr) of this node (where slurmctld reaches slurmd); on an IPoIB interface it refuses
+      the restart (C(slurmd_on_ib)). Empty checks none.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - action_common_attributes
 attributes:
@@ -107,7 +136,10 @@ notes:
   - Needs root on the node (systemctl restart, modprobe, reading every process's open files).
   - O(method=modules) re-reads C(/proc/modules) between steps, so a module that C(modprobe -r) already took out as
     an unused dependency is not removed again; anything loaded before and missing after is loaded again by name.
-  - IPoIB interfaces go away and come back with the restart; anything mounted over them should be handled first.
+  - "IPoIB interfaces go away and come back with the restart, so mounts, SSH sessions and slurmd over them are
+    refused first. openibd's C(ALLOW_STOP) (openibd.conf) guards only C(stop), C(systemctl restart openibd) ignores
+    it: this module's own pre-checks are the gate."
+  - Route-aware through the main table only (C(ip rule) policy routing is not seen).
   - The rung_ib_restart role runs it on a node the rung_drain role drained, after the ledger's per-port decision.
 seealso:
   - module: ansible.legacy.slurm_node
@@ -152,7 +184,9 @@ blocked_by:
   description:
     - The names of what refused the restart, all of them - node_not_drained, bad_expected_ports, bad_parameter,
       no_ib_devices, ib_state_unreadable, unknown_port, no_expected_ports, dev_infiniband_held, ib_daemons,
-      lustre_o2ib, nfs_rdma, nvme_rdma, iser_srp_target, ib_users_unreadable, method_undecided, mlx5_users,
+      lustre_o2ib, nfs_rdma, nvme_rdma, iser_srp_target, ib_users_unreadable, network_fs_over_ib,
+      network_fs_unplaced, root_on_network, beegfs, gpfs, lustre, iser_srp_initiator, rds_rdma, controller_on_ib,
+      slurmd_on_ib, fabric_users_unreadable, method_undecided, mlx5_users,
       module_in_use, mlx5_not_loaded, systemctl_missing, modprobe_missing, peermem_unload_failed, restart_failed.
   returned: on refusal
   type: list
@@ -171,11 +205,23 @@ daemons:
   elements: dict
   sample: [{"pid": 1632, "comm": "opensm"}]
 modules:
-  description: Loaded modules that make openibd refuse.
+  description: Loaded modules that make openibd refuse, and storage-over-RDMA modules (BeeGFS, GPFS, Lustre, iSER/SRP
+    initiators, RDS, NFS server over RDMA) that ride the fabric.
   returned: when the pre-checks ran
   type: list
   elements: str
-  sample: [rpcrdma]
+  sample: [rpcrdma, mmfs26]
+fabric:
+  description:
+    - What rides the fabric, as read - C(ib_interfaces) (IPoIB, by type 32), C(network_mounts) (target, kind, source,
+      servers, rdma), C(controller_addresses) and C(slurmd_address) checked, C(blockers) (one sentence each, empty
+      when nothing rides the fabric).
+  returned: when the pre-checks ran
+  type: dict
+  sample: {"ib_interfaces": ["ib0"], "network_mounts": [{"target": "/home", "kind": "NFS", "source": "10.0.0.5:/home",
+           "servers": ["10.0.0.5"], "rdma": null}], "controller_addresses": ["10.201.0.1", "10.201.0.11"],
+           "slurmd_address": "", "blockers": ["NFS mount /home (10.0.0.5:/home, proto=tcp) from 10.0.0.5 over
+           IPoIB interface ib0 (route 10.0.0.0/24 dev ib0)"]}
 expected_ports:
   description: The ports that must come back (C(mlx5_N/1)).
   returned: when sysfs was read
@@ -257,6 +303,7 @@ would_run:
 
 import errno
 import os
+import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -267,7 +314,12 @@ from ansible.module_utils.gpu_runbook.infiniband.restart import (
     unreadable_ports)
 from ansible.module_utils.gpu_runbook.infiniband.reload import (
     METHODS, parse_module_table, reload_argv, reload_plan, unit_presence)
+from ansible.module_utils.gpu_runbook.infiniband.fabric_users import (
+    fabric_blockers, network_mounts, parse_mounts, storage_modules)
+from ansible.module_utils.gpu_runbook.infiniband.netpaths import (
+    as_ip, ib_interfaces, parse_if_inet6, parse_ipv6_route, parse_route)
 from ansible.module_utils.gpu_runbook.probes import read_ib_sysfs
+from ansible.module_utils.gpu_runbook.slurm import node_addr_problem
 from ansible.module_utils.gpu_runbook.validate import problems
 
 
@@ -367,8 +419,57 @@ def scan_proc(proc_root):
     return procs, holders, unreadable
 
 
-def precheck_users(proc_root):
-    """-> loaded module names; a Refusal naming every user that makes openibd refuse or break."""
+def _read(path, optional=False):
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        if optional:
+            return ""
+        raise
+
+
+def _resolve(names, cap=16):
+    """Host names -> {name: [addresses]} with the node's own resolver (what its mounts used)."""
+    out = {}
+    for n in list(dict.fromkeys(x for x in names if x and not as_ip(x)))[:cap]:
+        try:
+            out[n] = sorted(set(ai[4][0] for ai in socket.getaddrinfo(n, None)))
+        except (OSError, UnicodeError):
+            out[n] = []
+    return out
+
+
+def precheck_fabric(p, loaded):
+    """What rides the fabric (mounts, root, storage modules, the controller's SSH, slurmd) -> (blocked_by
+    names and sentences, info); read from <proc_root> and <sysfs_root> so a test can fake them."""
+    proc, netdir = p["proc_root"], os.path.join(p["sysfs_root"], "class", "net")
+    try:
+        mounts = parse_mounts(_read(os.path.join(proc, "mounts")))
+        routes = parse_route(_read(os.path.join(proc, "net", "route")))
+        types = dict((n, _read(os.path.join(netdir, n, "type"), True) or None) for n in sorted(os.listdir(netdir)))
+    except OSError as exc:
+        raise Refusal("fabric_users_unreadable", "cannot read %s (%s): cannot tell whether storage, the root "
+                      "filesystem or the controller's SSH ride the IB fabric" % (exc.filename, exc.strerror))
+    net = {"ib": ib_interfaces(types), "addrs": parse_if_inet6(_read(os.path.join(proc, "net", "if_inet6"), True)),
+           "routes": routes + parse_ipv6_route(_read(os.path.join(proc, "net", "ipv6_route"), True))}
+    ssh = os.environ.get("SSH_CONNECTION", "").split()
+    controller = list(dict.fromkeys(list(p["controller_addresses"]) + ssh[0:1] + ssh[2:3]))
+    slurmd = [p["slurmd_address"]] if p["slurmd_address"] else []
+    nets = network_mounts(mounts)
+    resolved = _resolve(controller + slurmd + [s for n in nets for s in n["servers"]])
+    found = fabric_blockers(mounts, _read(os.path.join(proc, "cmdline"), True), loaded, net, controller, slurmd,
+                            resolved)
+    info = {"ib_interfaces": net["ib"], "controller_addresses": controller, "slurmd_address": p["slurmd_address"],
+            "network_mounts": [dict((k, n[k]) for k in ("target", "kind", "source", "servers", "rdma")) for n in nets],
+            "blockers": [why for _name, why in found]}
+    return found, info
+
+
+def precheck_users(p):
+    """-> loaded module names; a Refusal naming every user that makes openibd refuse or break, and everything
+    that rides the fabric (precheck_fabric)."""
+    proc_root = p["proc_root"]
     path = os.path.join(proc_root, "modules")
     try:
         with open(path) as fh:
@@ -381,7 +482,12 @@ def precheck_users(proc_root):
     daemons = running_daemons(procs)
     mods = blocking_modules(loaded)
     names, msg = blockers(holders, daemons, mods, unreadable)
-    info = {"holders": holders, "daemons": daemons, "modules": [m["module"] for m in mods]}
+    found, fabric = precheck_fabric(p, loaded)
+    for name, why in found:
+        names += [name] if name not in names else []
+    msg = "; ".join([x for x in [msg] if x] + [why for _name, why in found])
+    info = {"holders": holders, "daemons": daemons, "modules": [m["module"] for m in mods], "fabric": fabric}
+    info["modules"] += [m["module"] for m in storage_modules(loaded) if m["module"] not in info["modules"]]
     if names:
         raise Refusal(names, "not restarting the IB stack: " + msg, **info)
     return parse_module_table(text), info
@@ -578,7 +684,7 @@ def run(module, p):
     result["expected_ports"] = keys
     result["before"] = port_summary(facts, keys)
     try:
-        table, info = precheck_users(p["proc_root"])
+        table, info = precheck_users(p)
         result.update(info)
         p["method"], result["method_reason"] = choose_method(module, p)
         result["method"] = p["method"]
@@ -629,6 +735,8 @@ def main():
             wait=dict(type="int", default=60),
             soak=dict(type="int", default=10),
             reload_peermem=dict(type="bool", default=True),
+            controller_addresses=dict(type="list", elements="str", default=[]),
+            slurmd_address=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -639,6 +747,9 @@ def main():
     if bad_ports and not bad:
         module.fail_json(msg="%s: give ports as mlx5_N/1 or a device name" % bad_ports[0],
                          blocked_by=["bad_expected_ports"], changed=False, verified=False, commands=[])
+    bad = bad or "; ".join(x for x in [node_addr_problem(a, "controller_addresses entry") for a in
+                                        p["controller_addresses"]] + [p["slurmd_address"] and node_addr_problem(
+                                            p["slurmd_address"], "slurmd_address")] if x)
     if not bad and (p["wait"] < 0 or p["soak"] < 0 or p["wait"] > 3600 or p["soak"] > 3600):
         bad = "wait and soak are seconds between 0 and 3600"
     elif not bad and p["expected_rate"] is not None and p["expected_rate"] <= 0:

@@ -334,6 +334,60 @@ def render_proc(st, root=None):
     if os.path.isdir(nvsw):
         for n in range(int(st.get("nvswitches") or 0)):
             _wfile(os.path.join(nvsw, "nvidia-nvswitch%d" % n), "")
+    render_net(st, root)
+
+
+# a local disk root, as on a node with an NVMe system disk (what /proc/mounts starts with)
+BASE_MOUNTS = ["/dev/nvme0n1p2 / ext4 rw,relatime 0 0", "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0",
+               "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0", "tmpfs /run tmpfs rw,nosuid,nodev,mode=755 0 0",
+               "/dev/nvme0n1p1 /boot/efi vfat rw,relatime 0 0"]
+
+
+def _hex_le(ip):
+    return "".join("%02X" % int(x) for x in reversed(ip.split(".")))
+
+
+def render_net(st, root):
+    """What ib_restart reads to tell what rides the fabric: ``<root>/proc/mounts`` (BASE_MOUNTS + the
+    state's ``"mounts": [lines]``), ``<root>/proc/net/route`` and ``<root>/proc/cmdline``, and
+    ``<root>/sys/class/net/<if>/type`` (32 = IPoIB). ``"net": {"interfaces": [{"name", "type", "addrs":
+    ["10.0.0.21/24"]}], "routes": [{"dest": "10.9.0.0/16", "via": "10.0.0.1", "dev": "ib0"}]}``; eth0
+    (type 1) holds the host's address unless the state names it (an eth0 without addrs keeps it)."""
+    import ipaddress
+    net = st.get("net") or {}
+    ifs = [dict(i) for i in net.get("interfaces", [])]
+    if not any(i["name"] == "eth0" for i in ifs):
+        ifs.insert(0, {"name": "eth0", "type": 1})
+    gw, classnet = None, os.path.join(root, "sys", "class", "net")
+    if os.path.isdir(classnet):
+        for old in set(os.listdir(classnet)) - set(i["name"] for i in ifs):
+            shutil.rmtree(os.path.join(classnet, old), ignore_errors=True)
+    for i in ifs:
+        if i["name"] == "eth0" and not i.get("addrs") and st.get("addr"):
+            i["addrs"] = [st["addr"] + "/24"]
+            gw = st["addr"].rsplit(".", 1)[0] + ".1"
+        d = os.path.join(root, "sys", "class", "net", i["name"])
+        os.makedirs(d, exist_ok=True)
+        _wfile(os.path.join(d, "type"), "%d\n" % int(i.get("type", 1)))
+    rows = []
+    for i in ifs:
+        for a in i.get("addrs") or []:
+            n = ipaddress.ip_interface(a).network
+            rows.append((i["name"], str(n.network_address), "0.0.0.0", "0001", str(n.netmask)))
+    for r in net.get("routes", []):
+        n = ipaddress.ip_network(r["dest"])
+        rows.append((r["dev"], str(n.network_address), r.get("via") or "0.0.0.0", "0003" if r.get("via") else "0001",
+                     str(n.netmask)))
+    if gw and not any(r["dest"] == "0.0.0.0/0" for r in net.get("routes", [])):
+        rows.append(("eth0", "0.0.0.0", gw, "0003", "0.0.0.0"))
+    text = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+    text += "".join("%s\t%s\t%s\t%s\t0\t0\t0\t%s\t0\t0\t0\n" % (f, _hex_le(dst), _hex_le(g), fl, _hex_le(m))
+                    for f, dst, g, fl, m in rows)
+    proc = os.path.join(root, "proc")
+    os.makedirs(os.path.join(proc, "net"), exist_ok=True)
+    _wfile(os.path.join(proc, "net", "route"), text)
+    _wfile(os.path.join(proc, "mounts"), "".join(x + "\n" for x in BASE_MOUNTS + list(st.get("mounts") or [])))
+    _wfile(os.path.join(proc, "cmdline"), st.get("cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/nvme0n1p2 ro") + "\n")
 
 
 def gpu_device_holders(st):
