@@ -265,7 +265,8 @@ stale:
   type: bool
   sample: false
 error:
-  description: What refused or failed, by kind - held, stale, not_owner, io or bad_input.
+  description: What refused or failed, by kind - held, stale, not_owner, io, unsafe (a state dir others can write, a
+    link, FIFO or device as a state file) or bad_input.
   returned: on failure
   type: str
   sample: held

@@ -10,7 +10,7 @@ _WRITE_ERRNOS = {errno.EROFS: "read-only file system", errno.ENOSPC: "disk full"
 
 
 class LedgerError(Exception):
-    """A refusal or an I/O failure; ``kind`` names it (held, stale, not_owner, io, bad_input),
+    """A refusal or an I/O failure; ``kind`` names it (held, stale, not_owner, io, unsafe, bad_input),
     ``lock`` carries the lock record it is about when there is one."""
 
     def __init__(self, msg, kind="bad_input", lock=None):
