@@ -2,6 +2,7 @@
 pure functions, findings built with the engine's own ``finding()``."""
 
 import json
+import re
 
 import pytest
 
@@ -323,3 +324,55 @@ def test_cumulative_counters_on_ports_an_ib_restart_saw_stand_still_are_history(
     # a fault that is not a counter (the port is down now) is never settled by the soak
     down = finding("ib_port_down", "mlx5_6/1 has no physical link", ib=ib_ref("mlx5_6", 1), severity="critical")
     assert assess(host([down]), [drain, quiet], {})["resume"] is False
+
+
+# ---------------------------------------------------------------- hostile values (issue 25)
+EVIL = ("x\n## Injected section\r\n<script>alert(1)</script><img src=x onerror=y> [click](http://evil.example) "
+        "![t](http://evil.example/p.png) a|b ` code \x1b[31mred\x1b]8;;http://e\x07 \x9b2J \u202egnp.exe\u200b \\ end")
+
+
+def _evil_bundle():
+    row = {"severity": "critical", "kind": EVIL, "xid": EVIL, "message": EVIL, "source": "kern.log`x`" + EVIL,
+           "evidence": EVIL}
+    hist = {"when": EVIL, "type": EVIL, "incident": EVIL, "xid": EVIL, "kind": EVIL, "rung": EVIL, "result": EVIL}
+    gpu = {"what": EVIL, "serial": EVIL, "uuid": EVIL, "pci": EVIL, "index": EVIL, "model": EVIL, "vbios": EVIL,
+           "cause": EVIL, "seen": True, "remapped_rows": {"failure": EVIL}, "ecc": {"volatile": EVIL, "aggregate": [EVIL]},
+           "retired_pages": EVIL, "findings": [row], "history": [hist]}
+    port = {"device": EVIL, "port": EVIL, "state": EVIL, "phys_state": EVIL, "rate_gbps": EVIL, "link_layer": EVIL,
+            "counters": {"symbol_error": EVIL}, "still_rising": [EVIL], "findings": [row], "history": [hist]}
+    return {"schema": SCHEMA, "generated": EVIL, "host": EVIL, "incident": EVIL, "summary": EVIL, "escalate": EVIL,
+            "slurm_reason": EVIL, "verdict": EVIL, "severity": EVIL, "driver": {"driver_version": EVIL, "cuda_version": EVIL},
+            "gpu_models": [EVIL], "gpus": [gpu], "ib_ports": [port], "findings": [row],
+            "attempts": [{"when": EVIL, "rung": EVIL, "argv": EVIL, "result": EVIL, "message": EVIL}],
+            "paths": ["/srv/a`b``c" + EVIL], "errors": [EVIL]}
+
+
+def test_markdown_shows_hostile_values_as_text():
+    md = markdown(_evil_bundle())
+    # structure: only our own headings; every line of a table has its columns
+    assert not any(line.startswith("## Injected") or line.startswith("<") for line in md.splitlines())
+    assert [line for line in md.splitlines() if line.startswith("#")] == [
+        line for line in md.splitlines() if line.startswith(("# RMA: ", "## ", "### "))]
+    # no HTML, no control or format character, no link or image
+    for raw in ("<script", "<img", "\x1b", "\x07", "\x9b", "\u202e", "\u200b", "\r"):
+        assert raw not in md, raw
+    assert not re.search(r"(?<!\\)[\[\]]", md.replace("## ", "")), "an unescaped bracket makes a link"
+    for shown in ("&lt;script&gt;alert(1)&lt;/script&gt;", "(U+001B)[31mred" .replace("[", "\\["), "(U+009B)2J",
+                  "(U+202E)gnp.exe(U+200B)", "\\[click\\](http://evil.example)", "a\\|b", "\\` code", "\\\\ end"):
+        assert shown in md, shown
+    # a table row keeps its 5 columns whatever the message holds: 6 unescaped pipes
+    tried = md.split("## What was tried")[1].splitlines()[3]
+    assert len(re.findall(r"(?<!\\)\|", tried)) == 6, tried
+    # a path or source that holds backticks or HTML is escaped text, not a code span a lax renderer shows raw
+    assert "- /srv/a\\`b\\`\\`c" in md and "(kern.log\\`x\\`" in md
+
+
+def test_hostile_values_through_the_bundle_builder():
+    findings = [finding("xid", EVIL, xid=79, rung="reboot", source=EVIL, evidence=EVIL)]
+    _b, md = rma_bundle(EVIL, host(findings), {}, [{"host": EVIL, "type": EVIL, "when": EVIL}],
+                        [{"host": EVIL, "incident": "INC-1", "rung": EVIL, "message": EVIL}], [EVIL], "INC-1", NOW,
+                        reason=EVIL)
+    for raw in ("<script", "\x1b", "\u202e", "\n## Injected"):
+        assert raw not in md, raw
+    assert not re.search(r"(?<!\\)\]\(http", md)
+    assert md.startswith("# RMA: ") and "&lt;script&gt;" in md

@@ -19,7 +19,10 @@ Markdown a ticket can paste.
 Pure (no I/O) and never raises on partial input: what is missing reads "unknown".
 """
 
+import re
+
 from ..timeutil import iso, to_utc
+from ..validate import control_characters
 from .policy import one_line
 from .verify import same_ids, dicts, gpus_in, gpu_ref, names_gpu, assess, clean_id, gpu_catalog, gpu_words
 
@@ -207,12 +210,46 @@ def _bundle(host, analysis_host, gpu_facts, history, attempts, paths, incident, 
 
 
 # ---------------------------------------------------------------- Markdown
-def _cell(v):
+# Every value in the Markdown came from a host (a reason, a message, a name) and is shown as text:
+# one line (a newline would start a heading or a section of its own), control and format characters
+# (ESC, C1, bidi overrides) as (U+XXXX), HTML as entities, and the characters that make a link, an
+# image, a code span or a table cell (\\ ` [ ] |) backslash-escaped. Emphasis (* _) is left: it
+# changes no structure, and kind names such as gpu_reset stay readable.
+_MD_SPECIAL = re.compile(r"([\\`\[\]|])")
+
+
+def _plain(v, cap=400):
+    """One line, control characters shown as (U+XXXX), at most ``cap`` characters."""
+    text = re.sub(r"[\r\n\t\v\f]+", " ", str(_u(v)))
+    bad = set(control_characters(text))
+    if bad:
+        text = "".join("(U+%04X)" % ord(c) if c in bad else c for c in text)
+    return one_line(text, cap)
+
+
+def _text(v, cap=400):
+    """A host's value as Markdown text that renders as itself."""
+    text = _plain(v, cap).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _code(v):
+    """A host's value as a code span (a path, a source); one holding what a code span would show
+    raw to a lax renderer (HTML, backticks, brackets) is escaped text instead."""
+    text = _plain(v)
+    return _text(v) if re.search(r"[`<>&\\\[\]|]", text) else "`%s`" % text
+
+
+def _flat(v):
     if isinstance(v, (list, tuple)):
-        v = " ".join(str(x) for x in v)
-    elif isinstance(v, dict):
-        v = ", ".join("%s %s" % (k, _cell(x)) for k, x in sorted(v.items()))
-    return one_line(str(_u(v)), 400).replace("|", "\\|")
+        return " ".join(str(x) for x in v)
+    if isinstance(v, dict):
+        return ", ".join("%s %s" % (k, _flat(x)) for k, x in sorted(v.items()))
+    return v
+
+
+def _cell(v):
+    return _text(_flat(v))
 
 
 def _table(head, rows):
@@ -225,20 +262,21 @@ def _md_history(rows, title):
     if not rows:
         return ["%s: none recorded." % title, ""]
     return ["%s:" % title, ""] + ["- %s %s%s%s (incident %s)" % (
-        r["when"], r["type"], " Xid %s" % r["xid"] if "xid" in r else "",
-        " %s" % " ".join(str(r[k]) for k in ("kind", "rung", "result") if k in r), r["incident"]) for r in rows] + [""]
+        _text(r["when"]), _text(r["type"]), " Xid %s" % _text(r["xid"]) if "xid" in r else "",
+        " %s" % _text(" ".join(str(r[k]) for k in ("kind", "rung", "result") if k in r)), _text(r["incident"]))
+        for r in rows] + [""]
 
 
 def _md_findings(rows):
-    return ["- **%s** %s%s (`%s`)" % (r["severity"], "Xid %s: " % r["xid"] if r["xid"] is not None else "",
-                                       r["message"] or r["kind"], r["source"]) for r in rows]
+    return ["- **%s** %s%s (%s)" % (_text(r["severity"]), "Xid %s: " % _text(r["xid"]) if r["xid"] is not None else "",
+                                     _text(r["message"] or r["kind"]), _code(r["source"])) for r in rows]
 
 
 def _md_gpu(g):
-    out = ["### %s" % g["what"], ""]
+    out = ["### %s" % _text(g["what"]), ""]
     out += _table(["Serial", "UUID", "PCI", "Index", "Model", "VBIOS"],
                   [[g["serial"], g["uuid"], g["pci"], g["index"], g["model"], g["vbios"]]])
-    out += ["", "Cause: %s" % g["cause"], ""]
+    out += ["", "Cause: %s" % _text(g["cause"]), ""]
     if g.get("seen"):
         out += ["Row remap: %s" % _cell(g["remapped_rows"]),
                 "ECC volatile: %s; aggregate: %s" % (_cell(g["ecc"]["volatile"]), _cell(g["ecc"]["aggregate"])),
@@ -251,7 +289,7 @@ def _md_gpu(g):
 
 
 def _md_port(p):
-    out = ["### %s port %s" % (p["device"], p["port"]), ""]
+    out = ["### %s port %s" % (_text(p["device"]), _text(p["port"])), ""]
     out += _table(["State", "Physical state", "Rate (Gb/s)", "Link layer"],
                   [[p["state"], p["phys_state"], p["rate_gbps"], p["link_layer"]]])
     out += ["", "Error counters: %s" % _cell(p["counters"]),
@@ -261,7 +299,7 @@ def _md_port(p):
 
 
 def markdown(b):
-    lines = ["# RMA: %s - %s" % (b["host"], b["summary"]), ""]
+    lines = ["# RMA: %s - %s" % (_text(b["host"]), _text(b["summary"])), ""]
     lines += _table(["Field", "Value"], [
         ["Host", b["host"]], ["Incident", b["incident"]], ["Generated", b["generated"]],
         ["Slurm reason", b["slurm_reason"]], ["Verdict", "%s (%s)" % (b["verdict"], b["severity"])],
@@ -281,9 +319,9 @@ def markdown(b):
     lines += _table(["When", "Rung", "Command", "Result", "Message"],
                     [[a["when"], a["rung"], a["argv"] or "-", a["result"], a["message"]] for a in b["attempts"]]) \
         if b["attempts"] else ["Nothing recorded for this incident."]
-    lines += ["", "## Logs and reports", ""] + (["- `%s`" % p for p in b["paths"]] or ["- none"])
+    lines += ["", "## Logs and reports", ""] + (["- %s" % _code(p) for p in b["paths"]] or ["- none"])
     if b.get("errors"):
-        lines += ["", "## Errors", ""] + ["- %s" % e for e in b["errors"]]
+        lines += ["", "## Errors", ""] + ["- %s" % _text(e) for e in b["errors"]]
     return "\n".join(lines) + "\n"
 
 
