@@ -22,8 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from tests.testbed import Testbed, preflight  # noqa: E402
 
-CAPS = ["-e", "max_drain=24", "-e", "max_drain_percent=100", "-e", "max_per_domain=24",
-        "-e", '{"remediation_plan_domain_prefixes": []}']
+CAPS = ["-e", "max_drain=24", "-e", "max_drain_percent=100", "-e", "max_per_domain=24"]
 
 
 def one_run(tb, work, tag, extra):

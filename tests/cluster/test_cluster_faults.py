@@ -29,8 +29,7 @@ from tests.testbed.core import REPO_DIR
 N = {i: "gpu-r6-n%02d" % i for i in range(1, 5)}
 UNKNOWN_TO_SLURM = "gpu-r6-n99"   # n03's Slurm name in the inventory: scontrol answers an error
 INCIDENT = "INC-FAULTS"
-WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8",
-        "-e", '{"remediation_plan_domain_prefixes": []}']
+WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8"]
 DISRUPTIVE = ("-r", "--gpu-reset")
 
 

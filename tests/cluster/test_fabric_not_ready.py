@@ -17,8 +17,7 @@ from tests.testbed import Testbed
 
 N = {i: "gpu-r7-n%02d" % i for i in range(1, 5)}
 INCIDENT = "INC-FABRIC"
-WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8",
-        "-e", '{"remediation_plan_domain_prefixes": []}']
+WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8"]
 
 
 def remediate(tb, work, tag, *extra):

@@ -99,7 +99,7 @@ def remediate(tb, work, tag, *extra):
 
 # rail_errors=exclude: n05 shows the job-scoped exclusion, still there by policy (the default drains)
 WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domain=8",
-        "-e", '{"remediation_plan_domain_prefixes": []}', "-e", "rail_errors=exclude"]
+        "-e", "rail_errors=exclude"]
 
 
 @pytest.fixture(scope="module")
