@@ -44,6 +44,16 @@ SAMPLES = {
         "4243, [Insufficient Permissions], 00000000:2A:00.0, [N/A]\n",
     ],
     "system": [
+        # /proc/mounts, /proc/net/route, /proc/net/ipv6_route, /proc/net/if_inet6 (ib_restart's fabric users)
+        "10.0.0.5:/home /home nfs4 rw,relatime,vers=4.2,proto=tcp,clientaddr=10.0.0.11 0 0\n"
+        "192.168.1.7@o2ib:/lustre /lustre lustre rw,flock 0 0\nbeegfs_nodev /mnt/beegfs beegfs rw 0 0\n"
+        "/dev/nvme0n1p1 / ext4 rw,relatime 0 0\n",
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "ib0\t0000000A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+        "eth0\t00000000\t0101A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n",
+        "fe800000000000000000000000000000 40 00000000000000000000000000000000 00 "
+        "00000000000000000000000000000000 00000100 00000001 00000000 00000001 ib0\n",
+        "fe80000000000000021c290300a1b2c3 03 40 20 80 ib0\n00000000000000000000000000000001 01 80 10 80 lo\n",
         "nvidia_uvm 1532 2 - Live 0x0000000000000000\nnvidia_drm 77824 4 - Live 0x0\n"
         "nvidia 56287232 47 nvidia_uvm,nvidia_modeset,nvidia_peermem, Live 0x0\n"
         "mlx5_ib 446464 0 - Live 0x0\nib_core 421888 8 rdma_ucm,ib_ipoib,mlx5_ib, Live 0x0\n",

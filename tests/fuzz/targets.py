@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gpu_runbook import analyze, bugreport, capture, content, dcgm, linefamily, runbook, slurm, sources, timeutil, vocab
 from gpu_runbook.infiniband import ibdev2netdev, iblinkinfo, ibstat, ibv_devinfo, names, perfquery, reload, restart
-from gpu_runbook.infiniband import sysfs
+from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.joblog import parse_job_logs
 from gpu_runbook.joblog import pyspy
@@ -145,6 +145,11 @@ TARGETS = [
     Target(slurm.parse_sacct, "slurm_job", lambda t, e: slurm.parse_sacct(t, "12345", tz=UTC)),
     Target(slurm.parse_scontrol_show_node, "slurm_node"),
     Target(slurm.parse_scontrol_show_nodes, "slurm_node", returns=list),
+    Target(slurm.parse_scontrol_show_topology, "slurm_node"),
+    Target(fabric_users.parse_mounts, "system", returns=list),
+    Target(netpaths.parse_route, "system", returns=list),
+    Target(netpaths.parse_ipv6_route, "system", returns=list),
+    Target(netpaths.parse_if_inet6, "system", returns=list),
     Target(slurm.parse_node_findings, "slurm_node", returns=tuple),
     Target(dcgm.parse_dcgmi, "dcgmi", returns=tuple),
     Target(slurm.parse_node_state, "system", _each_line(slurm.parse_node_state), returns=list),
