@@ -103,7 +103,8 @@ def normalize_pci(addr):
     m = _PCI_RE.match(a)
     if not m:
         return a.lower()
-    dom = (m.group("dom") or "0000")[-4:]
+    # nvidia-smi prints 8 digits; keep a domain of 0x10000 or more whole (a cut names another GPU)
+    dom = "%04x" % int(m.group("dom") or "0", 16)
     return "%s:%s:%s.%s" % (dom.lower(), m.group("bus").lower(), m.group("dev").lower(), m.group("fn") or "0")
 
 
