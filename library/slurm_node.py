@@ -279,7 +279,7 @@ def show(module, name):
 
 def jobs_on(module, name):
     try:
-        out = slurm(module, "squeue", ["-h", "-w", name, "-o", "%i %u %j %T"], name)
+        out = slurm(module, "squeue", ["-h", "-w", name, "-o", "%i %u %j %T %M"], name)
     except SlurmError:
         return []
     return [line.strip() for line in out.splitlines() if line.strip()]
@@ -418,9 +418,13 @@ def wait_drained(module, name, node, rec_path, seconds):
     while not node["drained"]:
         if time.monotonic() >= deadline:
             jobs = jobs_on(module, name)
-            return node, jobs, ("%s is still %s after %ss: %d job(s) still run on it (%s); not cancelling them"
+            ids = [j.split()[0] for j in jobs if j.split()]
+            release = ("; to release the node: scontrol requeue %s (a requeueable job) or scancel %s"
+                       % (" ".join(ids), " ".join(ids))) if ids else ""
+            return node, jobs, ("%s is still %s after %ss: %d job(s) still run on it (id user name state "
+                                "time: %s); not cancelling them%s"
                                 % (name, node.get("drain") or node.get("state"), seconds, len(jobs),
-                                   "; ".join(jobs) or "see squeue -w %s" % name))
+                                   "; ".join(jobs) or "see squeue -w %s" % name, release))
         time.sleep(min(1.0, max(0.1, deadline - time.monotonic())))
         node = show(module, name)
         rec, _ = load_record(rec_path)
@@ -476,12 +480,14 @@ def run(module):
     if module._diff:
         res["diff"] = {"before": _view(before), "after": _view(after),
                        "before_header": "slurm node %s" % name, "after_header": "slurm node %s" % name}
+    # our reboot under way or just done (a re-run after the boot): wait for it / take the drain back
+    ours_rebooting = bool((rec or {}).get("reboot")) and reboot_progress(rec, before)[0] in ("booting", "back")
     if p["state"] == "reboot_requested" and p["wait_rebooted"] and not module.check_mode \
-            and (plan["action"] == "reboot" or reboot_flag(before)):
+            and (plan["action"] == "reboot" or ours_rebooting):
         node, failed = wait_rebooted(module, name, after, rec_path, p["wait_rebooted"])
         rec_now = load_record(rec_path)[0]
         res.update(result_of(node, owns(rec_now, node)[0], rec_path))
-        res.update(changed=True if plan["action"] == "reboot" else res["changed"],
+        res.update(changed=True if plan["action"] == "reboot" or not failed else res["changed"],
                    rebooted=(rec_now or {}).get("rebooted") if not failed else None)
         if failed:
             res.update(msg=failed)
