@@ -10,6 +10,7 @@ When the machine cannot run the testbed (not root, no namespaces, no sshd/Slurm 
 tests skip with a one-line reason -- except with ``CI=true``, where that is a failure.
 Every test collected under tests/cluster gets the ``cluster`` marker.
 """
+import contextlib
 import os
 
 import pytest
@@ -32,6 +33,25 @@ def require_testbed():
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("emulated cluster required on CI: %s" % reason, pytrace=False)
         pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def own_testbed(scenario, hosts, slurm=True):
+    """A module's own testbed: the session cluster down while it is up (one testbed at a time),
+    back after; the testbed is torn down whatever happens."""
+    require_testbed()
+    sess = _SESSION.get("tb")
+    restore = sess is not None and sess.is_up()
+    if restore:
+        sess.down()
+    tb = Testbed(scenario=scenario, hosts=hosts, slurm=slurm)
+    try:
+        tb.up()
+        yield tb
+    finally:
+        tb.down()
+        if restore:
+            sess.up()
 
 
 @pytest.fixture(scope="session")

@@ -22,8 +22,7 @@ import time
 import pytest
 
 from module_utils.gpu_runbook.slurm import parse_scontrol_show_node
-from tests.cluster.conftest import _SESSION, require_testbed
-from tests.testbed import Testbed
+from tests.cluster.conftest import own_testbed
 from tests.testbed.core import REPO_DIR
 
 N = {i: "gpu-r6-n%02d" % i for i in range(1, 5)}
@@ -64,22 +63,10 @@ def ssh_up(tb, name):
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
-    require_testbed()
-    sess = _SESSION.get("tb")
-    restore = sess is not None and sess.is_up()
-    if restore:
-        sess.down()
-    tb = Testbed(scenario="cluster-faults", hosts=4, slurm=True)
-    work = tmp_path_factory.mktemp("faults")
-    extra = work / "slurm-names.ini"
-    extra.write_text("[%s]\n%s slurm_node_name=%s\n" % (tb.rack, N[3], UNKNOWN_TO_SLURM))
-    try:
-        tb.up()
+    with own_testbed("cluster-faults", 4) as tb:
+        extra = tmp_path_factory.mktemp("faults") / "slurm-names.ini"
+        extra.write_text("[%s]\n%s slurm_node_name=%s\n" % (tb.rack, N[3], UNKNOWN_TO_SLURM))
         yield {"tb": tb, "extra_inventory": str(extra)}
-    finally:
-        tb.down()
-        if restore:
-            sess.up()
 
 
 @pytest.fixture

@@ -11,9 +11,8 @@ import os
 
 import pytest
 
-from tests.cluster.conftest import _SESSION, require_testbed
+from tests.cluster.conftest import own_testbed
 from tests.cluster.test_cluster_faults import disruptive_calls, node
-from tests.testbed import Testbed
 
 N = {i: "gpu-r7-n%02d" % i for i in range(1, 5)}
 INCIDENT = "INC-FABRIC"
@@ -38,19 +37,8 @@ def remediate(tb, work, tag, *extra):
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
-    require_testbed()
-    sess = _SESSION.get("tb")
-    restore = sess is not None and sess.is_up()
-    if restore:
-        sess.down()
-    tb = Testbed(scenario="fabric-not-ready", hosts=4, slurm=True)
-    try:
-        tb.up()
+    with own_testbed("fabric-not-ready", 4) as tb:
         yield tb, str(tmp_path_factory.mktemp("fabric"))
-    finally:
-        tb.down()
-        if restore:
-            sess.up()
 
 
 def test_fabric_not_ready_node_is_planned_for_drain_and_drained_with_confirm(bed):

@@ -15,8 +15,7 @@ import time
 import pytest
 
 from module_utils.gpu_runbook.slurm import parse_scontrol_show_node
-from tests.cluster.conftest import _SESSION, require_testbed
-from tests.testbed import Testbed
+from tests.cluster.conftest import own_testbed
 
 N = {i: "gpu-r5-n%02d" % i for i in range(1, 11)}
 INCIDENT = "INC-E2E-1"
@@ -104,15 +103,8 @@ WIDE = ["-e", "max_drain=8", "-e", "max_drain_percent=100", "-e", "max_per_domai
 
 @pytest.fixture(scope="module")
 def story(tmp_path_factory):
-    require_testbed()
-    sess = _SESSION.get("tb")
-    restore = sess is not None and sess.is_up()
-    if restore:
-        sess.down()
-    tb = Testbed(scenario="ladder-e2e", hosts=10, slurm=True)
     work = str(tmp_path_factory.mktemp("ladder"))
-    try:
-        tb.up()
+    with own_testbed("ladder-e2e", 10) as tb:
         tb.slurm("scontrol", "update", "NodeName=%s" % N[6], "State=DRAIN", "Reason=%s" % ADMIN_REASON)
         tb.set_processes(N[7], 5, [{"pid": 4711, "name": "python", "mem": 70000}])
         long_job = tb.sbatch([N[8]], "sleep 900", name="long-train")
@@ -134,10 +126,6 @@ def story(tmp_path_factory):
         s["after_again"] = slurm_view(tb)
         s["calls_after_again"] = {h: acting_calls(tb, h) for h in tb.hosts}
         yield s
-    finally:
-        tb.down()
-        if restore:
-            sess.up()
 
 
 def _ok(run):
