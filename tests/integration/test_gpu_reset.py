@@ -10,9 +10,12 @@ import sys
 
 import pytest
 
+from gpu_runbook.findings import finding, gpu_ref
+from gpu_runbook.xid_catalog import XID_CATALOG
 from tests.conftest import REPO, run_module
 from tests.testbed import fakehw
 from tests.testbed import scenario as scn
+from tests.unit.test_reset_rule import _plan_for, _reset
 
 FAKEHW = os.path.join(REPO, "tests", "testbed", "fakehw.py")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -176,6 +179,22 @@ def test_faults_a_reset_cannot_fix_escalate_and_never_reset(node, kinds, rung):
     assert res["escalate"] == rung and "escalate to %s" % rung in res["msg"]
     assert node.disruptive_calls() == []
     assert node.gpu().get("resets", 0) == 0
+
+
+@pytest.mark.parametrize("xid", [61, 151, 79])
+def test_the_gpus_the_plan_skips_are_the_ones_the_module_refuses(node, xid):
+    # the plan's skip and the module's refusal come from one rule (reset_rule.py): the kinds the
+    # plan hands the module for a GPU it skips are refused with the rung the plan names
+    e = XID_CATALOG[xid]
+    f = finding("xid", "Xid %d" % xid, xid=xid, gpu=gpu_ref(SICK), rung=e["rung"], steps=e["steps"],
+                category=e["category"], source="kern.log:2", evidence="Xid %d" % xid)
+    reset = _reset(_plan_for(f, SICK))
+    (blocker,) = [b for b in reset["blockers"] if SICK in b]
+    kinds = next(g["kinds"] for g in reset["target"]["gpus"] if g["pci"] == SICK)
+    res, _ = node.module(gpu=SICK, node_drained=True, fault_kinds=kinds)
+    assert res["failed"] and res["blocked_by"] == ["fault_not_fixable_by_reset"]
+    assert "escalate to %s" % ("RMA" if res["escalate"] == "rma" else res["escalate"]) in blocker
+    assert node.disruptive_calls() == []
 
 
 def test_remap_failure_read_from_the_gpu_escalates_to_rma(node):

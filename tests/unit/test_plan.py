@@ -91,8 +91,9 @@ def test_xid79_reset_skipped_reboot_not_allowed_stays_drained_for_a_reboot_not_r
     plan = make_plan(rack)
     reset = rung(plan, N03, "gpu_reset")
     assert reset["status"] == "skipped" and reset["commands"] == []
-    assert reset["blockers"] == ["GPU 0000:75:00.0: a reset cannot fix a GPU that fell off the bus (Xid 79): "
-                                 "escalate to reboot/RMA"]
+    # the words of the one rule the gpu_reset module refuses by (reset_rule.py)
+    assert reset["blockers"] == ["GPU 0000:75:00.0: a reset cannot fix Xid 79 (reboot), gpu_fallen_off_bus (reboot): "
+                                 "escalate to reboot"]
     reboot = rung(plan, N03, "reboot")
     assert reboot["status"] == "blocked" and reboot["blockers"] == [
         "reboot not allowed here: the node stays drained until it gets one (-e allow_reboot=true)"]
@@ -185,7 +186,7 @@ def test_row_remap_failure_skips_the_reset_and_goes_to_rma():
     assert [r["rung"] for r in host(plan, "a")["rungs"]] == ["drain", "gpu_reset", "rma"]
     reset = rung(plan, "a", "gpu_reset")
     assert reset["status"] == "skipped" and reset["commands"] == []
-    assert "a reset cannot fix a row-remap failure" in reset["blockers"][0]
+    assert "a reset cannot fix row_remap_failure (rma): escalate to RMA" in reset["blockers"][0]
     assert host(plan, "a")["final"] == "stay drained for RMA"
 
 

@@ -18,6 +18,8 @@ LAYERS = {
     "probes": 2, "linefamily": 2, "vocab": 2,
     # NVIDIA's Xid catalog (vocab/xid.py) with gpu-runbook's triage of each code
     "xid_catalog": 2.5,
+    # the one rule for "a GPU reset cannot fix this" (taxonomy rungs + Xid catalog), for plan and module
+    "reset_rule": 2.7,
     # pure parsers, one per format family
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3,
     # what a text holds, by content: its structured blocks (a parser's own opening, as dcgm's) and

@@ -16,15 +16,11 @@ Text in, dicts out, never raises on garbage; standard library only.
 import re
 
 from ..findings import normalize_pci
-from ..taxonomy import KINDS, RUNG_RANK, RUNG_TABLE
-from ..xid_catalog import lookup as xid_lookup
+from ..reset_rule import escalation_rungs, reset_cannot_fix  # noqa: F401 (the module reads them here)
 from .model import PCI_RE, as_text, clean, split_csv, to_bool, to_int
 
 UUID_RE = re.compile(r"^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _FULL_PCI_RE = re.compile(r"^(?:[0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}):[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
-_XID_KIND_RE = re.compile(r"^xid[\s:_-]*(\d+)$", re.I)
-# names people (and ladder-facts.md) use for a kind declared under another name
-KIND_ALIASES = {"remap_failure": "row_remap_failure", "fallen_off_bus": "gpu_fallen_off_bus"}
 
 # the fields the pre-check asks ``--query-gpu`` for, in this order (``noheader``)
 IDENTITY_FIELDS = ("index", "pci.bus_id", "uuid", "persistence_mode")
@@ -53,47 +49,8 @@ def parse_gpu_id(text):
 
 
 # ----------------------------------------------------------------------------------- fault kinds
-
-def escalation_rungs():
-    """Rungs above every rung a reset sits among: host-wide, disruptive and costlier than
-    the IB restart (reboot, rma), read from the taxonomy's rung table."""
-    floor = RUNG_RANK["ib_restart"]
-    return tuple(r for r, row in sorted(RUNG_TABLE.items(), key=lambda kv: kv[1]["order"])
-                 if row["order"] > floor and row["disruptive"] and row["scope"] == "host")
-
-
-def _rung_of_fault(name):
-    """(rung, label, known) of one ``fault_kinds`` entry: a finding kind, or ``xid:79`` / ``xid_79``."""
-    n = clean(name)
-    m = _XID_KIND_RE.match(n)
-    if m:
-        entry = xid_lookup(int(m.group(1)))
-        return (entry["rung"] if entry else None), "Xid %s" % m.group(1), entry is not None
-    info = KINDS.get(KIND_ALIASES.get(n, n))
-    return (info["rung"] if info else None), n[:80], info is not None
-
-
-def reset_cannot_fix(fault_kinds):
-    """-> {"escalate": "reboot" | "rma" | None, "blocking": [labels], "unknown": [names]}.
-    A fault whose rung (taxonomy, or the Xid catalog) is reboot or RMA is one a reset cannot
-    fix; the costliest one wins. Names nobody declared (and Xid codes the catalog does not
-    know) are returned as ``unknown``: a caller refuses on them, never a destructive step on
-    doubt. A kind whose rung is decided per finding (bare ``xid``) says nothing by itself."""
-    high = escalation_rungs()
-    worst, blocking, unknown = None, [], []
-    for name in fault_kinds or ():
-        if not isinstance(name, str):
-            unknown.append(repr(name)[:80])
-            continue
-        rung, label, known = _rung_of_fault(name)
-        if not known:
-            unknown.append(label)
-        elif rung in high:
-            blocking.append("%s (%s)" % (label, rung))
-            if worst is None or RUNG_RANK[rung] > RUNG_RANK[worst]:
-                worst = rung
-    return {"escalate": worst, "blocking": blocking, "unknown": unknown}
-
+# The rule lives in reset_rule.py (the taxonomy's rungs and the Xid catalog), shared with the plan: one table for
+# "a reset cannot fix this", so the plan never shows a reset this rung refuses.
 
 # ----------------------------------------------------------------------------------- --query-gpu
 

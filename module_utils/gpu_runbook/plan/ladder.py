@@ -7,6 +7,8 @@ import re
 
 from ..findings import normalize_pci
 from ..taxonomy import RUNG_RANK, RUNG_TABLE
+# the one rule for "a reset cannot fix this", shared with library/gpu_reset.py
+from ..reset_rule import fault_names, unfixable_by_reset  # noqa: F401 (plan/__init__ reads it here)
 from ..verdict import primary_finding
 from .policy import OUR_PREFIX, one_line
 
@@ -15,11 +17,6 @@ PCI_LIKE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:")
 NODE_SCOPES = ("gpu", "host")
 JOB_RUNGS = ("nccl_env", "timeout")
 
-# Faults a GPU reset cannot fix (NVIDIA: Xid 79 is RESTART_BM; a row-remap failure or
-# unrepairable memory is RMA): the reset is skipped and the host escalates.
-_OFF_BUS_KINDS = ("gpu_fallen_off_bus", "gpu_lost", "nvml_field_gpu_lost")
-_OFF_BUS_XIDS = (79,)
-_REMAP_FAIL_KINDS = ("row_remap_failure", "unrepairable_memory")
 # A link that went down or flapped may come from a stuck HCA or driver state: one restart of
 # the IB stack on the drained node is worth a try before the cable; ib_restart's soak then
 # tells them apart (counters still rising -> the cable). Symbol errors alone are the cable.
@@ -54,18 +51,6 @@ def _pci(f):
     return normalize_pci((f.get("gpu") or {}).get("pci") or "") or None
 
 
-def unfixable_by_reset(findings):
-    """{pci: why} for GPUs with a fault a reset cannot fix (pci None: the GPU is not named)."""
-    out = {}
-    for f in findings:
-        if f.get("kind") in _OFF_BUS_KINDS or f.get("xid") in _OFF_BUS_XIDS:
-            out.setdefault(_pci(f), ("a reset cannot fix a GPU that fell off the bus (Xid 79): "
-                                     "escalate to reboot/RMA", "reboot"))
-        elif f.get("kind") in _REMAP_FAIL_KINDS:
-            out[_pci(f)] = ("a reset cannot fix a row-remap failure (no spare rows): escalate to RMA", "rma")
-    return out
-
-
 def node_rungs(host, findings):
     """The node-scoped rungs this host's findings ask for, cheapest first, up to its rung."""
     top = RUNG_RANK.get(host.get("rung"), 0)
@@ -94,14 +79,6 @@ def drain_rung(name, incident, evidence, findings):
                       "Reason=%s" % drain_reason(incident, evidence)]]
     e["notes"].append("no new jobs start; running jobs finish (DRAINING -> DRAINED); none is cancelled")
     return e
-
-
-def fault_names(f):
-    """What gpu_reset's fault_kinds takes: the kind, plus ``xid:N``."""
-    out = [f["kind"]] if f.get("kind") else []
-    if isinstance(f.get("xid"), int):
-        out.append("xid:%d" % f["xid"])
-    return out
 
 
 def _gpu_targets(findings, unfixable):
