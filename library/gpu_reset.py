@@ -24,6 +24,8 @@ description:
     C(nvidia-smi -pm 0 -i <gpu>) before the reset and, with O(restore_persistence), set back with
     C(nvidia-smi -pm 1 -i <gpu>) after it, also when the reset failed. What was done is in
     C(persistence) (and in C(released) / C(restored)).
+    The persistence daemon is left to C(-pm 0) only as the main process of the C(nvidia-persistenced)
+    unit; a process that merely calls itself so is a holder like any other.
   - "Reads the reset's exit code: 0 and 'successfully reset' is a reset; 255 with 'In use by
     another client' is a refusal naming the holders nvidia-smi printed; 15 is a GPU lost during
     the reset (escalate C(reboot)); 4 is no permission; anything else fails with nvidia-smi's text."
@@ -61,6 +63,14 @@ options:
     type: list
     elements: str
     default: []
+  allow_mig:
+    description:
+      - Reset a GPU whose MIG mode is Enabled, or whose MIG mode change is pending. MIG mode survives a reset
+        but its GPU instances and compute instances do not (each MIG slice, and the jobs on it, is gone until it
+        is recreated, for example by nvidia-mig-parted); a pending mode change is applied by the reset. When
+        false such a GPU is refused (C(mig_enabled)) before anything changes.
+    type: bool
+    default: false
   timeout:
     description: Seconds each nvidia-smi call may take before it is killed.
     type: int
@@ -126,7 +136,8 @@ notes:
   - "NVSwitch systems (a /dev/nvidia-nvswitch* under O(dev_root), a fabric state in C(nvidia-smi -q -x),
     or the Fabric Manager unit installed): an Ampere (or unrecognised) GPU is reset alone only while
     Fabric Manager runs, else C(fabric_manager_not_running); Hopper and later have no Fabric Manager
-    dependency and Fabric Manager is neither asked nor touched. A pre-Ampere GPU with NVLink peers
+    dependency and Fabric Manager is neither asked nor touched. A pre-Ampere GPU (or one of a model not
+    recognised, such as a new board) with NVLink peers
     (C(nvidia-smi topo -m)) is refused naming the peers that must be reset with it (C(nvlink_peers));
     resetting several GPUs in one command is not done by this module."
   - "What was released is in C(released), what was put back, re-read after, in C(restored). A restore that
@@ -193,7 +204,7 @@ blocked_by:
     - What refused the reset, by name. One or more of
       node_not_drained, bad_gpu_id, bad_timeout, bad_unit_name, bad_parameter, unknown_fault_kind,
       fault_not_fixable_by_reset, nvidia_smi_missing, gpu_lost, gpu_not_visible, nvidia_smi_hang,
-      gpu_state_unreadable, compute_processes, gpu_holders, gpu_holders_unreadable, monitors_running,
+      gpu_state_unreadable, mig_enabled, compute_processes, gpu_holders, gpu_holders_unreadable, monitors_running,
       monitor_stop_failed, nvidia_drm_in_use, nvidia_drm_loaded, nvidia_drm_unload_failed,
       fabric_manager_not_running, nvlink_peers, nvlink_topology_unreadable, persistence_release_failed,
       gpu_in_use, no_permission, reset_failed, restore_failed.
@@ -217,6 +228,13 @@ persistence:
   returned: when the GPU was found
   type: dict
   sample: {"before": true, "released": true, "restored": true}
+mig:
+  description:
+    - The GPU's MIG mode (current and pending, as C(nvidia-smi -q -x) reports them; null where the GPU has none)
+      and C(changes), what a reset would do to its MIG setup (null when nothing).
+  returned: when the GPU was read
+  type: dict
+  sample: {"mode": "Enabled", "pending": "Enabled", "changes": "MIG mode is Enabled: a reset destroys its GPU instances ..."}
 holding:
   description:
     - What else was found holding the GPU before anything changed - C(units) (active monitor units
@@ -283,10 +301,11 @@ from ansible.module_utils.gpu_runbook.nvsmi import parse_compute_apps_csv, parse
 from ansible.module_utils.gpu_runbook.nvsmi.reset import (IDENTITY_FIELDS, after_reset, find_gpu, holders_message,
                                                          parse_gpu_id, parse_identity_csv,
                                                          parse_persistence_output, parse_reset_output,
-                                                         reset_cannot_fix, says_lost, says_not_found)
+                                                         mig_blocker, reset_cannot_fix, says_lost,
+                                                         says_not_found)
 from ansible.module_utils.gpu_runbook.validate import problems
 from ansible.module_utils.gpu_runbook.nvsmi.holders import (DRM_MODULE, FABRIC_MANAGER_UNIT, MONITOR_UNITS,
-                                                           classify_holders, drm_state, fabric_verdict, generation,
+                                                           PERSISTENCE_UNIT, classify_holders, drm_state, fabric_verdict, generation,
                                                            monitor_refusal, not_restored, nvlink_peer_list,
                                                            nvswitch_evidence, parse_proc_modules, parse_systemctl_show,
                                                            peers_message, reset_plan, unit_state, who)
@@ -390,6 +409,14 @@ def precheck_state(smi, pci):
     return before, next(g for g in facts["gpus"] if g.get("pci") == pci)
 
 
+def precheck_mig(p, pci, g, result):
+    """MIG: a reset destroys the GPU's instances (or applies a pending mode change): only when allowed."""
+    why = mig_blocker(g)
+    result["mig"] = {"mode": g.get("mig_mode"), "pending": g.get("mig_mode_pending"), "changes": why}
+    if why and not p["allow_mig"]:
+        raise Refusal("mig_enabled", "GPU %s: %s; not resetting it (allow_mig=true resets it anyway)" % (pci, why))
+
+
 def precheck_processes(smi, pci):
     rc, out, err = smi.run("--query-compute-apps=" + ",".join(APPS_FIELDS), "--format=csv,noheader", "-i", pci)
     if rc != 0:
@@ -479,8 +506,10 @@ def precheck_holders(node, smi, p, row, g, hold):
     units = [node.unit(u) for u in dict.fromkeys(p["monitor_units"])] if node.systemctl else []
     hold["units"] = [u for u in units if u["active"]]
     procs, hold["unreadable"] = node.processes()
+    daemon = node.unit(PERSISTENCE_UNIT) if node.systemctl else {"active": False, "pid": None}
     _owned, hold["processes"] = classify_holders(procs, g.get("minor_number"),
-                                                 dict((u["pid"], u["name"]) for u in hold["units"] if u["pid"]))
+                                                 dict((u["pid"], u["name"]) for u in hold["units"] if u["pid"]),
+                                                 [daemon["pid"]] if daemon["active"] and daemon["pid"] else [])
     refusal = monitor_refusal(pci, hold["processes"], hold["units"], p["release_monitors"])
     if refusal:
         raise Refusal(*refusal)
@@ -503,10 +532,11 @@ def precheck_holders(node, smi, p, row, g, hold):
     verdict = fabric_verdict(gen, g.get("name"), fab["nvswitch"], fm)
     if verdict:
         raise Refusal(*verdict)
-    if gen == "pre_ampere":
+    # pre-Ampere NVLink peers are reset together; a model not known here is asked the same (on doubt)
+    if gen in ("pre_ampere", None):
         fab["peers"] = nvlink_peers(smi, row)
         if fab["peers"]:
-            raise Refusal("nvlink_peers", peers_message(pci, fab["peers"]))
+            raise Refusal("nvlink_peers", peers_message(pci, fab["peers"], gen, g.get("name")))
 
 
 def nvlink_peers(smi, row):
@@ -515,7 +545,7 @@ def nvlink_peers(smi, row):
     _rc, ids, _err = smi.run("--query-gpu=" + ",".join(IDENTITY_FIELDS), "--format=csv,noheader")
     peers = nvlink_peer_list(out if rc == 0 else "", row["index"], parse_identity_csv(ids))
     if peers is None:
-        raise Refusal("nvlink_topology_unreadable", "could not read the NVLink peers of pre-Ampere GPU %s from "
+        raise Refusal("nvlink_topology_unreadable", "could not read the NVLink peers of GPU %s (pre-Ampere or unrecognised) from "
                       "nvidia-smi topo -m (exit %s: %s): not resetting one GPU of a possible NVLink set blind"
                       % (row["pci"], rc, _first(err + "\n" + out) or "no row for GPU %s" % row["index"]))
     return peers
@@ -632,6 +662,7 @@ def prechecks(module, p, smi, node, result):
     result["gpu"] = {"pci": row["pci"], "uuid": row["uuid"], "index": row["index"]}
     pers = result["persistence"] = {"before": row["persistence"], "released": False, "restored": False}
     result["before"], g = precheck_state(smi, row["pci"])
+    precheck_mig(p, row["pci"], g, result)
     precheck_processes(smi, row["pci"])
     hold = result["holding"] = {"units": [], "processes": [], "nvidia_drm": None, "fabric": None, "unreadable": 0}
     precheck_holders(node, smi, p, row, g, hold)
@@ -685,6 +716,7 @@ def main():
             node_drained=dict(type="bool", required=True),
             restore_persistence=dict(type="bool", default=True),
             fault_kinds=dict(type="list", elements="str", default=[]),
+            allow_mig=dict(type="bool", default=False),
             timeout=dict(type="int", default=120),
             release_monitors=dict(type="bool", default=True),
             monitor_units=dict(type="list", elements="str", default=list(MONITOR_UNITS)),

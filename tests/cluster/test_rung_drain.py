@@ -182,3 +182,48 @@ def test_the_rescue_never_raises_on_a_dead_controller_or_a_broken_plan(cluster, 
     assert r["result"] == "skipped" and "the plan did not drain %s" % N02 in r["message"], r
     assert cluster.sinfo_states()[N01] == "idle" and cluster.sinfo_states()[N02] == "idle"
     assert sorted((a["host"], a["result"]) for a in audit(tmp_path)) == [(N01, "failed"), (N02, "skipped")]
+
+
+def test_a_variable_cannot_say_drained_the_reset_asks_slurm_first(cluster, tmp_path):
+    # red team: the old role took node_drained from a variable an inventory could set. Now the
+    # disruptive rungs take it from this run's drain outcome AND Slurm asked just before.
+    #   N05: a job that does not finish; the drain wait runs out; "drained" vars say yes -> refused
+    #   N06: no drain at all, a drain outcome planted as a play var -> Slurm says not ours -> refused
+    gpu = {"pci": "0000:3b:00.0", "index": 0, "uuid": None, "serial": None, "kinds": ["xid:48"]}
+    reset = {"rung": "gpu_reset", "status": "planned", "disruptive": True, "target": {"gpus": [gpu]},
+             "commands": [["nvidia-smi", "-r", "-i", gpu["pci"]]], "blockers": []}
+    plans = {N05: entry(N05, [drain_rung(N05), reset]), N06: entry(N06, [reset])}
+    body = """
+        - include_role: {name: rung_drain}
+          when: inventory_hostname == '%s'
+        - set_fact:
+            rung_drain_outcome: {rung: drain, result: ok, drained: true, node: '%s', message: planted}
+          when: inventory_hostname == '%s'
+        - include_role: {name: rung_gpu_reset}
+        - copy: {content: "{{ rung_gpu_reset_outcome | to_json }}", dest: "%s/reset-{{ inventory_hostname }}.json", mode: "0600"}
+          delegate_to: localhost
+""" % (N05, N06, N06, tmp_path / "out")
+    pb, out = playbook(tmp_path, [N05, N06], plans, body, extra_vars=(
+        # play vars are stronger than any inventory variable: the role must not take them
+        "rung_drain_wait: 3\n    rung_gpu_reset_node_drained: true\n    rung_gpu_reset_drained_now: true\n"
+        "    rung_ib_restart_node_drained: true"))
+    try:
+        job = cluster.sbatch([N05], "sleep 300", name="gpurb-drain-var")
+        deadline = time.monotonic() + 30
+        while cluster.slurm("squeue", "-h", "-j", str(job), "-o", "%T").stdout.strip() != "RUNNING":
+            assert time.monotonic() < deadline, "job %s never started" % job
+            time.sleep(0.3)
+        before = {h: len(cluster.commands(h)) for h in (N05, N06)}
+        p = cluster.run_ansible(str(pb), tool="ansible-playbook")
+        assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+        r5, r6 = results(out, "reset", N05), results(out, "reset", N06)
+        assert r5["result"] == "refused" and "is not drained" in r5["message"], r5
+        assert "still DRAINING after 3s" in r5["message"], r5
+        assert r6["result"] == "refused" and "drain not ours" in r6["message"], r6
+        for h in (N05, N06):
+            assert not [c for c in cluster.commands(h)[before[h]:] if c["argv"][0] == "nvidia-smi" and "-r" in c["argv"]]
+        assert cluster.slurm("squeue", "-h", "-j", str(job), "-o", "%T").stdout.strip() == "RUNNING"
+        assert cluster.sinfo_states()[N06] == "idle"
+        assert [a["result"] for a in audit(tmp_path) if a["rung"] == "gpu_reset"] == ["refused", "refused"]
+    finally:
+        put_back(cluster, N05, N06)

@@ -419,6 +419,25 @@ def test_a_bare_process_holding_the_gpu_is_named_and_blocks(node):
     assert _changes(node) == [] and node.gpu().get("resets", 0) == 0
 
 
+def test_the_persistence_daemon_is_known_by_its_unit_and_let_go_by_pm_0(node):
+    node.update(lambda st: st.update(reset_refuses_on_persistence=True, services={"nvidia-persistenced": {
+        "active": True, "pid": 900, "comm": "nvidia-persistenced", "pm_daemon": True}}))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed"), res["msg"]
+    assert res["holding"]["processes"] == [] and node.gpu()["resets"] == 1
+    assert [c for c in _changes(node) if c[0] == "nvidia-smi"] == [
+        ["nvidia-smi", "-pm", "0", "-i", SICK], ["nvidia-smi", "-r", "-i", SICK], ["nvidia-smi", "-pm", "1", "-i", SICK]]
+
+
+def test_a_process_that_only_calls_itself_nvidia_persistenced_is_a_holder(node):
+    # red team: a name is no identity; no unit runs it, so it holds the GPU like any client
+    node.update(lambda st: st.update(gpu_holders=[{"pid": 901, "comm": "nvidia-persistenced", "gpus": [1]}]))
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["gpu_holders"]
+    assert "held by nvidia-persistenced (pid 901)" in res["msg"]
+    assert _changes(node) == [] and node.gpu().get("resets", 0) == 0
+
+
 def test_a_holder_of_another_gpu_does_not_block(node):
     node.update(lambda st: st.update(gpu_holders=[{"pid": 778, "comm": "python", "gpus": [0]}]))
     res, _ = node.module(gpu=SICK, node_drained=True)
@@ -497,11 +516,45 @@ def test_pre_ampere_gpu_with_nvlink_peers_is_refused_naming_them(node):
     assert _changes(node) == []
 
 
+@pytest.mark.parametrize("model,gen", [("NVIDIA TITAN RTX", "pre_ampere"), ("NVIDIA Zeta 900 (a model nobody knows)", None)])
+def test_titan_rtx_and_an_unknown_model_with_an_nvlink_bridge_are_refused_naming_the_peer(node, model, gen):
+    # red team: a TITAN RTX (Turing) pair on an NVLink bridge was not known as pre-Ampere, and a model
+    # not known at all was reset alone; both are asked for NVLink peers now
+    _model(node, model, nvlink_groups=[[0, 1]])
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["nvlink_peers"], res["msg"]
+    assert res["holding"]["fabric"]["generation"] == gen
+    assert [p["index"] for p in res["holding"]["fabric"]["peers"]] == [0] and "GPU 0 (0000:18:00.0)" in res["msg"]
+    assert _changes(node) == [] and node.gpu().get("resets", 0) == 0
+
+
 def test_pre_ampere_gpu_without_nvlink_peers_resets(node):
     _model(node, "Tesla V100-PCIE-32GB")
     res, _ = node.module(gpu=SICK, node_drained=True)
     assert not res.get("failed"), res["msg"]
     assert res["holding"]["fabric"]["peers"] == []
+
+
+@pytest.mark.parametrize("mig,pending,words", [
+    ("Enabled", "Enabled", "MIG mode is Enabled: a reset destroys its GPU instances"),
+    ("Disabled", "Enabled", "a MIG mode change is pending (Disabled -> Enabled): a reset applies it")])
+def test_mig_gpu_is_refused_before_anything_changes(node, mig, pending, words):
+    node.update_gpu(mig=mig, mig_pending=pending)
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert res["failed"] and res["blocked_by"] == ["mig_enabled"], res["msg"]
+    assert words in res["msg"] and "allow_mig=true" in res["msg"]
+    assert res["mig"] == {"mode": mig, "pending": pending, "changes": res["mig"]["changes"]} and res["mig"]["changes"]
+    assert node.disruptive_calls() == [] and node.gpu().get("resets", 0) == 0
+
+
+def test_mig_gpu_is_reset_when_allowed_and_a_mig_off_gpu_says_so(node):
+    node.update_gpu(mig="Enabled")
+    res, _ = node.module(gpu=SICK, node_drained=True, allow_mig=True)
+    assert not res.get("failed"), res["msg"]
+    assert res["mig"]["mode"] == "Enabled" and "MIG" in res["mig"]["changes"] and node.gpu()["resets"] == 1
+    node.update_gpu(mig="Disabled")
+    res, _ = node.module(gpu=SICK, node_drained=True)
+    assert not res.get("failed") and res["mig"] == {"mode": "Disabled", "pending": "Disabled", "changes": None}
 
 
 def test_check_mode_with_dcgm_and_nvidia_drm_plans_the_whole_order_and_runs_nothing(node):

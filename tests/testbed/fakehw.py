@@ -399,7 +399,8 @@ def gpu_device_holders(st):
     out = []
     for name, svc in sorted(st.get("services", {}).items()):
         if svc.get("pid") and svc.get("active", True) and svc.get("holds_gpus", True):
-            out.append({"pid": svc["pid"], "comm": svc.get("comm", name), "gpus": every})
+            out.append({"pid": svc["pid"], "comm": svc.get("comm", name), "gpus": every,
+                        "pm_daemon": svc.get("pm_daemon", False)})
     for h in st.get("gpu_holders", []):
         gpus = every if h.get("gpus") is None else list(h["gpus"])
         out.append({"pid": h["pid"], "comm": h["comm"], "gpus": gpus, "dri": h.get("dri", False)})
@@ -545,8 +546,8 @@ def _q_sections(g, sections):
         kv(4, "Persistence Mode", _pm_word(g))
         kv(4, "Addressing Mode", "None")
         hdr(4, "MIG Mode")
-        kv(8, "Current", "Disabled")
-        kv(8, "Pending", "Disabled")
+        kv(8, "Current", g.get("mig", "Disabled"))
+        kv(8, "Pending", g.get("mig_pending", g.get("mig", "Disabled")))
         kv(4, "Serial Number", g["serial"])
         kv(4, "GPU UUID", g["uuid"])
         kv(4, "Minor Number", g["index"])
@@ -680,7 +681,8 @@ def smi_q_xml(st, gpus, sections):
         o += [_x("product_name", g["name"], 8), _x("product_brand", "NVIDIA", 8),
               _x("product_architecture", _arch(g), 8), _x("persistence_mode", _pm_word(g), 8),
               _x("addressing_mode", "None", 8),
-              "        <mig_mode>", _x("current_mig", "Disabled", 12), _x("pending_mig", "Disabled", 12),
+              "        <mig_mode>", _x("current_mig", g.get("mig", "Disabled"), 12),
+              _x("pending_mig", g.get("mig_pending", g.get("mig", "Disabled")), 12),
               "        </mig_mode>",
               _x("serial", g["serial"], 8), _x("uuid", g["uuid"], 8), _x("minor_number", g["index"], 8),
               _x("vbios_version", "96.00.74.00.01", 8), _x("gpu_module_id", g["index"] + 1, 8),
@@ -1018,7 +1020,9 @@ def gpu_reset(st, root, sel_arg, sel):
         held_by_pm = st.get("reset_refuses_on_persistence", False)
         # Any other client holds the device the same way: a DCGM host engine / exporter (an active
         # unit of services with a "pid"), a bare holder process (gpu_holders), a loaded nvidia_drm.
-        held = set(i for h in gpu_device_holders(st) for i in h["gpus"])
+        # the persistence daemon (a unit with "pm_daemon") lets go of a GPU whose persistence is off
+        pm_off = set(g["index"] for g in st["gpus"] if not persistence_on(g))
+        held = set(i for h in gpu_device_holders(st) for i in h["gpus"] if not (h.get("pm_daemon") and i in pm_off))
         drm = "nvidia_drm" in loaded_modules(st)
         busy = [g for g in gpus if g.get("processes") or (held_by_pm and persistence_on(g)) or g["index"] in held
                 or drm]

@@ -156,3 +156,35 @@ def test_after_reset_without_the_gpu_or_with_garbage():
     a = reset.after_reset(facts, "0000:2a:00.0")
     assert not a["found"] and not a["verified"] and "not in the re-read" in a["not_verified"][0]
     assert reset.after_reset(None, "0000:2a:00.0")["verified"] is False
+
+
+# ----------------------------------------------------------------------------------- MIG
+
+@pytest.mark.parametrize("cur,pend,blocked", [
+    ("Enabled", "Enabled", "MIG mode is Enabled"), ("Enabled", "Disabled", "MIG mode is Enabled"),
+    ("Disabled", "Enabled", "a MIG mode change is pending (Disabled -> Enabled)"),
+    ("Disabled", "Disabled", None), ("N/A", "N/A", None), (None, None, None), ("Disabled", None, None)])
+def test_mig_blocker(cur, pend, blocked):
+    why = reset.mig_blocker({"mig_mode": cur, "mig_mode_pending": pend})
+    assert (why is None) if blocked is None else why.startswith(blocked)
+
+
+def test_mig_mode_and_pending_are_read_from_every_nvidia_smi_format():
+    xml = ('<?xml version="1.0" ?><nvidia_smi_log><attached_gpus>1</attached_gpus><gpu id="00000000:3B:00.0">'
+           '<product_name>NVIDIA A100-SXM4-80GB</product_name><mig_mode><current_mig>Disabled</current_mig>'
+           '<pending_mig>Enabled</pending_mig></mig_mode><pci><pci_bus_id>00000000:3B:00.0</pci_bus_id></pci>'
+           '</gpu></nvidia_smi_log>')
+    facts, _ = parse_nvidia_smi(xml, "nvidia-smi-q.xml")
+    g = facts["gpus"][0]
+    assert (g["mig_mode"], g["mig_mode_pending"]) == ("Disabled", "Enabled")
+    text = ("==============NVSMI LOG==============\n\nAttached GPUs                             : 1\n"
+            "GPU 00000000:3B:00.0\n    Product Name                          : NVIDIA A100-SXM4-80GB\n"
+            "    MIG Mode\n        Current                           : Enabled\n"
+            "        Pending                           : Enabled\n")
+    facts, _ = parse_nvidia_smi(text, "nvidia-smi-q.txt")
+    g = facts["gpus"][0]
+    assert (g["mig_mode"], g["mig_mode_pending"]) == ("Enabled", "Enabled")
+    csv = "pci.bus_id, mig.mode.current, mig.mode.pending\n00000000:3B:00.0, Enabled, Disabled\n"
+    facts, _ = parse_nvidia_smi(csv, "query.csv")
+    g = facts["gpus"][0]
+    assert (g["mig_mode"], g["mig_mode_pending"]) == ("Enabled", "Disabled")

@@ -48,9 +48,12 @@ def test_classify_holders_unit_process_vs_bare():
              {"pid": 777, "comm": "dcgm-exporter", "devices": ["nvidiactl", "nvidia1"]},
              {"pid": 900, "comm": "nvidia-persistenced", "devices": ["nvidia1"]},
              {"pid": 901, "comm": "python", "devices": ["nvidia0"]}]
-    owned, bare = classify_holders(procs, 1, {4100: "nvidia-dcgm"})
+    owned, bare = classify_holders(procs, 1, {4100: "nvidia-dcgm"}, daemon_pids=[900])
     assert [(p["pid"], p["unit"]) for p in owned] == [(4100, "nvidia-dcgm")]
     assert [p["pid"] for p in bare] == [777]
+    # the persistence daemon is known by its unit's MainPID, not by its name
+    _owned, bare = classify_holders(procs, 1, {4100: "nvidia-dcgm"})
+    assert [p["pid"] for p in bare] == [777, 900]
     assert monitor_refusal("0000:2a:00.0", bare, [], True)[0] == "gpu_holders"
     assert "dcgm-exporter (pid 777)" in monitor_refusal("0000:2a:00.0", bare, [], True)[1]
     assert monitor_refusal("0000:2a:00.0", [], [{"name": "dcgm"}], False)[0] == "monitors_running"
@@ -73,6 +76,8 @@ def test_drm_state():
     ("NVIDIA H100 80GB HBM3", "hopper_plus"), ("NVIDIA H200", "hopper_plus"), ("NVIDIA GH200 480GB", "hopper_plus"),
     ("NVIDIA B200", "hopper_plus"), ("NVIDIA GB200", "hopper_plus"), ("Tesla V100-SXM2-32GB", "pre_ampere"),
     ("Tesla T4", "pre_ampere"), ("NVIDIA L40S", "ampere"), ("NVIDIA GeForce RTX 4090", "ampere"),
+    ("NVIDIA TITAN RTX", "pre_ampere"), ("NVIDIA TITAN Xp", "pre_ampere"), ("NVIDIA TITAN V", "pre_ampere"),
+    ("NVIDIA GeForce GTX 1080 Ti", "pre_ampere"), ("Quadro RTX 8000", "pre_ampere"),
     ("Some Future GPU", None), (None, None), ("", None)])
 def test_generation_from_the_product_name(name, gen):
     assert generation(name) == gen

@@ -19,8 +19,9 @@ from .model import as_text
 MONITOR_UNITS = ("dcgm-exporter", "nvidia-dcgm", "dcgm")
 FABRIC_MANAGER_UNIT = "nvidia-fabricmanager"
 DRM_MODULE = "nvidia_drm"
-# the daemon behind persistence mode: released by ``nvidia-smi -pm 0``, not a holder to name
-PERSISTENCE_DAEMONS = ("nvidia-persiste", "nvidia-persistenced")
+# the daemon behind persistence mode: released by ``nvidia-smi -pm 0``, not a holder to name --
+# known by its unit's MainPID, never by its name (any process can call itself that)
+PERSISTENCE_UNIT = "nvidia-persistenced"
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 _GPU_DEV_RE = re.compile(r"^nvidia(\d+)$")
@@ -29,8 +30,8 @@ _GENERATIONS = (  # (generation, pattern on the product name), first match wins
                                r"RTX 50\d\d)\b", re.I)),
     ("ampere", re.compile(r"\b(?:A(?:100|800|30|40|10G?|16|2)|RTX A\d+|RTX 30\d\d|L40S?|L4|L20|"
                           r"RTX 40\d\d|RTX \d+ Ada)\b", re.I)),
-    ("pre_ampere", re.compile(r"\b(?:V100S?|TITAN V|T4|P100|P40|P4|P6|K80|M60|M40|RTX 20\d\d|"
-                              r"Quadro (?:RTX|GV|GP)\w*)\b", re.I)),
+    ("pre_ampere", re.compile(r"\b(?:V100S?|TITAN (?:RTX|V|Xp|X)|T4|P100|P40|P4|P6|K80|M60|M40|RTX 20\d\d|"
+                              r"GTX \d{3,4}|Quadro (?:RTX|GV|GP)\w*)\b", re.I)),
 )
 
 
@@ -93,13 +94,15 @@ def who(procs):
     return ", ".join("%s (pid %s)" % (p.get("comm") or "?", p.get("pid")) for p in procs)
 
 
-def classify_holders(procs, minor, unit_pids):
+def classify_holders(procs, minor, unit_pids, daemon_pids=()):
     """Processes ([{"pid", "comm", "devices"}]) that hold GPU ``minor`` -> (owned, bare):
     owned = the main process of a monitor unit that will be stopped (``unit_pids``: pid -> unit);
-    bare = every other holder (the persistence daemon aside), which blocks the reset."""
+    bare = every other holder, which blocks the reset -- except ``daemon_pids``, the main process
+    of the persistence daemon's unit (``nvidia-smi -pm 0`` releases it). A process that merely
+    calls itself nvidia-persistenced is a holder like any other."""
     owned, bare = [], []
     for p in procs or ():
-        if not holds_gpu(p.get("devices"), minor) or (p.get("comm") or "") in PERSISTENCE_DAEMONS:
+        if not holds_gpu(p.get("devices"), minor) or p.get("pid") in daemon_pids:
             continue
         if p.get("pid") in unit_pids:
             owned.append(dict(p, unit=unit_pids[p["pid"]]))
@@ -178,11 +181,13 @@ def fabric_verdict(gen, name, evidence, fm):
                name or "unknown model", FABRIC_MANAGER_UNIT))
 
 
-def peers_message(pci, peers):
+def peers_message(pci, peers, gen="pre_ampere", name=None):
     """peers: [{"index", "pci"}] -> the refusal naming them."""
     names = ["GPU %s (%s)" % (p.get("index"), p.get("pci") or "?") for p in peers]
-    return ("GPU %s is a pre-Ampere GPU with NVLink peers %s: they must be reset in one command with it "
-            "(nvidia-smi -r -i <all of them>); this module resets one GPU, so none was reset" % (pci, ", ".join(names)))
+    what = "a pre-Ampere GPU" if gen == "pre_ampere" else "a GPU of a model not known here (%s)" % (name or "no name")
+    return ("GPU %s is %s with NVLink peers %s: they must be reset in one command with it "
+            "(nvidia-smi -r -i <all of them>); this module resets one GPU, so none was reset"
+            % (pci, what, ", ".join(names)))
 
 
 def nvswitch_evidence(nvswitch_nodes, fabric_state, fm):

@@ -41,7 +41,7 @@ _THROTTLE_ALIASES = {
 }
 
 # canonical keys stored as plain strings / ints / booleans on the record
-_STR_KEYS = ("name", "serial", "uuid", "mig_mode", "ecc_mode", "recovery_action", "fabric_state", "fabric_status")
+_STR_KEYS = ("name", "serial", "uuid", "mig_mode", "mig_mode_pending", "ecc_mode", "recovery_action", "fabric_state", "fabric_status")
 _INT_KEYS = ("minor_number", "temperature_c")
 _BOOL_KEYS = ("reset_required", "drain_and_reset_recommended")
 
@@ -145,7 +145,7 @@ def new_gpu(pci=None, index=None):
         "remapped_rows": {"correctable": None, "uncorrectable": None, "pending": None, "failure": None},
         "reset_required": None, "drain_and_reset_recommended": None, "recovery_action": None,
         "throttle": {"hw_slowdown": None, "hw_power_brake": None, "hw_thermal": None, "sw_thermal": None},
-        "temperature_c": None, "mig_mode": None, "fabric_state": None, "fabric_status": None,
+        "temperature_c": None, "mig_mode": None, "mig_mode_pending": None, "fabric_state": None, "fabric_status": None,
         "errors": [], "nvlink_inactive": None, "nvlink_errors": None,
         "_ev": {}, "_strong": set(), "_nlines": 0,
     }

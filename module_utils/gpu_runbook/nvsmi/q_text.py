@@ -52,6 +52,8 @@ def q_key(path, key):
     if (sec, key) in (("pci", "bus id"), ("mig mode", "current"), ("ecc mode", "current"),
                       ("temperature", "gpu current temp")):
         return {"pci": "pci", "mig mode": "mig_mode", "ecc mode": "ecc_mode", "temperature": "temperature_c"}[sec]
+    if (sec, key) == ("mig mode", "pending"):
+        return "mig_mode_pending"
     if sec == "gpu reset status":
         return _prefix_key(key, (("reset required", "reset_required"),
                                  ("drain and reset", "drain_and_reset_recommended")))

@@ -29,7 +29,8 @@ _XML_SKIP_ERR_SUBTREES = ("processes", "accounted_processes", "supported_clocks"
 # (canonical key, path under <gpu>) of the plain leaf fields
 _LEAVES = (("name", ("product_name",)), ("serial", ("serial",)), ("uuid", ("uuid",)),
            ("minor_number", ("minor_number",)), ("pci", ("pci", "pci_bus_id")),
-           ("mig_mode", ("mig_mode", "current_mig")), ("ecc_mode", ("ecc_mode", "current_ecc")),
+           ("mig_mode", ("mig_mode", "current_mig")), ("mig_mode_pending", ("mig_mode", "pending_mig")),
+           ("ecc_mode", ("ecc_mode", "current_ecc")),
            ("reset_required", ("gpu_reset_status", "reset_required")),
            ("drain_and_reset_recommended", ("gpu_reset_status", "drain_and_reset_recommended")),
            ("recovery_action", ("gpu_recovery_action",)), ("temperature_c", ("temperature", "gpu_temp")),

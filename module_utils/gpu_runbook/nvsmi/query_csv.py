@@ -12,7 +12,8 @@ from .rules import wrap_up
 _CSV_FIELD_MAP = {
     "index": "index", "pci.bus_id": "pci", "gpu_bus_id": "pci", "uuid": "uuid", "gpu_uuid": "uuid",
     "serial": "serial", "gpu_serial": "serial", "name": "name", "gpu_name": "name",
-    "ecc.mode.current": "ecc_mode", "mig.mode.current": "mig_mode", "temperature.gpu": "temperature_c",
+    "ecc.mode.current": "ecc_mode", "mig.mode.current": "mig_mode", "mig.mode.pending": "mig_mode_pending",
+    "temperature.gpu": "temperature_c",
     "retired_pages.single_bit_ecc.count": "retired.single_bit", "retired_pages.sbe": "retired.single_bit",
     "retired_pages.double_bit.count": "retired.double_bit", "retired_pages.dbe": "retired.double_bit",
     "retired_pages.pending": "retired.pending",

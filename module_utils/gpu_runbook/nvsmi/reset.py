@@ -150,6 +150,27 @@ def parse_reset_output(text, rc):
     return res
 
 
+# ----------------------------------------------------------------------------------- MIG
+
+def _on(value):
+    return clean(value).lower() == "enabled"
+
+
+def mig_blocker(g):
+    """Why a reset of this GPU (a record of ``parse_nvidia_smi``) would change its MIG setup,
+    or None. MIG mode survives a reset but its GPU instances and compute instances do not (every
+    MIG slice and the jobs on it are gone until someone recreates them); a pending MIG mode
+    change is applied by the reset (the GPU comes back in the other mode). [ladder-facts R3]"""
+    cur, pend = (g or {}).get("mig_mode"), (g or {}).get("mig_mode_pending")
+    if _on(cur):
+        return ("MIG mode is Enabled: a reset destroys its GPU instances and compute instances (MIG slices do not "
+                "survive a reset; recreate them after, e.g. with nvidia-mig-parted)")
+    if pend and cur and clean(pend).lower() != clean(cur).lower() and "n/a" not in (clean(pend).lower(),
+                                                                                      clean(cur).lower()):
+        return "a MIG mode change is pending (%s -> %s): a reset applies it" % (clean(cur), clean(pend))
+    return None
+
+
 # ----------------------------------------------------------------------------------- after
 
 def after_reset(facts, pci):
