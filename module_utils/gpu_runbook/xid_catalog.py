@@ -360,7 +360,9 @@ def rung_for_xid154(message):
     m = (message or "").lower()
     if " to " in m:  # 'changed from X to Y': only the new action counts
         m = m.rsplit(" to ", 1)[1]
-    if "reboot" in m:
+    if "imex" in m:  # 0x5 'Recover IMEX Domain': the multi-node NVLink domain, not this GPU alone
+        return "drain"
+    if "reboot" in m or "bus reset" in m:  # 0x6 bus reset: more than the ladder's FLR, a reboot resets the bus
         return "reboot"
     if "reset" in m or "flr" in m:  # 'GPU Reset Required', 'Drain and Reset', 'PF FLR'
         return "gpu_reset"
@@ -372,7 +374,10 @@ def rung_for_xid154(message):
     return _RECOVERY_CODES.get(m.strip().split(" ", 1)[0].rstrip(".,"))
 
 
-_RECOVERY_CODES = {"0x0": "none", "0x1": "gpu_reset", "0x2": "reboot", "0x3": "drain", "0x4": "gpu_reset"}
+# nvmlDeviceGpuRecoveryAction_t (NVIDIA's nvidia-ml-py 13.615.71, pynvml.py): 0 NONE, 1 GPU_RESET,
+# 2 NODE_REBOOT, 3 DRAIN_P2P, 4 DRAIN_AND_RESET, 5 RECOVER_IMEX_DOMAIN, 6 BUS_RESET, 7 SYSTEM_REBOOT
+_RECOVERY_CODES = {"0x0": "none", "0x1": "gpu_reset", "0x2": "reboot", "0x3": "drain", "0x4": "gpu_reset",
+                   "0x5": "drain", "0x6": "reboot", "0x7": "reboot"}
 
 
 # The Xids of the NVLink fabric (links, NVSwitch path): a finding carries "component":

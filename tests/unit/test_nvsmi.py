@@ -559,6 +559,11 @@ def test_xml_lost_gpu_stderr_after_document():
                                                         ("Drain P2P", "gpu_recovery_drain_p2p", "warning", "drain"),
                                                         ("Drain and Reset", "gpu_recovery_reset", "critical",
                                                          "gpu_reset"),
+                                                        ("Recover IMEX Domain", "gpu_recovery_imex_domain",
+                                                         "critical", "drain"),
+                                                        ("Bus Reset", "gpu_recovery_bus_reset", "critical", "reboot"),
+                                                        ("System Reboot", "gpu_recovery_reboot", "critical", "reboot"),
+                                                        ("Hold Still", "gpu_recovery_unknown", "warning", "drain"),
                                                         ("None", None, None, None)])
 def test_q_gpu_recovery_action(action, kind, severity, rung):
     text, _ = load("004-gpud-smi-q-a10-remap-pending")

@@ -78,6 +78,12 @@ def test_lookup_returns_a_copy():
     ("GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)", "reboot"),
     ("GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)", "drain"),
     ("GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)", "none"),
+    # NVML 0x5-0x7 (nvidia-ml-py 13.615.71): IMEX domain, bus reset, system reboot -- by name and by code alone
+    ("GPU recovery action changed from 0x0 (None) to 0x5 (Recover IMEX Domain)", "drain"),
+    ("GPU recovery action changed from 0x0 (None) to 0x6 (Bus Reset Required)", "reboot"),
+    ("GPU recovery action changed from 0x0 (None) to 0x7 (System Reboot Required)", "reboot"),
+    ("GPU recovery action changed from 0x0 to 0x5", "drain"), ("GPU recovery action changed from 0x0 to 0x6", "reboot"),
+    ("GPU recovery action changed from 0x0 to 0x7", "reboot"), ("GPU recovery action changed from 0x0 to 0x4", "gpu_reset"),
     ("something else", None),
     (None, None),
 ])

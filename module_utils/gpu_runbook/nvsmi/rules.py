@@ -34,7 +34,11 @@ _ERR_HW_FIELDS = _ERR_ID_FIELDS + _ERR_READINGS
 _BRIDGED = re.compile(r"PCI[Ee]|\bNVL\b|RTX|Quadro|TITAN|GeForce|\bA(?:10|16|30|40)\b|\bL40S?\b", re.I)
 
 # NVML recovery action (normalised) -> kind; anything else asks for a reset
-_RECOVERY_KINDS = {"reboot": "gpu_recovery_reboot", "drain_p2p": "gpu_recovery_drain_p2p"}
+# NVML's recovery actions by what their names say (nvmlDeviceGpuRecoveryAction_t: GPU reset, node
+# reboot, drain P2P, drain and reset, recover IMEX domain, bus reset, system reboot); checked in order
+_RECOVERY_WORDS = (("imex", "gpu_recovery_imex_domain"), ("bus", "gpu_recovery_bus_reset"),
+                   ("reboot", "gpu_recovery_reboot"), ("p2p", "gpu_recovery_drain_p2p"),
+                   ("reset", "gpu_recovery_reset"))
 
 # a finding's ``counters`` name -> where the GPU record keeps it (flags count as 0 / 1)
 _COUNTERS = {
@@ -125,8 +129,8 @@ def _state_findings(g, th, add, label):
     ra = g.get("recovery_action")
     n = re.sub(r"[\s_]+", "_", norm(ra or ""))
     if n and n not in ("none", "n/a"):
-        # NVML recovery actions: Reset, Reboot, Drain P2P, Drain and Reset
-        kind = _RECOVERY_KINDS.get(n, "gpu_recovery_reboot" if "reboot" in n else "gpu_recovery_reset")
+        # an action no name here explains is not taken for a reset: the node is drained, the text quoted
+        kind = next((k for w, k in _RECOVERY_WORDS if w in n), "gpu_recovery_unknown")
         add("recovery_action", kind, "%s: the driver asks for recovery action '%s'" % (label, ra))
     t = g.get("temperature_c")
     if t is not None and t >= th["temperature_c"]:

@@ -178,6 +178,20 @@ _STATE = {
         "gpu_hardware", "warning", "drain", ("drain_node", "gpu_follow_recovery_action"),
         "the driver asks to drain peer-to-peer traffic (GPU Recovery Action 'Drain P2P')",
         "드라이버가 P2P 트래픽 drain을 요구함 (GPU Recovery Action 'Drain P2P')"),
+    "gpu_recovery_bus_reset": kind(
+        "gpu_hardware", "critical", "reboot", ("drain_node", "reboot_node"),
+        "the driver asks for a bus reset (GPU Recovery Action 'Bus Reset'): more than a GPU reset, a reboot resets "
+        "the bus",
+        "드라이버가 버스 리셋을 요구함 (GPU Recovery Action 'Bus Reset'): GPU 리셋으로는 부족하며 재부팅이 버스를 리셋함"),
+    "gpu_recovery_imex_domain": kind(
+        "gpu_hardware", "critical", "drain", ("drain_node", "gpu_follow_recovery_action"),
+        "the driver asks to recover the IMEX domain (GPU Recovery Action 'Recover IMEX Domain'): the multi-node "
+        "NVLink domain, not this GPU alone",
+        "드라이버가 IMEX 도메인 복구를 요구함 (GPU Recovery Action 'Recover IMEX Domain'): 이 GPU만이 아닌 멀티노드 NVLink 도메인"),
+    "gpu_recovery_unknown": kind(
+        "gpu_hardware", "warning", "drain", ("drain_node", "gpu_follow_recovery_action"),
+        "the driver asks for a GPU recovery action not known here (quoted): the node is drained until someone reads it",
+        "여기서 알 수 없는 GPU Recovery Action을 드라이버가 요구함 (인용): 확인될 때까지 노드를 drain함"),
     "gpu_temperature_high": kind(
         "gpu_hardware", "warning", "drain", ("check_clocks_cooling", "gpu_drain_if_persists"),
         "the GPU runs hot: it will throttle and slow every collective",
