@@ -227,3 +227,61 @@ def test_a_variable_cannot_say_drained_the_reset_asks_slurm_first(cluster, tmp_p
         assert [a["result"] for a in audit(tmp_path) if a["rung"] == "gpu_reset"] == ["refused", "refused"]
     finally:
         put_back(cluster, N05, N06)
+
+
+def _running(cluster, job):
+    deadline = time.monotonic() + 30
+    while cluster.slurm("squeue", "-h", "-j", str(job), "-o", "%T").stdout.strip() != "RUNNING":
+        assert time.monotonic() < deadline, "job %s never started" % job
+        time.sleep(0.3)
+
+
+def test_hung_job_requeue_refused_is_reported_never_cancelled_then_cancel_or_requeue_release_the_node(
+        cluster, tmp_path):
+    # -e hung_job=... (the plan's policy): when the wait for DRAINED runs out with the incident's job
+    # on the node, that job only is requeued or cancelled; a requeue Slurm refuses is never a cancel
+    reset = {"rung": "gpu_reset", "status": "planned", "disruptive": True, "commands": [["nvidia-smi", "-r"]]}
+    plans = {N05: entry(N05, [drain_rung(N05), reset]), N06: entry(N06, [drain_rung(N06), reset])}
+    body = """
+        - include_role: {name: rung_drain}
+"""
+    jobs = []
+    try:
+        stuck = cluster.sbatch([N05], "sleep 300", name="gpurb-hung", extra=["--no-requeue"])
+        again = cluster.sbatch([N06], "sleep 300", name="gpurb-hung-requeueable", extra=["--requeue"])
+        jobs += [stuck, again]
+        _running(cluster, stuck)
+        _running(cluster, again)
+
+        def run(node, what, job):
+            pb, out = playbook(tmp_path, [node], plans, body, extra_vars=(
+                "rung_drain_wait: 3\n    rung_drain_hung_job: %s\n    rung_drain_hung_job_id: '%s'\n"
+                "    rung_drain_hung_job_wait: 30" % (what, job)))
+            p = cluster.run_ansible(str(pb), tool="ansible-playbook")
+            assert p.returncode == 0 and "rescued=0" in p.stdout, p.stdout[-4000:] + p.stderr[-2000:]
+            return results(out, "outcome", node)
+
+        # 1. --no-requeue: Slurm refuses the requeue; the job keeps running, the node stays DRAINING
+        r = run(N05, "requeue", stuck)
+        assert (r["result"], r["drained"]) == ("failed", False), r
+        assert r["hung_job"]["outcome"] == "refused" and "NOT cancelled" in r["hung_job"]["message"], r
+        assert cluster.slurm("squeue", "-h", "-j", str(stuck), "-o", "%T").stdout.strip() == "RUNNING"
+        assert cluster.sinfo_states()[N05] == "draining"
+        # 2. the operator chooses cancel: that job goes, the node is DRAINED and ours
+        r = run(N05, "cancel", stuck)
+        assert (r["result"], r["drained"], r["hung_job"]["outcome"]) == ("ok", True, "done"), r
+        assert "hung job: job %s (gpurb-hung, user root) cancelled" % stuck in r["message"], r
+        assert cluster.sinfo_states()[N05] == "drained"
+        # 3. a requeueable job is requeued (back in the queue, off the node), the node drained
+        r = run(N06, "requeue", again)
+        assert (r["result"], r["drained"], r["hung_job"]["outcome"]) == ("ok", True, "done"), r
+        state = cluster.slurm("squeue", "-h", "-j", str(again), "-o", "%T|%N").stdout.strip()
+        assert state.split("|")[0] in ("PENDING", "REQUEUED", "REQUEUE_HOLD") and N06 not in state, state
+        hung = [a for a in audit(tmp_path) if a["message"].startswith("hung job:")]
+        assert [(a["host"], a["argv"][:2], a["result"]) for a in hung] == [
+            (N05, ["scontrol", "requeue"], "refused"), (N05, ["scancel", str(stuck)], "ok"),
+            (N06, ["scontrol", "requeue"], "ok")]
+    finally:
+        for j in jobs:
+            cluster.slurm("scancel", str(j), check=False)
+        put_back(cluster, N05, N06)

@@ -8,7 +8,8 @@ one-line error its caller reports); anything else is a bug."""
 
 from hypothesis import strategies as st
 
-from gpu_runbook import analyze, bugreport, capture, content, dcgm, linefamily, runbook, slurm, sources, timeutil, vocab
+from gpu_runbook import (analyze, bugreport, capture, content, dcgm, linefamily, runbook, slurm, slurm_jobs, sources,
+                         timeutil, vocab)
 from gpu_runbook.infiniband import ibdev2netdev, iblinkinfo, ibstat, ibv_devinfo, names, perfquery, reload, restart
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
@@ -144,6 +145,7 @@ TARGETS = [
     Target(slurm.parse_scontrol_show_job, "slurm_job", lambda t, e: slurm.parse_scontrol_show_job(t, tz=UTC)),
     Target(slurm.parse_sacct, "slurm_job", lambda t, e: slurm.parse_sacct(t, "12345", tz=UTC)),
     Target(slurm.parse_scontrol_show_node, "slurm_node"),
+    Target(slurm_jobs.parse_squeue_jobs, "slurm_job", returns=list),
     Target(slurm.parse_scontrol_show_nodes, "slurm_node", returns=list),
     Target(slurm.parse_scontrol_show_topology, "slurm_node"),
     Target(fabric_users.parse_mounts, "system", returns=list),

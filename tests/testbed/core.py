@@ -618,9 +618,9 @@ class Testbed:
     def slurm(self, *args, check=True, timeout=30):
         return _run(list(args), check=check, env=self.slurm_environ, timeout=timeout)
 
-    def sbatch(self, nodes, wrap="sleep 300", name="gpurb-test"):
+    def sbatch(self, nodes, wrap="sleep 300", name="gpurb-test", extra=()):
         r = self.slurm("sbatch", "--parsable", "-J", name, "-N", str(len(nodes)), "-w", ",".join(nodes),
-                       "-o", "/dev/null", "--chdir", "/tmp", "--wrap", wrap)
+                       "-o", "/dev/null", "--chdir", "/tmp", *extra, "--wrap", wrap)
         return int(r.stdout.strip().split(";")[0])
 
     def scontrol_show(self, kind, name):

@@ -502,3 +502,26 @@ def test_job_scoped_rungs_follow_the_approval_too():
 def test_a_bad_approval_plans_nothing(rack, value):
     plan = make_plan(rack, {"approved_hosts": value})
     assert plan["hosts"] == [] and "approved_hosts" in plan["errors"][0]
+
+
+def test_hung_job_the_plan_says_which_job_and_what_happens_to_it(rack):
+    plan = make_plan(rack, {"hung_job": "requeue", "hung_job_id": "4242"})
+    notes = rung(plan, N03, "drain")["notes"]
+    assert notes[-1] == ("if job 4242 still holds the node when the wait for DRAINED ends it is requeued (scontrol "
+                         "requeue 4242); no other job is touched; a requeue Slurm refuses is reported, never turned "
+                         "into a cancel")
+    assert plan["policy"]["hung_job"] == "requeue" and plan["policy"]["hung_job_id"] == "4242"
+    plan = make_plan(rack, {"hung_job": "cancel", "hung_job_id": 4242})
+    assert "it is cancelled (scancel 4242)" in rung(plan, N03, "drain")["notes"][-1]
+    plan = make_plan(rack)                                 # default: wait, then give up; nothing said of a job
+    assert rung(plan, N03, "drain")["notes"] == [
+        "no new jobs start; running jobs finish (DRAINING -> DRAINED); none is cancelled"]
+
+
+@pytest.mark.parametrize("policy,words", [
+    ({"hung_job": "requeue"}, "needs the id of the job that hung (-e job_id=N)"),
+    ({"hung_job": "kill", "hung_job_id": "1"}, "hung_job must be 'requeue' or 'cancel'"),
+    ({"hung_job": "cancel", "hung_job_id": "42;rm"}, "hung_job_id must be a Slurm job id")])
+def test_hung_job_policy_errors_make_a_plan_that_does_nothing(rack, policy, words):
+    plan = make_plan(rack, policy)
+    assert words in plan["errors"][0] and plan["commands"] == [] and plan["hosts"] == []

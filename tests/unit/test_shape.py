@@ -22,6 +22,8 @@ LAYERS = {
     "reset_rule": 2.7,
     # pure parsers, one per format family
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3,
+    # one job in squeue and what requeue / scancel said (reads slurm's hostlists)
+    "slurm_jobs": 3.2,
     # what a text holds, by content: its structured blocks (a parser's own opening, as dcgm's) and
     # the rest for the line readers
     "content": 3.5,

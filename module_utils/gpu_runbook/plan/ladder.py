@@ -81,6 +81,20 @@ def drain_rung(name, incident, evidence, findings):
     return e
 
 
+def hung_job_note(e, policy):
+    """The drain's note when the operator asked to release the hung job (-e hung_job=...)."""
+    what, job = policy.get("hung_job"), policy.get("hung_job_id")
+    if not what:
+        return e
+    argv = ["scontrol", "requeue", job] if what == "requeue" else ["scancel", job]
+    e["notes"] = ["no new jobs start; running jobs finish (DRAINING -> DRAINED)",
+                  "if job %s still holds the node when the wait for DRAINED ends it is %s (%s); no other job is "
+                  "touched%s" % (job, "requeued" if what == "requeue" else "cancelled", " ".join(argv),
+                                 "; a requeue Slurm refuses is reported, never turned into a cancel"
+                                 if what == "requeue" else "")]
+    return e
+
+
 def _gpu_targets(findings, unfixable):
     """GPUs a reset would act on: those the reset-asking findings name, plus the ones a
     reset cannot fix (named so the plan says why they are skipped); each with the fault

@@ -30,9 +30,14 @@ DEFAULTS = {
     "nccl_ib_timeout": 22,          # NCCL_IB_TIMEOUT for the timeout rung (4.096 us x 2^n)
     "nccl_ib_retry_cnt": 7,         # NCCL_IB_RETRY_CNT (0-7)
     "approved_hosts": None,         # None: no approval asked; [host]: only these may be acted on (AWX approval)
+    # the job that hung, when the wait for DRAINED runs out with it still on a drained node: None (wait,
+    # then give up: the default), "requeue" or "cancel" -- only this job id, never another
+    "hung_job": None,
+    "hung_job_id": None,
 }
 _UNIT_RE = re.compile(r"^[A-Za-z0-9@_.:-]{1,64}$")
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_JOB_ID_RE = re.compile(r"^[0-9]{1,10}(?:_[0-9]{1,10})?$")
 
 
 class PolicyError(ValueError):
@@ -112,7 +117,21 @@ def normalize_policy(policy):
     if p["incident_id"] is not None and (not isinstance(p["incident_id"], str) or not _ID_RE.match(p["incident_id"])):
         raise PolicyError("policy incident_id must be 1-64 letters, digits or _.:- (it goes into the Slurm "
                           "reason), not %r" % (p["incident_id"],))
+    _check_hung_job(p)
     return p
+
+
+def _check_hung_job(p):
+    if p["hung_job"] not in (None, "requeue", "cancel"):
+        raise PolicyError("policy hung_job must be 'requeue' or 'cancel' (or unset), not %r" % (p["hung_job"],))
+    if p["hung_job_id"] is not None:
+        p["hung_job_id"] = str(p["hung_job_id"])
+        if not _JOB_ID_RE.match(p["hung_job_id"]):
+            raise PolicyError("policy hung_job_id must be a Slurm job id (digits, or 123_4), not %r"
+                              % (p["hung_job_id"],))
+    if p["hung_job"] and not p["hung_job_id"]:
+        raise PolicyError("hung_job=%s needs the id of the job that hung (-e job_id=N): only that job is ever "
+                          "touched" % p["hung_job"])
 
 
 def incident_id(analysis, policy):
