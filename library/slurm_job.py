@@ -121,6 +121,12 @@ blocked_by:
   returned: on failure
   type: list
   elements: str
+  sample: [requeue_refused]
+msg:
+  description: What was done, or why not, in words.
+  returned: always
+  type: str
+  sample: "job 4242 (train, user alice) requeued; it no longer holds gpu-r3-n03 (now PENDING)"
 """
 
 import os
