@@ -12,30 +12,21 @@ documents the options and what it returns."""
 
 from __future__ import annotations
 
-import getpass
 import os
-import socket
 import sys
-from datetime import datetime
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 try:
-    from gpu_runbook.ledger import (AUDIT_FILE, HISTORY_FILE, LedgerError, append_lines, audit_entry, check_policy,
-                                    decide, fault_entry, read_lines, remedy_entry)
+    from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import reset_protocol as proto
-    from gpu_runbook.ledger.history import same_host
-    from gpu_runbook.ledger.lock import owner_text
-    from gpu_runbook.timeutil import UTC
+    from gpu_runbook.ledger.session import Session
 except ImportError:  # run from a clone without `pip install .`: the engine next to the plugins
     sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils"))
-    from gpu_runbook.ledger import (AUDIT_FILE, HISTORY_FILE, LedgerError, append_lines, audit_entry, check_policy,
-                                    decide, fault_entry, read_lines, remedy_entry)
+    from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import reset_protocol as proto
-    from gpu_runbook.ledger.history import same_host
-    from gpu_runbook.ledger.lock import owner_text
-    from gpu_runbook.timeutil import UTC
+    from gpu_runbook.ledger.session import Session
 
 ARGUMENT_SPEC = {
     "gpus": {"type": "list", "elements": "dict", "required": True},
@@ -48,18 +39,14 @@ ARGUMENT_SPEC = {
 _PER_GPU = ("gpu", "fault_kinds")
 
 
+def given(options):
+    """The module options that are set: a none (not set: omit works only at a task's top level) is left out."""
+    return {k: v for k, v in options.items() if v is not None and not str(v).startswith("__omit_place_holder__")}
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
-
-    def _who(self, task_vars):
-        job = task_vars.get("awx_job_id") or os.environ.get("AWX_JOB_ID") or os.environ.get("JOB_ID")
-        try:
-            user = getpass.getuser()
-        except (KeyError, OSError):
-            user = str(os.getuid())
-        # the worker is forked from ansible-playbook: its parent is the run that holds the lock
-        return owner_text({"user": user, "host": socket.gethostname(), "pid": os.getppid(), "job": job})
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -75,55 +62,34 @@ class ActionModule(ActionBase):
                         % ", ".join(bad))
         check = bool(self._task.check_mode)
         host = task_vars.get("inventory_hostname")
-        sd = os.path.expanduser(p["state_dir"])
-        hist_path, audit_path = os.path.join(sd, HISTORY_FILE), os.path.join(sd, AUDIT_FILE)
-        warnings, results = [], []
+        results = []
         try:
-            policy = check_policy(p["policy"])
-            who = self._who(task_vars)
-            mine = self._this_incident(hist_path, p["incident"], host, warnings)
+            ledger = Session(p["state_dir"], p["incident"], p["policy"], task_vars.get("awx_job_id"))
+            mine = ledger.this_incident(host)
             for gpu in p["gpus"]:
-                results.append(self._one_gpu(gpu, p, host, check, policy, who, hist_path, audit_path, warnings,
-                                             task_vars, mine))
+                results.append(self._one_gpu(ledger, gpu, p, host, check, mine, task_vars))
         except LedgerError as exc:
-            return dict(result, failed=True, msg="ledger: %s" % exc, gpus=results,
-                        outcome=proto.outcome(results))
+            return dict(result, failed=True, msg="ledger: %s" % exc, gpus=results, outcome=proto.outcome(results))
         out = proto.outcome(results)
         result.update(changed=out["changed"], outcome=out, gpus=results, msg=out["message"])
-        if warnings:
-            result["warnings"] = sorted(set(warnings))
+        if ledger.warnings:
+            result["warnings"] = sorted(set(ledger.warnings))
         return result
 
-    @staticmethod
-    def _this_incident(hist_path, incident, host, warnings):
-        """This incident's records of this host, read once before the first GPU (as action=history)."""
-        if not incident:
-            return []
-        history, bad = read_lines(hist_path, datetime.now(UTC))
-        warnings.extend(bad)
-        return [e for e in history if str(e.get("incident") or "") == incident and not e.get("check_mode")
-                and same_host(e.get("host"), host)]
-
-    def _one_gpu(self, gpu, p, host, check, policy, who, hist_path, audit_path, warnings, task_vars, mine):
-        inc = p["incident"] or None
-        now = datetime.now(UTC)
+    def _one_gpu(self, ledger, gpu, p, host, check, mine, task_vars):
         seen = proto.seen_of(mine, gpu)
         rec = proto.fault_record(host, gpu, seen)
         if rec is not None and not check:
-            append_lines(hist_path, [fault_entry(dict(rec, incident=inc) if inc else rec, now)], "GPU history")
-        history, bad = read_lines(hist_path, now)
-        warnings.extend(bad)
-        decision = decide(history, proto.decide_item(host, gpu), now, policy, inc)
-        one = proto.before_reset(decision, seen, inc)
+            ledger.record([rec])
+        decision = ledger.decide([proto.decide_item(host, gpu)])[0]
+        one = proto.before_reset(decision, seen, ledger.incident)
         if one is None:
-            args = dict(p["reset"], gpu=gpu.get("pci") or gpu.get("uuid") or "",
+            args = dict(given(p["reset"]), gpu=gpu.get("pci") or gpu.get("uuid") or "",
                         fault_kinds=[k for k in gpu.get("kinds") or [] if isinstance(k, str)])
             run = self._execute_module(module_name="gpu_reset", module_args=args, task_vars=task_vars)
             one = proto.after_reset(run, check, gpu)
-        append_lines(audit_path, [audit_entry(proto.audit_raw(host, gpu, one, check), who, now, check, inc)],
-                     "audit log")
+        ledger.audit([proto.audit_raw(host, gpu, one, check)], check)
         remedy = proto.remedy_raw(host, gpu, one, check)
         if remedy is not None:
-            append_lines(hist_path, [remedy_entry(dict(remedy, incident=inc) if inc else remedy, now)],
-                         "GPU history")
+            ledger.record([remedy])
         return proto.with_gpu(one, gpu)
