@@ -301,8 +301,9 @@ from ansible.module_utils.gpu_runbook.nvsmi import parse_compute_apps_csv, parse
 from ansible.module_utils.gpu_runbook.nvsmi.reset import (IDENTITY_FIELDS, after_reset, find_gpu, holders_message,
                                                          parse_gpu_id, parse_identity_csv,
                                                          parse_persistence_output, parse_reset_output,
-                                                         mig_blocker, reset_cannot_fix, says_lost,
-                                                         says_not_found)
+                                                         mig_blocker, says_lost, says_not_found)
+# the one rule for "a reset cannot fix this", the plan's too
+from ansible.module_utils.gpu_runbook.reset_rule import reset_cannot_fix
 from ansible.module_utils.gpu_runbook.validate import problems
 from ansible.module_utils.gpu_runbook.nvsmi.holders import (DRM_MODULE, FABRIC_MANAGER_UNIT, MONITOR_UNITS,
                                                            PERSISTENCE_UNIT, classify_holders, drm_state, fabric_verdict, generation,

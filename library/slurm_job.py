@@ -188,8 +188,8 @@ def wait_gone(module, job_id, node, seconds):
 
 def run(module):
     p = module.params
-    job_id, node, action = str(p["job_id"]).strip(), p["node"], p["action"]
-    bad = [w for w in (job_id_problem(job_id), node_name_problem(node)) if w]
+    job_id, node, action = p["job_id"], p["node"], p["action"]
+    bad = [w for w in (job_id_problem(p["job_id"]), node_name_problem(node, "node")) if w]
     if p["wait"] < 0 or p["wait"] > MAX_WAIT or p["timeout"] < 1:
         bad.append("wait must be 0-%d and timeout at least 1 second" % MAX_WAIT)
     if bad:

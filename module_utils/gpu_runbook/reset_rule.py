@@ -71,11 +71,14 @@ def reset_cannot_fix(fault_kinds):
 
 
 def unfixable_by_reset(findings):
-    """{pci: (why, rung or None)} for the GPUs whose faults a reset cannot fix, by the rule
+    """{pci: (why, rung or None, shown)} for the GPUs whose faults a reset cannot fix, by the rule
     above over each finding's ``fault_names`` (pci None: the finding names no GPU), and by the
     finding's own rung where the message decided it (Xid 154's recovery action): stricter than
     the module, never looser. ``rung`` is where the ladder goes instead; None for a fault nobody
-    declared (no reset, no escalation either: a person looks)."""
+    declared (no reset, no escalation either: a person looks). ``shown``: the plan names the
+    skipped reset even where nothing asked for one -- an Xid (the question an SRE asks first:
+    "why not reset it?") or an RMA; a driver or fabric state that needs a reboot goes there
+    without a word about resets."""
     high = escalation_rungs()
     per_gpu = {}
     for f in findings:
@@ -96,10 +99,11 @@ def unfixable_by_reset(findings):
                 blocking.append(label)
             if worst is None or RUNG_RANK[rung] > RUNG_RANK[worst]:
                 worst = rung
+        shown = worst == "rma" or any(n.startswith("xid:") for n in names)
         if worst:
             out[pci] = ("a reset cannot fix %s: escalate to %s" % (", ".join(blocking),
-                                                                   "RMA" if worst == "rma" else worst), worst)
+                                                                   "RMA" if worst == "rma" else worst), worst, shown)
         elif v["unknown"]:
             out[pci] = ("fault kind(s) %s are declared nowhere: no reset on a fault nobody declared"
-                        % ", ".join(v["unknown"]), None)
+                        % ", ".join(v["unknown"]), None, True)
     return out

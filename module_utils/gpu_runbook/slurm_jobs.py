@@ -21,11 +21,11 @@ ON_NODE = frozenset(("RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "CONFIGURI
 ACTIONS = ("requeue", "cancel")
 
 
-def job_id_problem(job_id):
+def job_id_problem(job_id, option="job_id"):
     """None, or why ``job_id`` is no Slurm job id (digits, or an array task as 123_4)."""
     text = "" if job_id is None else str(job_id).strip()
     if not _ID_RE.match(text):
-        return "job id %r is not a Slurm job id (digits, or 123_4 for an array task)" % text[:40]
+        return "%s %r is not a Slurm job id (digits, or 123_4 for an array task)" % (option, text[:40])
     return None
 
 

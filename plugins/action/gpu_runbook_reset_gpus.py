@@ -22,11 +22,13 @@ try:
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import reset_protocol as proto
     from gpu_runbook.ledger.session import Session
+    from gpu_runbook.validate import problems
 except ImportError:  # run from a clone without `pip install .`: the engine next to the plugins
     sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils"))
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import reset_protocol as proto
     from gpu_runbook.ledger.session import Session
+    from gpu_runbook.validate import problems
 
 ARGUMENT_SPEC = {
     "gpus": {"type": "list", "elements": "dict", "required": True},
@@ -56,6 +58,9 @@ class ActionModule(ActionBase):
             _validation, p = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         except AnsibleActionFail as exc:
             return dict(result, failed=True, msg=str(exc))
+        bad = problems(p, {"incident": "text", "state_dir": "path"})
+        if bad:
+            return dict(result, failed=True, msg="; ".join(bad))
         bad = sorted(k for k in p["reset"] if k in _PER_GPU)
         if bad:
             return dict(result, failed=True, msg="reset may not set %s: each GPU's comes from the plan's target"

@@ -22,11 +22,13 @@ try:
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import restart_protocol as proto
     from gpu_runbook.ledger.session import Session
+    from gpu_runbook.validate import problems
 except ImportError:  # run from a clone without `pip install .`: the engine next to the plugins
     sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils"))
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import restart_protocol as proto
     from gpu_runbook.ledger.session import Session
+    from gpu_runbook.validate import problems
 
 ARGUMENT_SPEC = {
     "hcas": {"type": "list", "elements": "str", "default": []},
@@ -55,6 +57,10 @@ class ActionModule(ActionBase):
             _validation, p = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         except AnsibleActionFail as exc:
             return dict(result, failed=True, msg=str(exc))
+        bad = problems(dict(p, unit=[p["unit"]]), {"hcas": "ib_port", "unit": "unit", "incident": "text",
+                                                   "state_dir": "path"})
+        if bad:
+            return dict(result, failed=True, msg="; ".join(bad))
         if "expected_ports" in p["restart"] or "unit" in p["restart"]:
             return dict(result, failed=True, msg="restart may not set expected_ports or unit: they are hcas and unit")
         check, host = bool(self._task.check_mode), task_vars.get("inventory_hostname")

@@ -46,13 +46,15 @@ NAMES = {
     "ib_restart": ["unit", "expected_ports"],
     "gpu_runbook_job": ["job_id", "nodes"],
     "gpu_runbook_rma": ["host"],
+    "slurm_job": ["job_id", "node"],
+    "gpu_runbook_restart_ib": ["unit", "hcas"],
 }
 # Free text that reaches a command as one word (a Slurm reason): only control characters and
 # length are refused.
 TEXT = {"slurm_node": ["reason"]}
 # what the baseline runs: the stand-ins are reached, so the argv checks are not vacuous
 BASELINE_RUNS = {"slurm_node": "scontrol", "gpu_runbook_job": "scontrol", "gpu_health_facts": "nvidia-smi",
-                 "gpu_reset": "nvidia-smi"}
+                 "gpu_reset": "nvidia-smi", "slurm_job": "squeue"}
 TOOLS = ("nvidia-smi", "scontrol", "squeue", "sacct", "systemctl", "modprobe", "dmesg", "journalctl",
          "ibstat", "perfquery", "lspci", "ip", "sh", "bash")
 
@@ -97,6 +99,13 @@ def baseline(module, tmp):
         "gpu_runbook_report": {"results": {}, "report_dir": str(tmp / "report")},
         "gpu_runbook_rma": {"host": "gpu-r3-n01", "rma_dir": str(tmp / "rma")},
         "ib_restart": {"node_drained": True, "sysfs_root": sysfs, "proc_root": proc, "wait": 1, "soak": 0},
+        "slurm_job": {"job_id": "4242", "action": "requeue", "node": "gpu-r3-n01"},
+        # the rung plugins: no GPU / HCA named, so the ledger (a fresh state dir) is all they touch
+        "gpu_runbook_reset_gpus": {"gpus": [], "incident": "INC-1", "state_dir": str(tmp / "state"),
+                                   "reset": {"node_drained": True}},
+        "gpu_runbook_restart_ib": {"hcas": ["mlx5_0"], "incident": "INC-1", "state_dir": str(tmp / "state"),
+                                   "restart": {"node_drained": True, "sysfs_root": sysfs, "proc_root": proc,
+                                               "wait": 1, "soak": 0}},
         # not in check mode: the drain's update (Reason=...) is what reaches scontrol; the stand-in changes nothing
         "slurm_node": {"name": "gpu-r3-n01", "state": "drained", "reason": "Xid 79", "incident": "INC-1",
                        "state_dir": str(tmp / "drains")},

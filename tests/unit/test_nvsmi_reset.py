@@ -4,6 +4,7 @@ NVIDIA/gpu-operator #118; the XML comes from the testbed's fake (the same the cl
 
 import pytest
 
+from gpu_runbook import reset_rule
 from gpu_runbook.nvsmi import parse_nvidia_smi, reset
 from tests.testbed import fakehw
 
@@ -43,18 +44,18 @@ def test_gpu_ids_refused_with_a_reason(text, words):
 
 
 def test_escalation_rungs_come_from_the_taxonomy():
-    assert reset.escalation_rungs() == ("reboot", "rma")
+    assert reset_rule.escalation_rungs() == ("reboot", "rma")
 
 
 def test_faults_a_reset_cannot_fix():
-    v = reset.reset_cannot_fix(["row_remap_pending", "ecc_uncorrectable_volatile", "xid:48", "xid"])
+    v = reset_rule.reset_cannot_fix(["row_remap_pending", "ecc_uncorrectable_volatile", "xid:48", "xid"])
     assert v == {"escalate": None, "blocking": [], "unknown": []}
-    v = reset.reset_cannot_fix(["gpu_fallen_off_bus", "xid_79"])
+    v = reset_rule.reset_cannot_fix(["gpu_fallen_off_bus", "xid_79"])
     assert v["escalate"] == "reboot" and v["blocking"] == ["gpu_fallen_off_bus (reboot)", "Xid 79 (reboot)"]
-    v = reset.reset_cannot_fix(["xid 79", "row_remap_failure"])
+    v = reset_rule.reset_cannot_fix(["xid 79", "row_remap_failure"])
     assert v["escalate"] == "rma"                      # the costliest wins
-    assert reset.reset_cannot_fix(["remap_failure"])["escalate"] == "rma"
-    v = reset.reset_cannot_fix(["bogus", "xid:9999", 7])
+    assert reset_rule.reset_cannot_fix(["remap_failure"])["escalate"] == "rma"
+    v = reset_rule.reset_cannot_fix(["bogus", "xid:9999", 7])
     assert v["unknown"] == ["bogus", "Xid 9999", "7"] and v["escalate"] is None
 
 

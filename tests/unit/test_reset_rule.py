@@ -3,12 +3,14 @@ by library/gpu_reset.py: over every finding kind of the taxonomy and every code 
 Xid catalog, the plan shows ``nvidia-smi -r`` for a GPU exactly when the module's rule would
 let the kinds the plan hands it through, and names the rung the module escalates to."""
 
+import os
+import re
+
 import pytest
 
 from gpu_runbook import reset_rule
 from gpu_runbook.cluster import build_cluster
 from gpu_runbook.findings import finding, gpu_ref
-from gpu_runbook.nvsmi import reset as module_rule
 from gpu_runbook.plan import make_plan
 from gpu_runbook.taxonomy import KINDS
 from gpu_runbook.xid_catalog import XID_CATALOG
@@ -63,7 +65,7 @@ def test_the_plan_shows_a_reset_exactly_when_the_module_would_run_it(what, value
     if reset is None:                # the finding does not reach a reset (host rung below it)
         return
     handed = next((g["kinds"] for g in reset["target"]["gpus"] if g["pci"] == PCI), [])
-    verdict = module_rule.reset_cannot_fix(handed)
+    verdict = reset_rule.reset_cannot_fix(handed)
     planned = ["nvidia-smi", "-r", "-i", PCI] in reset["commands"]
     # never a reset the module refuses; the plan may be stricter where a finding's own rung
     # (decided by its message) is above a reset
@@ -75,9 +77,12 @@ def test_the_plan_shows_a_reset_exactly_when_the_module_would_run_it(what, value
 
 
 def test_the_module_and_the_plan_read_the_same_rule():
-    # not two copies that happen to agree today: the module's names are the rule's own objects
-    assert module_rule.reset_cannot_fix is reset_rule.reset_cannot_fix
-    assert module_rule.escalation_rungs is reset_rule.escalation_rungs
+    # not two copies that happen to agree today: both import the rule's own function
+    here = os.path.dirname(os.path.abspath(__file__))
+    for rel in ("library/gpu_reset.py", "module_utils/gpu_runbook/plan/ladder.py"):
+        text = open(os.path.join(here, "..", "..", rel)).read()
+        assert re.search(r"(?m)^from (ansible\.module_utils\.gpu_runbook|\.\.)\.?reset_rule import .*"
+                         r"(reset_cannot_fix|unfixable_by_reset)", text), rel
 
 
 @pytest.mark.parametrize("kinds,escalate", [

@@ -16,7 +16,6 @@ Text in, dicts out, never raises on garbage; standard library only.
 import re
 
 from ..findings import normalize_pci
-from ..reset_rule import escalation_rungs, reset_cannot_fix  # noqa: F401 (the module reads them here)
 from .model import PCI_RE, as_text, clean, split_csv, to_bool, to_int
 
 UUID_RE = re.compile(r"^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -49,8 +48,8 @@ def parse_gpu_id(text):
 
 
 # ----------------------------------------------------------------------------------- fault kinds
-# The rule lives in reset_rule.py (the taxonomy's rungs and the Xid catalog), shared with the plan: one table for
-# "a reset cannot fix this", so the plan never shows a reset this rung refuses.
+# "A reset cannot fix this" is not decided here: library/gpu_reset.py and the plan read the one rule
+# of reset_rule.py (the taxonomy's rungs and the Xid catalog).
 
 # ----------------------------------------------------------------------------------- --query-gpu
 

@@ -183,8 +183,9 @@ def _node_ladder(h, findings, host_facts, ctx):
     p, name, evidence = ctx["policy"], h["host"], evidence_line(h)
     rungs = node_rungs(h, findings)
     unfix = unfixable_by_reset(findings)
-    if unfix and RUNG_RANK.get(h.get("rung"), 0) >= RUNG_RANK["gpu_reset"]:
-        rungs = sorted(set(rungs) | {"gpu_reset"} | {v[1] for v in unfix.values() if v[1]}, key=RUNG_RANK.get)
+    shown = [v for v in unfix.values() if v[2]]
+    if shown and RUNG_RANK.get(h.get("rung"), 0) >= RUNG_RANK["gpu_reset"]:
+        rungs = sorted(set(rungs) | {"gpu_reset"} | {v[1] for v in shown if v[1]}, key=RUNG_RANK.get)
     if rungs and p["ib_restart_on_flap"] and flapping(h, findings) and "ib_restart" not in rungs:
         rungs = sorted(set(rungs) | {"ib_restart"}, key=RUNG_RANK.get)
     build = {"drain": lambda: hung_job_note(drain_rung(name, ctx["incident"], evidence, findings), p),
