@@ -322,9 +322,7 @@ warnings_lines:
   sample: ["/home/sre/.gpu-runbook/state/history.jsonl:17: not JSON, skipped"]
 """
 
-import getpass
 import os
-import socket
 from datetime import datetime
 
 from ansible.module_utils.basic import AnsibleModule
@@ -332,8 +330,8 @@ from ansible.module_utils.gpu_runbook.ledger import (AUDIT_FILE, HISTORY_FILE, L
                                                      append_lines, audit_entry, check_policy, clear, decide,
                                                      describe, fault_entry, read_lines, read_lock, release,
                                                      remedy_entry, resolved)
-from ansible.module_utils.gpu_runbook.ledger.history import same_host
 from ansible.module_utils.gpu_runbook.ledger.lock import is_stale, owner_text
+from ansible.module_utils.gpu_runbook.ledger.session import of_incident, run_owner
 from ansible.module_utils.gpu_runbook.timeutil import UTC, to_utc
 from ansible.module_utils.gpu_runbook.validate import problems
 
@@ -378,12 +376,7 @@ def pid_alive(pid):
 
 
 def owner(module):
-    job = module.params["job_id"] or os.environ.get("AWX_JOB_ID") or os.environ.get("JOB_ID")
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return {"user": user, "host": socket.gethostname(), "pid": controller_pid(), "job": job or None}
+    return run_owner(module.params["job_id"], controller_pid())
 
 
 def now_of(module):
@@ -483,8 +476,7 @@ def do_history(module, sd, now):
     p = module.params
     path = os.path.join(sd, HISTORY_FILE)
     history, bad = read_lines(path, now)
-    mine = [e for e in history if p["incident"] and str(e.get("incident") or "") == p["incident"]
-            and not e.get("check_mode") and (p["hosts"] is None or any(same_host(e.get("host"), h) for h in p["hosts"]))]
+    mine = of_incident(history, p["incident"], p["hosts"])
     res = dict(changed=False, history=mine, file=path, msg="%d history record(s) of incident %s"
                % (len(mine), p["incident"] or "(none given: nothing)"))
     if bad:

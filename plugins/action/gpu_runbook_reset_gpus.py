@@ -21,14 +21,12 @@ from ansible.plugins.action import ActionBase
 try:
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import reset_protocol as proto
-    from gpu_runbook.ledger.session import Session
-    from gpu_runbook.validate import problems
+    from gpu_runbook.ledger.session import Session, given, refused
 except ImportError:  # run from a clone without `pip install .`: the engine next to the plugins
     sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils"))
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import reset_protocol as proto
-    from gpu_runbook.ledger.session import Session
-    from gpu_runbook.validate import problems
+    from gpu_runbook.ledger.session import Session, given, refused
 
 ARGUMENT_SPEC = {
     "gpus": {"type": "list", "elements": "dict", "required": True},
@@ -39,11 +37,6 @@ ARGUMENT_SPEC = {
 }
 # what the plan's target decides; the task's ``reset`` may not set them
 _PER_GPU = ("gpu", "fault_kinds")
-
-
-def given(options):
-    """The module options that are set: a none (not set: omit works only at a task's top level) is left out."""
-    return {k: v for k, v in options.items() if v is not None and not str(v).startswith("__omit_place_holder__")}
 
 
 class ActionModule(ActionBase):
@@ -58,13 +51,9 @@ class ActionModule(ActionBase):
             _validation, p = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         except AnsibleActionFail as exc:
             return dict(result, failed=True, msg=str(exc))
-        bad = problems(p, {"incident": "text", "state_dir": "path"})
-        if bad:
-            return dict(result, failed=True, msg="; ".join(bad))
-        bad = sorted(k for k in p["reset"] if k in _PER_GPU)
-        if bad:
-            return dict(result, failed=True, msg="reset may not set %s: each GPU's comes from the plan's target"
-                        % ", ".join(bad))
+        why = refused(p, {"incident": "text", "state_dir": "path"}, "reset", _PER_GPU)
+        if why:
+            return dict(result, failed=True, msg=why)
         check = bool(self._task.check_mode)
         host = task_vars.get("inventory_hostname")
         results = []

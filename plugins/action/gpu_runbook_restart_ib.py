@@ -21,14 +21,12 @@ from ansible.plugins.action import ActionBase
 try:
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import restart_protocol as proto
-    from gpu_runbook.ledger.session import Session
-    from gpu_runbook.validate import problems
+    from gpu_runbook.ledger.session import Session, given, refused
 except ImportError:  # run from a clone without `pip install .`: the engine next to the plugins
     sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "module_utils"))
     from gpu_runbook.ledger import LedgerError
     from gpu_runbook.ledger import restart_protocol as proto
-    from gpu_runbook.ledger.session import Session
-    from gpu_runbook.validate import problems
+    from gpu_runbook.ledger.session import Session, given, refused
 
 ARGUMENT_SPEC = {
     "hcas": {"type": "list", "elements": "str", "default": []},
@@ -38,11 +36,6 @@ ARGUMENT_SPEC = {
     "policy": {"type": "dict", "default": {}},
     "restart": {"type": "dict", "required": True},
 }
-
-
-def given(options):
-    """The module options that are set: a none (not set: omit works only at a task's top level) is left out."""
-    return {k: v for k, v in options.items() if v is not None and not str(v).startswith("__omit_place_holder__")}
 
 
 class ActionModule(ActionBase):
@@ -57,12 +50,10 @@ class ActionModule(ActionBase):
             _validation, p = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         except AnsibleActionFail as exc:
             return dict(result, failed=True, msg=str(exc))
-        bad = problems(dict(p, unit=[p["unit"]]), {"hcas": "ib_port", "unit": "unit", "incident": "text",
-                                                   "state_dir": "path"})
-        if bad:
-            return dict(result, failed=True, msg="; ".join(bad))
-        if "expected_ports" in p["restart"] or "unit" in p["restart"]:
-            return dict(result, failed=True, msg="restart may not set expected_ports or unit: they are hcas and unit")
+        why = refused(dict(p, unit=[p["unit"]]), {"hcas": "ib_port", "unit": "unit", "incident": "text",
+                                                  "state_dir": "path"}, "restart", ("expected_ports", "unit"))
+        if why:
+            return dict(result, failed=True, msg=why)
         check, host = bool(self._task.check_mode), task_vars.get("inventory_hostname")
         ports = proto.ports_of(p["hcas"])
         try:

@@ -87,3 +87,13 @@ def test_an_unsafe_state_dir_is_refused_by_the_session(tmp_path):
     os.chmod(str(sd), 0o777)
     with pytest.raises(LedgerError):
         Session(str(sd), "INC-9", {}).this_incident(H)
+
+
+def test_the_rung_plugins_arguments_refused_and_the_options_given():
+    from gpu_runbook.ledger.session import given, refused
+    ok = {"incident": "INC-9", "state_dir": "/tmp/s", "restart": {"wait": 1}}
+    assert refused(ok, {"incident": "text", "state_dir": "path"}, "restart", ("unit",)) is None
+    why = refused(dict(ok, restart={"unit": "x", "expected_ports": []}), {}, "restart", ("expected_ports", "unit"))
+    assert why == "restart may not set expected_ports, unit: the plugin sets them from its own options"
+    assert "incident" in refused(dict(ok, incident="a\nb"), {"incident": "text"}, "restart", ())
+    assert given({"a": 1, "b": None, "c": "__omit_place_holder__abc", "d": False}) == {"a": 1, "d": False}

@@ -13,16 +13,44 @@ from .history import check_policy, fault_entry, remedy_entry, same_host
 from .journal import AUDIT_FILE, HISTORY_FILE, append_lines, audit_entry, read_lines
 from .lock import owner_text
 from .recall import decide
+from ..validate import problems
 
 
-def run_owner(job=None):
-    """Who an in-process audit line names: user, host, the ansible-playbook pid, the AWX job."""
+def run_owner(job=None, pid=None):
+    """Who a ledger line names: user, host, the ansible run's pid (default the parent: a rung
+    plugin runs in a worker forked from ansible-playbook), the AWX job."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = str(os.getuid())
     job = job or os.environ.get("AWX_JOB_ID") or os.environ.get("JOB_ID")
-    return {"user": user, "host": socket.gethostname(), "pid": os.getppid(), "job": job or None}
+    return {"user": user, "host": socket.gethostname(), "pid": pid or os.getppid(), "job": job or None}
+
+
+def refused(params, kinds, nested, reserved):
+    """Why a rung plugin's arguments are refused, or None: a bad name (``kinds``, as
+    validate.problems takes them), or an option of the module under ``nested`` that the plugin
+    sets itself (``reserved``)."""
+    bad = problems(params, kinds)
+    if bad:
+        return "; ".join(bad)
+    taken = sorted(k for k in params[nested] if k in reserved)
+    if taken:
+        return "%s may not set %s: the plugin sets them from its own options" % (nested, ", ".join(taken))
+    return None
+
+
+def given(options):
+    """The module options that are set: a none is left out (omit works only at a task's top
+    level, not inside the dict a rung plugin takes)."""
+    return {k: v for k, v in options.items() if v is not None and not str(v).startswith("__omit_place_holder__")}
+
+
+def of_incident(history, incident, hosts=None):
+    """An incident's records (of ``hosts``, default every host), check-mode ones left out: what
+    action=history returns and what a rung plugin reads before its first step."""
+    return [e for e in history if incident and str(e.get("incident") or "") == incident and not e.get("check_mode")
+            and (hosts is None or any(same_host(e.get("host"), h) for h in hosts))]
 
 
 class Session(object):
@@ -41,10 +69,7 @@ class Session(object):
 
     def this_incident(self, host):
         """This incident's records of ``host`` (as action=history); none without an incident."""
-        if not self.incident:
-            return []
-        return [e for e in self._read() if str(e.get("incident") or "") == self.incident
-                and not e.get("check_mode") and same_host(e.get("host"), host)]
+        return of_incident(self._read(), self.incident, [host]) if self.incident else []
 
     def _stamp(self, raw):
         return dict(raw, incident=self.incident) if self.incident else raw

@@ -12,11 +12,12 @@ gives a plan with an ``errors`` entry and nothing to do, never a traceback.
 """
 
 from ..confidence import HIGH, LOW, host_confidence
+from ..reset_rule import unfixable_by_reset
 from ..taxonomy import RUNG_RANK, RUNG_TABLE
 from .gates import Caps, correlated_incidents, incident_blocker, priority
 from .jobenv import exclude_line, job_section, nccl_env_rung, one_bad_rail, timeout_rung, wants_timeout
-from .ladder import (block, drain_rung, evidence_line, flapping, gpu_reset_rung, hung_job_note, ib_restart_rung,
-                     node_rungs, reboot_rung, rma_rung, serious, unfixable_by_reset)
+from .ladder import (block, drain_rung, evidence_line, flapping, gpu_reset_rung, ib_restart_rung, node_rungs,
+                     reboot_rung, rma_rung, serious)
 from .policy import PolicyError, incident_id, node_state, normalize_policy, one_line
 from .waves import act_waves
 
@@ -188,7 +189,7 @@ def _node_ladder(h, findings, host_facts, ctx):
         rungs = sorted(set(rungs) | {"gpu_reset"} | {v[1] for v in shown if v[1]}, key=RUNG_RANK.get)
     if rungs and p["ib_restart_on_flap"] and flapping(h, findings) and "ib_restart" not in rungs:
         rungs = sorted(set(rungs) | {"ib_restart"}, key=RUNG_RANK.get)
-    build = {"drain": lambda: hung_job_note(drain_rung(name, ctx["incident"], evidence, findings), p),
+    build = {"drain": lambda: drain_rung(name, ctx["incident"], evidence, findings, p),
              "gpu_reset": lambda: gpu_reset_rung(findings, unfix, host_facts),
              "ib_restart": lambda: ib_restart_rung(findings, p),
              "reboot": lambda: reboot_rung(name, ctx["incident"], evidence, findings),

@@ -8,7 +8,7 @@ import re
 from ..findings import normalize_pci
 from ..taxonomy import RUNG_RANK, RUNG_TABLE
 # the one rule for "a reset cannot fix this", shared with library/gpu_reset.py
-from ..reset_rule import fault_names, unfixable_by_reset  # noqa: F401 (plan/__init__ reads it here)
+from ..reset_rule import fault_names
 from ..verdict import primary_finding
 from .policy import OUR_PREFIX, one_line
 
@@ -72,26 +72,22 @@ def drain_reason(incident, evidence, what=None):
     return one_line(text, 240)
 
 
-def drain_rung(name, incident, evidence, findings):
+def drain_rung(name, incident, evidence, findings, policy=None):
     e = entry("drain", _why(findings, "drain") or evidence)
     e["target"] = {"node": name}
     e["commands"] = [["scontrol", "update", "NodeName=%s" % name, "State=DRAIN",
                       "Reason=%s" % drain_reason(incident, evidence)]]
-    e["notes"].append("no new jobs start; running jobs finish (DRAINING -> DRAINED); none is cancelled")
-    return e
-
-
-def hung_job_note(e, policy):
-    """The drain's note when the operator asked to release the hung job (-e hung_job=...)."""
-    what, job = policy.get("hung_job"), policy.get("hung_job_id")
+    what, job = (policy or {}).get("hung_job"), (policy or {}).get("hung_job_id")
     if not what:
+        e["notes"].append("no new jobs start; running jobs finish (DRAINING -> DRAINED); none is cancelled")
         return e
+    # the operator asked to release the hung job (-e hung_job=...): that one job only
     argv = ["scontrol", "requeue", job] if what == "requeue" else ["scancel", job]
-    e["notes"] = ["no new jobs start; running jobs finish (DRAINING -> DRAINED)",
-                  "if job %s still holds the node when the wait for DRAINED ends it is %s (%s); no other job is "
-                  "touched%s" % (job, "requeued" if what == "requeue" else "cancelled", " ".join(argv),
-                                 "; a requeue Slurm refuses is reported, never turned into a cancel"
-                                 if what == "requeue" else "")]
+    e["notes"] += ["no new jobs start; running jobs finish (DRAINING -> DRAINED)",
+                   "if job %s still holds the node when the wait for DRAINED ends it is %s (%s); no other job is "
+                   "touched%s" % (job, "requeued" if what == "requeue" else "cancelled", " ".join(argv),
+                                  "; a requeue Slurm refuses is reported, never turned into a cancel"
+                                  if what == "requeue" else "")]
     return e
 
 
