@@ -179,3 +179,7 @@ def sxid_fatal(rest):
     if not m:
         return None
     return not m.group("f").lower().startswith("non")
+
+# "Xid" as a word of its own (NVRM's "Xid (PCI:..)", NVSwitch's "SXid"), not inside a name: the
+# driver's own function _kgspLogXid119 (580's GSP timeout banner) is no Xid line
+XID_WORD_RE = re.compile(r"(?<![a-z0-9_])Xid")

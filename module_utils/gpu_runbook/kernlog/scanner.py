@@ -18,7 +18,7 @@ from .aer import read_aer
 from .xidread import read_plugin_xid, read_xid, read_xid_continued
 from .hosts import slurm_nodes
 from .nodelog import NodeLog, count_line
-from .patterns import AER_DETAIL_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, mlx5_event, nvrm_gpu_event
+from .patterns import AER_DETAIL_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, XID_WORD_RE, mlx5_event, nvrm_gpu_event
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
 from ..linefamily import line_family
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
@@ -319,7 +319,7 @@ class KernelLogScanner:
 
     def _nvrm(self, ctx):
         line = ctx[1]
-        if "Xid" in line:
+        if "Xid" in line and XID_WORD_RE.search(line):
             read_xid(self, ctx)
             return
         pci = self._ids.feed(ctx)  # 'GPU at PCI:..: GPU-uuid', 'GPU Board Serial Number: ..'

@@ -87,6 +87,11 @@ from gpu_runbook.taxonomy.kinds_vocab import BY_CATEGORY  # noqa: E402
 from gpu_runbook.xid_catalog import lookup as xid_lookup  # noqa: E402  (reads vocab/xid.py: gen_xid.py first)
 
 PIN = "595.45.04"
+# the driver branches most clusters still run (LTS and production branches), read too: a message
+# whose line the pinned release no longer prints is kept with its older wording ("path@tag"),
+# except the NV_ASSERT / NV_CHECK failure lines (one printer's line per call site and expression:
+# thousands per release, and an unmatched one stays an unexplained driver line, never healthy)
+OLDER = ("580.126.20", "570.211.01", "550.163.01", "535.288.01")
 GENERATOR = "tests/tools/vocab/gen_nvrm.py"
 ORIGIN = "https://github.com/NVIDIA/open-gpu-kernel-modules"
 LICENCE = "MIT (COPYING; SPDX-License-Identifier: MIT per file)"
@@ -738,7 +743,7 @@ NVRM_RULES = (
     (r"rate limiting gsp rpc error prints", "xid", "driver", CRIT,
      "The driver stops printing a GPU's GSP RPC errors (after Xid 119/120): the GPU likely needs a reset."),
     (r"rpc (event )?history|rpc buffer contains|rm dump report|dpc queue|work item queue|execution time|"
-     r"entry function +sequence|^nvrm: +[ -]?\s*%c%-4d|^nvrm: \*+$", "xid", "driver", INFO,
+     r"entry function +(sequence +)?data0|^nvrm: +[ -]?\s*%c%-4d|^nvrm: \*+$", "xid", "driver", INFO,
      "A line of the state the driver dumps with a GSP RPC timeout (Xid 119) or a slow GSP answer."),
     (r"crash report|risc-v|reported by (libos|partition)|stack trace:|pc trace:|address trace:|"
      r"register state:|^nvrm: +(0x%|\w+:0x%)", "xid", "driver", INFO,
@@ -979,6 +984,36 @@ def merge(rows):
     return out
 
 
+# an older krcReportXid's own line, the Xid number a variable: the Xid reader reads it by the
+# catalog (the pinned release's rows are the bodies, XID_FRAME around each)
+XID_PRINTER = re.compile(r"NVRM: Xid \(PCI:[^)]*\): %d, ")
+
+
+def older_rows(src, known):
+    """The rows of the OLDER driver releases whose line the pinned release does not print
+    (known: the compiled formats of the pinned rows, grown as releases are read), and a note
+    per release: its commit, or why it was skipped."""
+    out, notes = [], []
+    for tag in OLDER:
+        try:
+            commit = common.resolve(src, tag)
+        except Exception:  # noqa: BLE001 - an older release is optional
+            notes.append("%s not in the source: skipped" % tag)
+            continue
+        messages, _dropped, _macros = collect(src, commit)
+        added = 0
+        for path, line, fmt, kind, cat, sev, meaning in build(messages):
+            key = vocab.compile_format(fmt)
+            if key in known or "Assertion failed" in fmt or "Check failed" in fmt or XID_PRINTER.match(fmt):
+                continue
+            known.add(key)
+            added += 1
+            out.append(("%s@%s" % (path, tag), line, fmt, kind, cat, sev,
+                        "%s (driver %s wording)" % (meaning, tag) if meaning else "driver %s wording" % tag))
+        notes.append("%s (%s): %d rows" % (tag, commit[:12], added))
+    return out, notes
+
+
 def build(messages):
     rows = []
     for m in messages:
@@ -1022,6 +1057,10 @@ GspRm* failed -> gsp_error warning, GSP boot / RPC / firmware -> gsp_error criti
 driver's generic kind (warning; critical at LEVEL_FATAL; unknown for Tegra / DCE platform code).
 nvidia-peermem: its "detected invalid context" teardown noise is benign, the rest driver
 warnings. Rows that read the same line but disagree are merged into unknown.
+Older releases (the branches clusters still run), read the same way; a row is added when the
+pinned release no longer prints its line, its file "path@<release>"; NV_ASSERT / NV_CHECK
+failure lines and the Xid printer's own line (its Xid a variable: read by the catalog) left out:
+%(older)s.
 """
 
 
@@ -1044,6 +1083,8 @@ def main(argv=None):
         print("CONFLICTS", sorted(macros.conflicts))
         return
     rows = build(messages)
+    older, older_notes = older_rows(args.src, set(vocab.compile_format(r[2]) for r in rows))
+    rows += older
     nonvrm = sum(1 for m in messages if not message_rows(m))
     by = {}
     for m in messages:
@@ -1059,7 +1100,8 @@ def main(argv=None):
     doc = DOC % {"counts": counts, "files": len(set(m["path"] for m in messages)),
                  "debug": len(dropped.get("debug-only code", ())) + sum(
                      len(v) for k, v in dropped.items() if k.startswith(("level", "printk level"))),
-                 "nonlit": len(dropped.get("format not a literal", ())), "nonvrm": nonvrm}
+                 "nonlit": len(dropped.get("format not a literal", ())), "nonvrm": nonvrm,
+                 "older": "; ".join(older_notes)}
     path = common.write_table("nvrm", meta, MARKERS, TEMPLATES, rows, doc=doc)
     print("%s: %d rows" % (path, len(rows)))
 
