@@ -51,8 +51,6 @@ KNOWN = {
     "slurmctld_log/02-arjuna137-job-sigkill-on-c014": (
         ("culprit_hosts", "hosts"), "slurmctld's '_job_complete: JobId=N WTERMSIG 9' is a debug line "
                                                 "of Slurm's, not read as a node's fault"),
-    "training_log/01-bigscience-tr1-13B-exit-after-duration": (
-        ("category",), "Megatron's 'exiting program after N minutes' is not read as a success marker yet"),
     "training_log/04-bigscience-tr11-176B-stops-at-eval-45000": (
         ("category",), "a log that stops at an evaluation step says no cause: unknown"),
     "training_log/05-bigscience-tr1-13B-died-oom-at-barrier-bad-gpu": (

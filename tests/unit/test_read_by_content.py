@@ -191,3 +191,46 @@ def test_a_bug_report_is_known_by_its_header(tmp_path, capsys):
     rc, doc, _ = analyze_json(capsys, tmp_path)
     assert doc["files"][0]["read_as"] == ["nvidia-bug-report"]
     assert any(f.get("xid") == 79 for h in doc["hosts"] for f in h["findings"])
+
+
+# A training log with no NCCL line: progress and loss lines, then what its trainer prints when the
+# run ends as it was told to (each marker from its program's source: joblog/emitter_lines.SUCCESS)
+TRAIN_LINES = "".join("epoch 1 | step %d | loss %.3f\n" % (s, 3.0 - s / 100.0) for s in range(1, 40))
+RUN_ENDS = {
+    "megatron-done": "[after training is done] datetime: 2026-12-02 07:10:00\n",
+    "megatron-exit-interval": "[exiting program at iteration 6000] datetime: 2026-12-02 07:10:00\n",
+    "megatron-exit-duration": "[exiting program after 239.5 minutes] datetime: 2026-12-02 07:10:00\n",
+    "fairseq": "2026-12-02 07:10:00 | INFO | fairseq_cli.train | done training in 8123.4 seconds\n",
+    "torchtitan": "[rank0]:[titan] 2026-12-02 07:10:00,123 - root - INFO - Training completed\n",
+}
+
+
+@pytest.mark.parametrize("end", sorted(RUN_ENDS))
+def test_a_run_that_says_it_ended_is_healthy_and_one_that_stops_unsaid_is_not(tmp_path, capsys, end):
+    (tmp_path / "train.log").write_text(TRAIN_LINES + RUN_ENDS[end])
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert rc == 0 and doc["job"]["verdict"] == "healthy", err
+    (tmp_path / "train.log").write_text(TRAIN_LINES)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "unknown" and "job_end_unknown" in [f["kind"] for f in doc["job"]["findings"]]
+
+
+def test_megatrons_sigterm_exit_is_no_end_of_the_run(tmp_path, capsys):
+    # training.py prints it when the job was signalled (a cancel, a preemption): the run did not end
+    (tmp_path / "train.log").write_text(TRAIN_LINES + "[exiting program after receiving SIGTERM.] datetime: "
+                                        "2026-12-02 07:10:00\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] != "healthy", err
+
+
+SACCT_HEAD = ("JobID           JobName      State ExitCode        NodeList \n"
+              "------------ ---------- ---------- -------- --------------- \n")
+
+
+@pytest.mark.parametrize("code,verdict", [("127:0", "application"), ("126:0", "application"), ("1:0", "unknown")])
+def test_a_failed_sacct_row_whose_shell_found_no_command_is_the_jobs(tmp_path, capsys, code, verdict):
+    # 126/127 are the shell's own exit codes (POSIX): the job's command line, never a node to drain
+    (tmp_path / "sacct.txt").write_text(SACCT_HEAD + "4242            train     FAILED %8s     gpu-a-[01-02] \n"
+                                        % code)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == verdict, err

@@ -57,8 +57,16 @@ SUCCESS = (
     # 'Local worker group finished (WorkerState.SUCCEEDED)', 'Done waiting for other agents'
     (re.compile(r"worker group successfully finished|Local worker group finished \(WorkerState\.SUCCEEDED\)|"
                 r"Done waiting for other agents"), "torchrun (elastic agent)"),
-    # NVIDIA/Megatron-LM megatron/training/training.py: print_datetime('after training is done')
-    (re.compile(r"\[after training is done\]"), "Megatron-LM"),
+    # NVIDIA/Megatron-LM megatron/training/training.py: print_datetime('after training is done'), and
+    # the two stops the run was told to make (--exit-interval, --exit-duration-in-mins; a checkpoint
+    # is saved first): print_datetime('exiting program at iteration {}'), ('exiting program after
+    # {} minutes'); 'exiting program after receiving SIGTERM.' is a cancel, not an end
+    (re.compile(r"\[after training is done\]|\bexiting program at iteration \d+|"
+                r"\bexiting program after \d+(?:\.\d+)? minutes"), "Megatron-LM"),
+    # facebookresearch/fairseq fairseq_cli/train.py: logger.info("done training in {:.1f} seconds")
+    (re.compile(r"\bdone training in \d+(?:\.\d+)? seconds"), "fairseq"),
+    # pytorch/torchtitan torchtitan/train.py: logger.info("Training completed"), the last words of its line
+    (re.compile(r"\bTraining completed\.?\s*$"), "torchtitan"),
 )
 
 # A training run's own progress lines, with no NCCL in them: a step/iteration/epoch counter and
@@ -84,7 +92,7 @@ def might_read(text):
     global _GATE
     if _GATE is None:
         words = ["srun", "***", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
-                 "after training is done", "oss", "OSS", "rror", "RROR", "xception", "atal", "ATAL", "ailed",
+                 "after training is done", "exiting program", "done training", "oss", "OSS", "rror", "RROR", "xception", "atal", "ATAL", "ailed",
                  "AILED", "ailure", "AILURE", "bort", "anic", "egmentation", "dumped", "illed", "imed out",
                  "TIMEOUT"] + list(emitter_markers())
         _GATE = re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
@@ -109,6 +117,13 @@ SACCT_STATES = {
     "CANCELLED": ("logged_error", "info", "the job was cancelled (CANCELLED)"),
     "PREEMPTED": ("logged_error", "info", "the job was preempted (PREEMPTED)"),
     "REQUEUED": ("logged_error", "info", "the job was requeued (REQUEUED)"),
+}
+
+# a FAILED task's exit code that its shell set (POSIX XCU 2.8.2 "Exit Status for Commands"): the
+# job's command line, not a node: the cause of the failure (critical), whatever else was logged
+SHELL_EXITS = {
+    "126": "the job's command was found but could not be run (exit code 126: not executable)",
+    "127": "the job's command was not found (exit code 127: a wrong path or a missing environment)",
 }
 
 
@@ -169,6 +184,9 @@ def sacct_findings(st):
         return [], [], done
     r = bad[0]
     kind, severity, what = SACCT_STATES[r["state"]]
+    code = (r.get("exit") or "").split(":")[0]
+    if r["state"] == "FAILED" and code in SHELL_EXITS:
+        kind, severity, what = "logged_application_error", "critical", SHELL_EXITS[code]
     f = finding(kind, "sacct: job %s is %s%s%s: %s" % (r["job"], r["state"], " " + r["detail"] if r["detail"] else "",
                                                      " (exit code %s)" % r["exit"] if r.get("exit") else "", what),
                 severity=severity, name="Slurm" if kind != "host_oom" else None,
