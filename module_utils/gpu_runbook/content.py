@@ -21,6 +21,7 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 import re
 
 from . import dcgm
+from .nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
 
 # -- the bug report -----------------------------------------------------------------------
 _BR_HEADER_RE = re.compile(r"^\s{0,4}(?:Start of NVIDIA bug report log file|nvidia-bug-report\.sh Version:)", re.M)
@@ -111,8 +112,10 @@ def _slurm_node(line):
 
 
 def _csv_rows(width):
+    # a row with a few commas more is still the block's (a value with a comma, a note pasted after
+    # it): the parser reports it as a row it could not read, never drops it silently
     def belongs(line):
-        return bool(line.strip()) and line.count(",") == width
+        return bool(line.strip()) and width <= line.count(",") <= width + 4
     return belongs
 
 
@@ -136,6 +139,8 @@ BLOCKS = (
     ("nvidia-smi.txt", re.compile(r"^GPU" + _H + r"+\d{1,3}:" + _H + r"[^\n]{1,200}$"), _nvlink),
     ("nvidia-smi.txt", _SMI_FAILURE_RE, _one_line),
     ("nvidia-smi-query-gpu.csv", _CSV_HEADER_RE, None),
+    # the pasted command line of a --query-gpu output (with or without its header): its fields
+    ("nvidia-smi-query-gpu.csv", re.compile(r"^[^\n]{0,300}?" + QUERY_COMMAND_RE.pattern), None),
     ("ib-sysfs.txt", re.compile(r"^/sys/class/infiniband/[^/\s]{1,64}/ports/\d{1,3}/(?:state|phys_state|rate|"
                                 r"link_layer|counters/\w{1,64}|hw_counters/\w{1,64}):"), _sysfs),
     ("ibstat.txt", re.compile(r"^CA '[^'\n]{1,64}'"), _ibstat),
@@ -178,7 +183,8 @@ def _opening(line, after=()):
         if source == "dcgmi.txt" and not dcgm.opens(line, after):
             continue
         if belongs is None and source == "nvidia-smi-query-gpu.csv":
-            belongs = _csv_rows(line.count(","))
+            fields = command_fields(line) if "--query-gpu" in line else None
+            belongs = _csv_rows(len(fields) - 1 if fields else line.count(","))
         return source, belongs
     return None
 

@@ -23,7 +23,9 @@ KNOWN = {
         ("category",), "the dumps show where each process stood (one in the DataLoader while the others wait in "
                        "collectives); that the cause was the evaluation code is the authors' fix, not the stacks'"),
     "nvsmi_query_csv/01-dcgm263-gpu-recovery-action-reset-gpu1": (
-        ("category", "xid_codes"), "the CSV reader does not read the recovery-action / Xid columns yet"),
+        ("category", "xid_codes"), "the recovery-action column is read (noheader: the pasted command names the "
+                                   "columns), but GPU 1's row carries the reporter's note after 'Reset' and cannot "
+                                   "be read: unknown, not healthy; Xid 120 is the thread's (dcgmi dmon), not the text's"),
     "nvsmi_query_csv/02-mlengineering-vbios-h100-healthy": (
         ("category",), "a CSV of VBIOS versions alone is no health reading: unknown, on purpose"),
     # -- read, and read otherwise than the label, on purpose
@@ -43,8 +45,6 @@ KNOWN = {
     "nhc/04-nhc134-watchdog-hung-marks-offline-then-online": (
         ("hosts",), "the host is named as NHC wrote it (wn-1-30.local), not shortened"),
     "sacct/01-gcm-testdata-P-oom-failed": (("category",), "an OUT_OF_MEMORY job state is read as the job's memory"),
-    "sacct/02-ucloud70-b-P-n-failed-127": (("category",), "FAILED with exit code 127 is not read as a missing "
-                                                          "command yet"),
     "scontrol_node/02-awsomeai195-gres-gpu-count-lower-than-configured": (
         ("category", "hosts"), "a drain reason 'gres/gpu count reported lower than configured' is read as a GPU "
                                "missing from the node"),
@@ -77,11 +77,10 @@ def test_format_sample_gives_its_truth(case):
 # samples whose files nothing recognises yet (no reader of their structure, and no line of them
 # any line reader knows): the CLI names them on stderr; their error-like lines are still quoted
 UNREAD = {
-    "nvsmi_query_csv/01-dcgm263-gpu-recovery-action-reset-gpu1",
     # lines of a known program that say nothing the vocabularies hold (NHC's own progress lines, a
-    # validator's wait, slurmd/slurmctld info lines, sacct -b rows of a FAILED state)
+    # validator's wait, slurmd/slurmctld info lines)
     "gpu_operator/01-gpuop448-toolkit-validation-waiting", "nhc/02-mej-readme-nhc-log-cpuinfo-fail",
-    "nhc/05-deepops660-nhc-v-gpu-count-fail", "sacct/02-ucloud70-b-P-n-failed-127",
+    "nhc/05-deepops660-nhc-v-gpu-count-fail",
     "slurmctld_log/03-parallelcluster5919-resume-timeout", "slurmd_log/01-trixie45-stepd-terminated-not-ending-with-signals",
 }
 

@@ -859,7 +859,7 @@ def test_query_gpu_csv_bad_row_and_crlf():
     t = QUERY.replace("\n", "\r\n") + "3, 00000000:5D:00.0, short row\r\n"
     facts, findings = parse_query_gpu_csv(t, "c.csv")
     assert facts["count"] == 3
-    assert "nvsmi_csv_bad_row" in kinds(findings, "info")
+    assert "nvsmi_csv_bad_row" in kinds(findings, "warning")  # a GPU row not read: not healthy
 
 
 def test_compute_apps_csv():

@@ -234,3 +234,52 @@ def test_a_failed_sacct_row_whose_shell_found_no_command_is_the_jobs(tmp_path, c
                                         % code)
     rc, doc, err = analyze_json(capsys, tmp_path)
     assert doc["job"]["verdict"] == verdict, err
+
+
+def test_sacct_rows_without_their_header_are_read_by_their_fields(tmp_path, capsys):
+    # sacct -b -P -n: JobID|State|ExitCode, no header: a job id, a job state and an exit code make a row
+    (tmp_path / "out.txt").write_text("$ sacct -b -P -n\n77|COMPLETED|0:0\n77.batch|COMPLETED|0:0\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert rc == 0 and doc["job"]["verdict"] == "healthy", err
+    # without an exit code field, or without a state, a '|' line is no sacct row
+    for text in ("77|COMPLETED|done\n", "77|finished|0:0\n"):
+        (tmp_path / "out.txt").write_text(text)
+        rc, doc, err = analyze_json(capsys, tmp_path)
+        assert not (doc and doc.get("job") and doc["job"].get("verdict") == "healthy"), (text, err)
+
+
+QUERY_CMD = "user@gpu-a-07:~$ nvidia-smi --query-gpu=index,pci.bus_id,gpu_recovery_action --format=csv%s\n"
+QUERY_ROWS = "".join("%d, 00000000:%02X:00.0, %s\n" % (i, 0x18 + i, "Reset" if i == 1 else "None") for i in range(8))
+
+
+@pytest.mark.parametrize("header", ("", "index, pci.bus_id, gpu_recovery_action\n"))
+def test_a_query_gpu_paste_is_read_by_the_columns_its_command_names(tmp_path, capsys, header):
+    # --format=csv,noheader prints no header: the pasted command line names the columns
+    (tmp_path / "paste.txt").write_text(QUERY_CMD % ("" if header else ",noheader") + header + QUERY_ROWS)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["host"] == "gpu-a-07" and h["severity"] == "critical", err
+    (f,) = [f for f in h["findings"] if f["severity"] == "critical"]
+    assert f["kind"] == "gpu_recovery_reset" and f["gpu"]["pci"] == "0000:19:00.0"
+
+
+def test_a_query_gpu_paste_with_one_field_and_no_header(tmp_path, capsys):
+    (tmp_path / "paste.txt").write_text("$ nvidia-smi --query-gpu=gpu_recovery_action --format=csv,noheader\n"
+                                        "None\nReboot\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert "gpu_recovery_reboot" in [f["kind"] for f in h["findings"]], err
+
+
+def test_an_inventory_query_is_no_health_reading_and_a_row_not_read_is_not_healthy(tmp_path, capsys):
+    (tmp_path / "paste.txt").write_text("$ nvidia-smi --query-gpu=gpu_name,gpu_bus_id,vbios_version --format=csv\n"
+                                        "name, pci.bus_id, vbios_version\n"
+                                        "NVIDIA H100 80GB HBM3, 00000000:04:00.0, 96.00.89.00.01\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "unknown" and "nvsmi_no_health_fields" in [f["kind"] for f in h["findings"]]
+    rows = QUERY_ROWS.replace("1, 00000000:19:00.0, Reset", "1, 00000000:19:00.0, None, see below")
+    (tmp_path / "paste.txt").write_text(QUERY_CMD % ",noheader" + rows)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "unknown" and "nvsmi_csv_bad_row" in [f["kind"] for f in h["findings"]], err

@@ -135,7 +135,7 @@ def sacct(line, fs, st):
             sep = "|" if "|" in text else None
             fs.sacct = {"sep": sep, "cols": [c.strip().lower() for c in text.split(sep)], "spans": None}
             return True
-        return False
+        return _sacct_bare(line, st)
     if fs.sacct["sep"] is None and fs.sacct["spans"] is None and _DASHES.match(text):
         fs.sacct["spans"] = [(m.start(), m.end()) for m in re.finditer(r"-+", text)]
         return True
@@ -149,6 +149,29 @@ def sacct(line, fs, st):
         add(st.sacct, {"job": row.get("jobid"), "state": state[0].upper(), "detail": " ".join(state[1:]),
                        "exit": row.get("exitcode"), "nodes": row.get("nodelist"), "src": line.src,
                        "evidence": line.raw})
+    return True
+
+
+# a -P row without its header (sacct -n): a job id, then '|'-separated fields among which one is
+# a job state and one an exit code 'N:S' -- both, or it is no sacct row (sacct -b -P -n prints
+# JobID|State|ExitCode)
+_BARE_ROW = re.compile(r"^\s{0,4}(\d{1,12}(?:_(?:\d{1,9}|\[[\d,%-]{1,40}\]))?(?:\.(?:batch|extern|interactive|\d{1,6}))?)"
+                       r"\|(.{3,400})$")
+_EXIT = re.compile(r"^\d{1,3}:\d{1,3}$")
+_STATES = set(SACCT_STATES) | {"COMPLETED", "RUNNING", "PENDING", "SUSPENDED", "COMPLETING", "REVOKED", "SPECIAL_EXIT"}
+
+
+def _sacct_bare(line, st):
+    m = _BARE_ROW.match(line.text)
+    if m is None:
+        return False
+    cells = [c.strip() for c in m.group(2).split("|")]
+    state = next((c.split() for c in cells if c.split() and c.split()[0].upper() in _STATES), None)
+    code = next((c for c in cells if _EXIT.match(c)), None)
+    if state is None or code is None:
+        return False
+    add(st.sacct, {"job": m.group(1), "state": state[0].upper(), "detail": " ".join(state[1:]), "exit": code,
+                   "nodes": None, "src": line.src, "evidence": line.raw})
     return True
 
 

@@ -234,7 +234,8 @@ class HostDemux(object):
             line = strip_ansi(line).replace("\x00", "")
         line = unpaste(line)
         if self._structure(line):
-            return self._block, None
+            # a pasted --query-gpu command names its output's columns (nvsmi/query_csv): kept
+            return self._block, (line if "--query-gpu" in line else None)
         if not line.strip():
             return self._block, line
         text, own = line, None

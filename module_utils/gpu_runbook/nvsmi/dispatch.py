@@ -97,6 +97,10 @@ def parse_compute_apps_csv_findings(text, source="nvidia-smi-compute-apps.csv", 
 
 
 def _detect_csv(t):
+    if "--query-gpu" in t[:4000]:
+        from .query_csv import command_fields
+        if any(command_fields(l) for l in t[:4000].splitlines()):
+            return "csv"  # the pasted command names the columns (query_csv reads them from it)
     first = next((l.strip() for l in t.splitlines() if l.strip() and "," in l), None)
     if not first:
         return None

@@ -21,7 +21,22 @@ _CSV_FIELD_MAP = {
     "remapped_rows.pending": "remap.pending", "remapped_rows.failure": "remap.failure",
     "reset_status.reset_required": "reset_required",
     "reset_status.drain_and_reset_recommended": "drain_and_reset_recommended",
+    "gpu_recovery_action": "recovery_action",
 }
+
+# fields that say which GPU a row is, not how it is
+_IDENTITY = (None, "index", "pci", "uuid", "serial", "name")
+
+# the command line pasted above its output: its --query-gpu list names the columns of a
+# --format=csv,noheader output (a header that follows it wins: it is what nvidia-smi printed)
+QUERY_COMMAND_RE = re.compile(r"\bnvidia-smi\b[^\n]{0,800}?--query-gpu[= ]([A-Za-z_][\w.]{0,120}"
+                              r"(?:,[A-Za-z_][\w.]{0,120}){0,80})")
+
+
+def command_fields(line):
+    """The --query-gpu field names of a pasted nvidia-smi command line, or None."""
+    m = QUERY_COMMAND_RE.search(line)
+    return m.group(1).split(",") if m else None
 
 # nvmlClocksEventReason* bits, as printed by --query-gpu=clocks_throttle_reasons.active
 _THROTTLE_BITS = (("idle", 0x1), ("applications_clocks_setting", 0x2), ("sw_power_cap", 0x4),
@@ -89,11 +104,19 @@ def parse_csv(text, source, expected_gpus, fields, thresholds):
     gpus = []
     names = list(fields) if fields else None
     parse_findings = []
+    commanded = False
     for ln, line in lines:
         s = line.strip()
-        if not s or "," not in s:
+        if names is None and "--query-gpu" in s and command_fields(s):
+            names, commanded = command_fields(s), True
+            continue
+        if not s or ("," not in s and not (names and len(names) == 1)):  # one field: rows without a comma
             continue
         cols = split_csv(s)
+        if commanded and not gpus and looks_like_header(cols) and len(cols) == len(names) and any(
+                csv_key(c) or field_name(c) in names for c in cols):
+            names, commanded = cols, False  # the header nvidia-smi printed under its command
+            continue
         if names is None:
             if not looks_like_header(cols):
                 return unparseable("csv", text, source, "nvidia-smi --query-gpu CSV (no header line)")
@@ -102,10 +125,19 @@ def parse_csv(text, source, expected_gpus, fields, thresholds):
         if looks_like_header(cols) and [c.lower() for c in cols] == [n.lower() for n in names]:
             continue  # the header again (concatenated captures)
         if len(cols) != len(names):
-            parse_findings.append(finding("nvsmi_csv_bad_row", "CSV row has %d columns, header has %d"
-                                          % (len(cols), len(names)), evidence=s, source=src(source, ln)))
+            # a GPU's row not read: that GPU's health is not established (never a silent healthy)
+            parse_findings.append(finding("nvsmi_csv_bad_row", "CSV row has %d columns, header has %d: this row "
+                                          "was not read, so its GPU's health is not established"
+                                          % (len(cols), len(names)), evidence=s, source=src(source, ln),
+                                          severity="warning"))
             continue
         gpus.append(_row_gpu(facts, names, cols, len(gpus), ln, s))
+    if gpus and not any(csv_key(n) not in _IDENTITY for n in names):
+        # name, bus id, VBIOS ...: an inventory, no health reading
+        parse_findings.append(finding(
+            "nvsmi_no_health_fields", "The query read only %s: no field of it tells a GPU's health"
+            % ", ".join(field_name(n) for n in names[:6]), evidence=lines[0][1].strip() if lines else None,
+            source=src(source, lines[0][0] if lines else 1)))
     if not gpus:
         if names is None:
             return unparseable("csv", text, source, "nvidia-smi --query-gpu CSV")

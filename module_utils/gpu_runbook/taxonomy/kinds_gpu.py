@@ -322,6 +322,12 @@ _OUTPUT = {
         "unknown", "info", "none", ("gpu_capture_full_q",),
         "the nvidia-smi output covers fewer GPUs than are attached (filtered with -i, or an excerpt)",
         "nvidia-smi 출력이 장착된 GPU보다 적은 GPU만 다룸 (-i 필터 또는 발췌본)"),
+    "nvsmi_no_health_fields": kind(
+        "unknown", "warning", "none", ("gpu_check_query_fields",),
+        "the nvidia-smi query read no field that tells a GPU's health (ECC, remapped rows, reset status, "
+        "recovery action, temperature, throttling): GPU health was not checked",
+        "nvidia-smi 쿼리가 GPU 상태를 알려 주는 필드(ECC, remapped rows, reset 상태, recovery action, 온도, "
+        "스로틀링)를 하나도 읽지 않음: GPU 상태를 확인하지 못함"),
     "nvsmi_csv_bad_row": kind(
         "unknown", "info", "none", ("gpu_check_query_fields",),
         "an nvidia-smi CSV row did not match its header and was skipped",
