@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpu-runbook engine: pure parsers, findings, verdicts and the offline CLI.
 
 Importable two ways with the same code: as ``ansible.module_utils.gpu_runbook`` inside

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """From raw sources to one host's analysis: dispatch to the parsers, turn probe errors
 into findings. Pure: the caller (module, CLI, tests) supplies text.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Split an ``nvidia-bug-report.log`` (already decompressed) into the sources the other
 parsers read.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Capture directories: the offline twin of probes.collect. A directory of captured outputs
 becomes the same ``sources`` dict a live gather gives, and nothing in it is lost silently.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpu-runbook command line: the same engine as the Ansible module, on captured files.
 
     gpu-runbook analyze PATH... [--format json|text] [--lang en|ko] [--since ISO] [--tz ZONE]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cluster view, computed once on the controller from every host's analysis.
 
 Cross-host reasoning lives here and nowhere else:

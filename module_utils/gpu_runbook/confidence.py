@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How sure: a confidence (high / medium / low) and its reason for every host and job verdict.
 
 Pure functions of what the verdict was decided from, table-driven so every level can be

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a text holds, read by its content: never by its file's name.
 
 A capture file may be one tool's output, a log, or a paste of several commands' outputs and

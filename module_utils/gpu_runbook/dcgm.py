@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dcgmi's reports as findings: ``dcgmi diag -r N`` (its boxed table and ``-j`` JSON) and
 ``dcgmi health -c`` (its tree and ``-j`` JSON), as DCGM's own source prints them (NVIDIA/DCGM
 72fa3feaa67d: dcgmi/Diag.cpp, Health.cpp, DcgmiOutput.cpp, nvvs/include/NvvsJsonStrings.h; tags

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one orchestration, from every host's gather (and the job's logs) to the analysis,
 the console lines and the workflow summary. The CLI and the playbook's report step both
 call it, so offline and live diagnoses cannot drift apart."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The finding: the one record every parser, rule and report speaks.
 
 A finding is a plain dict (JSON-ready, safe to return from an Ansible module):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Is one host's registered gather result shaped as the report reads it? A result the report
 cannot read (findings as a string, facts as a list, a finding without a known severity) is that
 host's error, said in one line, and the other hosts are reported as usual: build_cluster makes

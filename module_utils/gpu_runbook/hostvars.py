@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Controller only: hosts' variables as Ansible resolves them, read in bulk.
 
 The action plugins (plugins/action) read one variable of every host of a play -- each

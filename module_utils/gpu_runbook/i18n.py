@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Report wording in English and Korean. JSON keys and enum values stay English; only the
 human text changes. Labels, meanings and actions come from the taxonomy, so both languages
 always name the same rung and give the same steps; this module only renders them."""

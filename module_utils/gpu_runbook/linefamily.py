@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which family a log line belongs to, by its shape: the kernel's, another program's of the
 node (through syslog / journald, or a daemon's own log file), or neither (a job's output, a
 tool's). The two line readers share it: the kernel-log reader takes the node's lines, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The plan step: the diagnosis and what the play gathered -> the remediation plan, its console
 lines and plan.json / plan.md.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A probe that failed, hung or was cut -> the findings that say so. What a failure means
 depends on the source's family (sources.FAMILY): a hung nvidia-smi is the classic sign of a
 wedged GPU or driver, a critical finding in itself, not a tooling problem; a failing

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Probes: run the host's tools and read its files under ONE deadline; no interpretation.
 
 Output is ``{source_name: text | error dict}``, the same dict a capture directory yields

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plain-text rendering of analyses: one layout for the playbook's console
 (diagnose.console_lines) and the CLI's text output (render_text, which adds every finding).
 

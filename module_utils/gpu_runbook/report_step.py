@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The report step: every host's result -> analysis, report files, console lines, summary.
 
 One implementation for the two ways Ansible runs it: the gpu_runbook_report action plugin

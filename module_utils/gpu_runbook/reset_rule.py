@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one rule for "a GPU reset cannot fix this": read by the plan (which GPUs it shows a
 reset for) and by ``library/gpu_reset.py`` (what it refuses), so the plan never shows a reset
 the module will refuse.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`gpu-runbook diagnose|remediate`: the playbooks through ansible-runner, as AWX runs them.
 
 The project dir is the cwd of ansible-playbook, the runner's artifacts (job_events/, stdout,

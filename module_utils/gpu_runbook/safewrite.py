@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Controller-side files written whole or not at all: a temporary file in the target's
 directory, flushed and renamed over the target. A target (or its directory) that is a
 symlink is refused, never followed; so is a target that is not a regular file.

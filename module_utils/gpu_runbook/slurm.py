@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Slurm outputs -> job facts. Pure: `scontrol show job [-o]`, `sacct -P`, hostlists.
 
 Slurm prints times without a zone, in the local time of the process that printed them (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One job in ``squeue`` and what ``scontrol requeue`` / ``scancel`` said -> facts. Pure.
 
 The ladder touches a job only when told (``-e hung_job=requeue|cancel``) and only the job the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one registry of evidence sources: their canonical names, the family each belongs to,
 and how a probe's output is told from its content (``detect_source``: a live probe checks
 that nvidia-smi answered with its report). A capture's files are read by their content

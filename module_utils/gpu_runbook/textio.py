@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bytes -> text for evidence from anywhere: UTF-8 (the norm), UTF-16 (a log copied through
 a Windows editor or PowerShell's ``>``), gzip-compressed files. Decoding never fails: an
 undecodable byte becomes U+FFFD, so a bad byte cannot hide the Xid beside it."""

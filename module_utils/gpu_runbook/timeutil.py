@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Times and their zones. A time written without a zone is in the zone of whoever wrote it:
 ``dmesg -T`` and syslog in the node's local zone, Slurm's StartTime in the controller's.
 Callers say which zone that is (``tz``); only when nobody knows is it read as UTC."""

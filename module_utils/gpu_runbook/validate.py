@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a value from outside (an option, an inventory name, a job id) may be before it reaches
 a command line, a file name or a Slurm reason. Each check answers None when the value is
 fine, else one sentence naming the option: a module refuses with it before any command runs.

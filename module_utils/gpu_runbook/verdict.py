@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Host verdict: one function from a host's findings to verdict, severity and next rung,
 and the one order (``rank_key``) every ranking of findings uses: the host's primary finding,
 the finding that explains a job's culprit rank, the job's cause."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NVIDIA Xid catalog as data: what each Xid means, who is likely at fault, what to do.
 
 Sources (read 2026-12-02):

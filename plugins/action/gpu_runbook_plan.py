@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu-runbook contributors
-# Apache-2.0 (see pyproject.toml)
+# SPDX-License-Identifier: Apache-2.0
 """gpu_runbook_plan on the controller: the plan step in ansible-playbook's own worker.
 
 The plan reads every host's gather and Slurm read. As a module, at 1,000 hosts, most of its

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu-runbook contributors
-# Apache-2.0 (see pyproject.toml)
+# SPDX-License-Identifier: Apache-2.0
 """gpu_runbook_report on the controller: the report step in ansible-playbook's own worker.
 
 The step reads every host's result, so it always runs on the controller. As a module it cost,

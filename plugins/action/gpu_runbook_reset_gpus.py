@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu-runbook contributors
-# Apache-2.0 (see pyproject.toml)
+# SPDX-License-Identifier: Apache-2.0
 """gpu_runbook_reset_gpus: the gpu_reset rung's per-GPU protocol, one GPU at a time -- the
 fault into its history once per incident, the ledger's decision, the reset (the ``gpu_reset``
 module, run on the node), one audit line and the remedy record -- and the host's outcome.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu-runbook contributors
-# Apache-2.0 (see pyproject.toml)
+# SPDX-License-Identifier: Apache-2.0
 """gpu_runbook_restart_ib: the ib_restart rung's protocol on one drained host -- this incident's
 restarts of the plan's ports, the ledger's decision per port, one restart of the IB stack (the
 ``ib_restart`` module, run on the node), one audit line and one remedy record per port -- and the

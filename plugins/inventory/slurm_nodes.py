@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright: gpu-runbook contributors
+# SPDX-License-Identifier: Apache-2.0
 """Slurm's nodes as an Ansible inventory, from the real `scontrol` (parsed by the engine's one
 Slurm parser, module_utils/gpu_runbook/slurm.py)."""
 

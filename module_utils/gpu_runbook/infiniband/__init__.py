@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """InfiniBand / RoCE port state and error counters: sysfs, ibstat, ibstatus, ibv_devinfo,
 ibdev2netdev, perfquery and iblinkinfo text -> (facts, findings).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Counter rules: one table, data only, serving every format (counter names are normalised
 to the sysfs spelling first).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What rides the InfiniBand fabric, so an IB stack restart (openibd) must not run: network
 filesystems mounted over an IPoIB interface or RDMA, storage-over-RDMA kernel modules, a root
 filesystem on the network, the controller's SSH or slurmd's address on an IPoIB interface.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``ibdev2netdev`` (MLNX_OFED / DOCA's ofed_scripts/ibdev2netdev) output.
 
 The script prints one line per RDMA port and the network interface on it:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``iblinkinfo`` / ``iblinkinfo -l``: the fabric view, one line per link."""
 
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``ibstat`` (also ``ibstat <dev>``) and ``ibstatus`` output."""
 
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``ibv_devinfo`` / ``ibv_devinfo -v`` output."""
 
 import re

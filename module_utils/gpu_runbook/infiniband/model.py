@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The port model every IB format fills in, and the one guard around each parser."""
 
 from ..findings import finding, iter_lines, never_raise

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One spelling for what every IB tool prints its own way: port states, physical states,
 rates, link layers and counter names (sysfs spelling, so one rule table serves all formats)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which addresses ride the InfiniBand fabric, from the kernel's own files (pure, text only).
 
 * ``<sysfs>/class/net/<if>/type``: 32 is ARPHRD_INFINIBAND -- an IPoIB interface by content, also

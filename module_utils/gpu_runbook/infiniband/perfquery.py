@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``perfquery`` / ``perfquery -x`` (and ``-a``, ``-E``, ``-D``) output."""
 
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Port rules: from a parsed host (model.Host) to findings about port state, link rate,
 missing HCAs and tool errors; the counters are counters.py's.
 

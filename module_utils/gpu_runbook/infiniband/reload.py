@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pure helpers for ``ib_restart method=modules``: reload the mlx5 driver with modprobe on an
 inbox rdma-core stack (no openibd; ladder-facts, openibd section: "reload = modprobe -r / modprobe").
 

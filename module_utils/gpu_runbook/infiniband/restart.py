@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pure helpers for the ``ib_restart`` rung (library/ib_restart.py): who would make
 ``openibd`` refuse or break, which ports must come back, and whether they did.
 

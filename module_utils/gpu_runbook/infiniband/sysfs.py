@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``grep -H .`` over /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer} and
 the counters/ and hw_counters/ files: one ``PATH:VALUE`` line per file."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training-job logs: find the rank, host and GPU behind an NCCL collective timeout.
 
 ``parse_job_logs(files, since=None) -> (job, findings)``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The whole-job analysis: world size and rank map, the collective and its culprits, the
 iteration rate and its trend, where the run failed and in which phase, the transport NCCL
 used, the incident timeline. ``analyse(st)`` turns the job state into (job, findings)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Who the job waited for: the collective it hung in, the culprit ranks (strongest evidence
 first) and, from the network errors, the suspect hosts.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The last reader of a job's lines: what no dedicated handler read (lines.py calls it for a
 line that left the job's state as it was).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Handlers of application and host errors: DataLoader worker deaths and timeouts, CUDA and
 host OOM, CUDA errors, ``srun: error:`` lines, the torchrun failure summary, NCCL errors as
 PyTorch raises them, world-size hints, and the exception line that ends a Python traceback.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One finding per error event a line handler recorded (IB completion, refused peer, CUDA
 error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job.py."""
 

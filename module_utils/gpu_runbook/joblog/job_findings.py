@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The findings of a whole job: one per error event, then what only the whole job shows (a
 stuck watchdog, NCCL's transport configuration, a falling iteration rate, an early
 failure) and last the collective timeout itself, which names its cause. Kinds:

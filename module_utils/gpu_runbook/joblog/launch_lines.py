@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How a job started and how its processes ended, as the launcher and NCCL's RAS report them:
 
 * launch skew / rendezvous (PyTorch c10d): ``Timed out initializing process group in store

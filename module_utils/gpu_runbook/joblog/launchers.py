@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Launcher and collector prefixes that stand before a training process's own line, and what
 they say about the rank and its host:
 

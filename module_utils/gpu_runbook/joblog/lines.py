@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The per-file line parser: read each physical line's rank and time prefixes, drop lines
 older than ``since``, then hand the line to each family of handlers in turn.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Handlers of NCCL_DEBUG lines (``host:pid:tid [dev] NCCL INFO|WARN ...``): communicators
 (rank, nranks, busId, localRank), the network NCCL chose, IB completion errors (also a
 wrapped continuation line and the prefix-less ``Last error:`` form), refused or closed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nccl-tests output (NVIDIA/nccl-tests: all_reduce_perf, all_gather_perf, alltoall_perf ...),
 as it prints itself, alone or under mpirun/srun prefixes:
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NCCL's own words about a broken setup or a broken link, in every wording its versions used
 (2.4 .. 2.2x, the IB plugins, and the ``Last error:`` line PyTorch copies them into):
 

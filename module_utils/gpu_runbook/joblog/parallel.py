@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A job's tqdm bars, and the shapes of a share of its blocks, read ahead by a worker
 process for the parser in this one.
 

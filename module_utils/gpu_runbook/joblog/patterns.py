@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The line patterns of job logs: one table of regexes, grouped by the family of lines they
 read, plus the few constants the handlers share. Nothing here runs; every handler imports
 what it matches from here, so a new log format is one line to add."""

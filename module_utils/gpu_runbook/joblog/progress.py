@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Handlers of training progress: tqdm bars (also many ``\\r``-chained updates on one
 physical line, labelled 'Epoch N' or not) and HF Trainer's ``'epoch': x`` dicts.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``py-spy dump`` output in a job's logs: which stack each dumped process of a hung job is in,
 and from many of them, the few that are not where the others wait (the likely culprits).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The prefilter of the line parser: most lines of a training log (loss and iteration lines)
 say nothing any handler reads. ``quiet(raw, fs, st)`` is True for a line whose full reading
 (read_line, then every handler of lines.HANDLERS) would change nothing, so the parser may

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The prefilter (quiet.py) over blocks of lines: what a big file costs is its loud lines, not
 its quiet ones.
 

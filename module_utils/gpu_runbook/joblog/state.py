@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the line handlers collect: one JobState for the whole job, one FileState per file
 (the multi-line constructs that span lines of one file), one Line per physical line."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small text helpers of the job-log parser: physical lines, times, ranks from file names,
 bounded lists. Pure functions; nothing here knows a log format beyond its own regex."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Handlers of PyTorch ProcessGroupNCCL lines: watchdog timeouts and their 'last completed
 work', 'watchdog got stuck', the TORCH_NCCL_DESYNC_DEBUG report, and the Flight Recorder
 (fr_trace text and raw JSON dumps).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kernel-log parser: NVRM Xid, GPU-off-the-bus, mlx5 link/health, PCIe AER, OOM, hung tasks.
 
 Reads dmesg (raw seconds, -T, --time-format iso, --decode), journalctl -k (short,

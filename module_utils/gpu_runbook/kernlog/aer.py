@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PCIe AER lines: the report's header (who reported, how severe, which device below the
 port) and its detail lines, counted per class and address (the scanner's ``_aer``)."""
 

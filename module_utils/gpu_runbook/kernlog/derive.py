@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Findings from what the scanner gathered: one per (Xid, GPU), per GPU event, per HCA
 fault, per AER class and device (OOM kills, hung tasks, machine checks: nodelog.py). Pure functions of
 the scanner's tables; ``sref(line)`` names the file and line a record came from."""

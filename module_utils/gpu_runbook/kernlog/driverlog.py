@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kernel messages about the driver, the NVLink fabric and the node that carry no Xid.
 
 - NVIDIA driver messages (NVRM) that say the driver, not the GPU, is what failed: a driver

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kernel-log files of any size, plain, gzip-compressed or UTF-16, several through one scanner.
 
 A capture directory may hold kern.log AND dmesg.txt AND journalctl.txt: every file is read,

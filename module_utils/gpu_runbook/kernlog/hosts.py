@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Who wrote a line: the host a capture's text names, and the line without what named it.
 
 One capture file may hold the lines of many hosts. The host of a line is, first found first:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kernel-log files that name their hosts in the text: one scanner per host.
 
 ``survey_hosts(paths)`` is the cheap first look (regexes over whole chunks): the syslog /

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which board sits at which PCI address, from the identity lines the NVIDIA driver prints
 before a GPU's first Xid:
 

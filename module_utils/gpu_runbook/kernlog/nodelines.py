@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The node's log lines no dedicated reader of the scanner used: the kernel's (NVRM, mlx5,
 ib_core, ipoib, EDAC, MCE ...) and the node daemons' through syslog or journald (slurmd,
 NHC, DCGM's nv-hostengine, Fabric Manager, nvidia-persistenced), and their own log files

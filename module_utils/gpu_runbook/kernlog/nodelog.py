@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Node-level kernel faults with no GPU in them: the OOM killer, hung tasks, machine checks.
 
 - OOM kills. The kernel says which: a global one ('Out of memory: Killed process 1234 (python)',

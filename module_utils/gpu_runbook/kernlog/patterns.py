@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kernel messages the scanner reads, as patterns: NVRM (Xid, GPU UUIDs, fallen off the
 bus, RmInitAdapter), mlx5_core (link, port module, health, command timeouts), PCIe AER, the
 OOM killer and hung tasks."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The cheap first pass: which lines can matter at all, and raw-line helpers.
 
 The scanner only regex-parses lines that hold one of ``NEEDLES``, so benign lines cost a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The streaming kernel-log scanner: feed it lines, chunks (str or bytes, lines may span
 them) or prefiltered blocks, from one file or several, then ask for ``result()``.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """When a kernel-log line was written, and in which format.
 
 Formats: dmesg (seconds since boot), dmesg -T (ctime), dmesg --time-format iso (also behind

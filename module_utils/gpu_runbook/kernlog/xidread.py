@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Xid lines: the driver's 'NVRM: Xid (PCI:..): N, pid=.., name=.., message', the Kubernetes
 device plugin's report of one, and an Xid 154's recovery action on a line of its own, counted
 per (code, GPU) into the scanner ``sc`` (methods of KernelLogScanner kept in a file of their own;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The remediation ledger, kept on the controller in one state directory
 (default ``~/.gpu-runbook/state``):
 

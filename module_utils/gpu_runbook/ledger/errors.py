@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one error the ledger raises: a message meant for the operator, never a traceback."""
 
 import errno

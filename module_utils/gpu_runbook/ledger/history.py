@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Each GPU's (and IB port's) faults and the remedies tried on it, across runs, and the pure
 decision that reads them: ``next_rung``.
 

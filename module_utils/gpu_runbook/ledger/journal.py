@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Append-only JSON-lines files (the audit log and the per-GPU history) and the audit entry.
 
 An append opens the file with O_APPEND and writes each line with ONE ``os.write``: the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One remediation at a time: ``lock.json`` in the state directory.
 
 Acquire creates the file atomically and complete (written under a private name, then

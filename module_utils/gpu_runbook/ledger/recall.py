@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ledger's memory across runs: what an incident already got, and when a host was last
 verified healthy.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The gpu_reset rung's protocol for one GPU, as pure decisions (the action plugin
 ``gpu_runbook_reset_gpus`` does the I/O: the ledger's files on the controller, the
 ``gpu_reset`` module on the node):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ib_restart rung's protocol for one host, as pure decisions (the action plugin
 ``gpu_runbook_restart_ib`` does the I/O: the ledger on the controller, ``ib_restart`` on the node):
 

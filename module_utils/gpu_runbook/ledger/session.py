@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ledger's files as a rung's action plugin uses them, in the controller's own process: this
 incident's records of a host (through the one reader), fault/remedy records, the decision, audit
 lines. The same functions the gpu_runbook_ledger module runs; the who of an audit line is the

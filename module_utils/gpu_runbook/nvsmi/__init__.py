@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Parsers for nvidia-smi outputs: ``-q -x`` XML, ``-q`` text, the plain table (plus trailing
 warnings, ``nvlink --status`` and ``-L``), ``--query-gpu`` CSV and ``--query-compute-apps`` CSV,
 and the error text of an nvidia-smi that failed.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,gpu_uuid,used_memory
 --format=csv[,noheader]``: the processes the remediation ladder checks before a GPU reset."""
 

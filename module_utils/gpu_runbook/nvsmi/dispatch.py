@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The public entry points: detect which nvidia-smi output a text is, and parse it.
 
 Each entry point is guarded by ``never_raise``: a bug in a parser becomes one

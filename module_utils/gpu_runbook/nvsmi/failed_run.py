@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """When nvidia-smi itself failed: a non-zero exit and, usually, no report -- only its error
 text (stderr + stdout). A failing nvidia-smi must never read as healthy: this names the cause
 from nvidia-smi's own messages (the same table the parsers use, failures.FAILURES), falls back

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The error lines nvidia-smi prints instead of (or next to) its report, read by every
 format's parser and by ``parse_nvidia_smi_failure``: one table of patterns, so a failure reads
 the same whichever way it reached us.

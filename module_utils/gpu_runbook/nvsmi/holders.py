@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pure helpers for what else holds a GPU around ``nvidia-smi -r`` (``library/gpu_reset.py``):
 DCGM (``nv-hostengine``, ``dcgm-exporter``) as systemd units or bare processes, ``nvidia_drm``,
 and the NVSwitch / Fabric Manager / NVLink-peer rules of a single-GPU reset.

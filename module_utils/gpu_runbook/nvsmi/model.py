@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The GPU record every nvidia-smi format fills in, and the value cleaning they share.
 
 A record is a dict (see the package docstring for its public fields) plus private keys the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``nvidia-smi -q`` text: whole, ``-d ECC,PAGE_RETIREMENT,...``, or an excerpt.
 
 The layout is indentation: 'GPU <pci>' starts a GPU, a line without a colon opens a section,

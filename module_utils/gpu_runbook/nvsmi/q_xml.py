@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``nvidia-smi -q -x``: any DTD version; truncated XML is read best effort.
 
 A lenient tokenizer instead of xml.etree: captures are often cut off, carry stderr lines

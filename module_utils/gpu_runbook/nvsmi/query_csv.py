@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``nvidia-smi --query-gpu=... --format=csv[,noheader]``: the header (or ``fields``) names the
 columns; the known ones map onto the common GPU facts."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pure helpers of the GPU reset rung (``library/gpu_reset.py``): which GPU was asked for,
 whether the faults that led here are ones a reset can fix, and what nvidia-smi said to
 ``--query-gpu``, ``-pm`` and ``-r``, and to ``-q -x`` after the reset.

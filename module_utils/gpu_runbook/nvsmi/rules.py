@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the GPU records mean: per-GPU findings (ECC, row remap, retired pages, repair flags,
 fabric, reset status, recovery action, temperature, field errors, NVLink), host findings
 (clock slowdown, folded when every GPU shows it) and the expected-GPU-count check.

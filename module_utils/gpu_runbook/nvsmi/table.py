@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The plain ``nvidia-smi`` table (+ the warnings printed around it), ``nvidia-smi nvlink --status``
 and ``nvidia-smi -L``.
 

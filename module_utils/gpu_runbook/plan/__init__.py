@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The remediation plan: a pure function from a diagnosis, a policy and what the gather and
 Slurm know, to what the ladder would do -- per host the evidence, the rungs it would climb
 (cheapest first, up to its diagnosed rung), their exact argv and what blocks them, named in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The job's environment for its next run, pure: the env file (``KEY=VALUE``, ``#`` comments
 saying why and what each value means), parsed back; variable validation (known ``NCCL_*`` /
 ``TORCH_*`` names, values without shell metacharacters); the sbatch snippet; the rail-exclusion

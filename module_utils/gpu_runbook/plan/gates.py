@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gates that look across hosts: correlated failures (most of a failure domain sick at
 once, or one rail sick on many hosts) and the drain caps, which count the nodes already
 drained. A correlated failure is a network or facility incident: nothing is drained there."""

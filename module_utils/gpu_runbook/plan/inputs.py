@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the play registered, turned into the planner's inputs in one linear pass (the role
 used to build these maps in Jinja, one ``combine()`` per host: quadratic at 1,000 hosts).
 

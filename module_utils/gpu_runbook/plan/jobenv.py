@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Job-scoped rungs: they change the job's next run (its environment beats ``~/.nccl.conf``,
 which beats ``/etc/nccl.conf``), never a node, so they need no drain."""
 

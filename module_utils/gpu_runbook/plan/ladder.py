@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One host's ladder: the rungs it would climb, cheapest first, up to its diagnosed rung,
 each with its target, the exact argv it would run and what blocks it on the host itself
 (a busy GPU, a fault a reset cannot fix, a rung the policy does not allow). Gates that

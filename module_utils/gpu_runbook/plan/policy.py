@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The remediation policy (with safe defaults), the incident id, and what a Slurm lookup
 says about a node: drained or not, and by whom."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The RMA bundle: what a hardware ticket needs, as JSON (schema gpu-runbook/rma/v1) and as
 Markdown a ticket can paste.
 

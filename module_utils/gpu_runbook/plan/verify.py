@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a host needs once the ladder has climbed: resume it, or leave it drained with a Slurm
 reason that says what is needed -- "reboot", "replace GPU <serial> at <PCI>", "replace the
 cable of <hca> port 1", "reset refused: <who holds it>" -- and which GPUs and IB ports an RMA

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """In which order the ladder acts: waves of hosts that may climb at once.
 
 Two hosts of one failure domain (rack, leaf switch, PDU) never climb at the same time, so a

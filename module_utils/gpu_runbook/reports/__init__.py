@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """report.json / report.md / report.html from an analysis. Controller only (the HTML needs
 jinja2). ``facts`` decides what the reports say, once; ``markdown`` and ``html`` write it,
 each escaping for its format; ``charts`` draws the pictures; ``inputs`` adds what was read."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Inline SVG pictures for report.html: the incident timeline across hosts and the job's
 iteration rate per epoch. Pure functions from data to an SVG string: no script, no
 external resource (inline SVG in HTML5 needs no xmlns URL either), every text escaped, so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the reports say, decided once, as plain (unescaped) strings: the Markdown and HTML
 writers only escape and lay them out, so both say the same things."""
 

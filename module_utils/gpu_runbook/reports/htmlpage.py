@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """report.html: one self-contained page (no script, nothing fetched) with the pictures inline.
 The template is a string here so it travels with the engine wherever it is installed; jinja2
 (the controller has it) autoescapes every value."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the run read and the time it covers, added to the analysis beside the diagnosis."""
 
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """report.md: the report's facts as Markdown that parses into what it says -- tables set off
 by blank lines, and every host name or log line escaped so it cannot become markup."""
 

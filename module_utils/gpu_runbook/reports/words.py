@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The reports' words in every language they are written in (every key in both)."""
 
 WORDS = {

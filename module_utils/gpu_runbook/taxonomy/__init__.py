@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One source of truth for what the engine can say: categories, severities, the rung
 table, the steps actions are made of, and every finding kind.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding kinds of the gpu domain: what nvidia-smi says (the parsers in nvsmi/). See
 taxonomy/__init__.py for the row format.
 

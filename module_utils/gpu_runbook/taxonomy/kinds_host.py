@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding kinds about the host as a whole: probes that failed or hung, hosts we could not
 reach or use, parser bugs, and the cross-host (cluster) rules."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding kinds of the ib domain: InfiniBand / RoCE port state, link rate, HCAs and error
 counters (the parsers in infiniband/). See taxonomy/__init__.py for the row format.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding kinds of the job domain: what a training job's own logs (PyTorch, NCCL_DEBUG,
 tqdm, Slurm) say went wrong. See taxonomy/__init__.py for the row format.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding kinds of the kernel domain: what the kernel log says (NVRM Xid and other GPU driver
 messages, mlx5 HCA link/module/health events, PCIe AER, OOM kills, hung tasks), plus the
 steps the Xid catalog (xid_catalog.py) builds its actions from. See taxonomy/__init__.py for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding kinds about the evidence itself: probes that failed, hung or were cut, captures
 that could not be read, hosts with nothing usable. See taxonomy/__init__.py for the row format."""
 

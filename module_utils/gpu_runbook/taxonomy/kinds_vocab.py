@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding kinds of the emitters' vocabularies (vocab/): a line a program we read printed,
 matched to a message of that program's own source, where no dedicated reader of ours reads
 it more closely. One kind per category; the row of the vocabulary table gives the severity

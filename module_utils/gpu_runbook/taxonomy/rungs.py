@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The remedy ladder and the steps every action is made of, in English and Korean.
 
 One table of rungs (order = cheapest and safest first) and one table of steps. A finding's

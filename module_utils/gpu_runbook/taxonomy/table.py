@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Categories, severities and the ``kind()`` constructor the domain tables use."""
 
 from .rungs import RUNG_RANK

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The emitters' vocabularies: the messages each program we read can print, as data generated
 from that program's own public source by a script in the repository
 (``tests/tools/vocab/gen_<emitter>.py``), one row per message with its provenance.

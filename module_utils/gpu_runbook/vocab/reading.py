@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the last reader of a line keeps: messages an emitter's vocabulary explains, and
 error-like lines nothing explains. One record keeper and one way to make findings of them,
 for the job's lines (joblog/emitter_lines.py) and the node's (kernlog/nodelines.py).
