@@ -20,6 +20,7 @@ Every result carries ``confidence_basis`` ({"rule", ...fields}) so a report can 
 same reason in another language (``reason_text``).
 """
 
+from .korean import render
 from .sources import FAMILY
 from .verdict import primary_finding, rank_key
 
@@ -131,7 +132,7 @@ def reason_text(result, lang="en"):
     basis = dict(basis)
     basis.setdefault("what_ko", basis.get("what", ""))  # a basis recorded before what_ko existed
     try:
-        return row[2].format(**basis)
+        return render(row[2], basis)
     except (KeyError, IndexError, ValueError):
         return (result or {}).get("confidence_reason") or ""
 

@@ -6,6 +6,7 @@ always name the same rung and give the same steps; this module only renders them
 import re
 import unicodedata
 
+from .korean import after, render
 from .taxonomy import CATEGORY_LABEL, KINDS, RUNG_TABLE, SEVERITY_LABEL, action_text
 from .timeutil import span_text
 
@@ -104,7 +105,7 @@ def note_text(note, lang="en"):
     for pattern, ko in NOTE_KO_PATTERNS:
         m = pattern.match(note)
         if m:
-            return ko.format(**m.groupdict())
+            return render(ko, m.groupdict())
     return note
 
 
@@ -122,7 +123,7 @@ def label(table, lang, key):
 
 
 def text(lang, key, **kw):
-    return TEXT.get(lang, TEXT["en"]).get(key, TEXT["en"][key]).format(**kw)
+    return render(TEXT.get(lang, TEXT["en"]).get(key, TEXT["en"][key]), kw)
 
 
 class _Fields(dict):
@@ -167,7 +168,7 @@ def numbers_text(f, lang="en"):
 def _culprit_clause_ko(f):
     """What explains a job culprit rank, in Korean (the English message says it in full)."""
     if f.get("xid") is not None:
-        return "이 호스트의 %s이(가) 이를 설명함" % xid_label(f["xid"])
+        return "이 호스트의 %s 이를 설명함" % after(xid_label(f["xid"]), "이(가)")
     if f.get("category") in (None, "nccl_deadlock"):
         return TEXT["ko"]["no_explanation"]
     return "이 호스트의 %s 발견이 이를 설명함" % label(CATEGORY_LABEL, "ko", f["category"])
@@ -181,7 +182,7 @@ def finding_message(f, lang):
         return f.get("message", ""), f.get("action", "")
     meaning = KINDS[f["kind"]].get(lang) or f.get("message", "")
     try:
-        msg = meaning.format_map(_fields(f, lang))
+        msg = render(meaning, _fields(f, lang))
     except (ValueError, IndexError):  # a template typo must not take a report down
         msg = meaning
     if f["kind"] == "job_culprit" and lang == "ko":

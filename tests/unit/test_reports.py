@@ -66,7 +66,7 @@ def test_markdown_and_html_reports(tmp_path):
     assert "| gpu-r3-n02 | GPU hardware | high: the job's culprit rank 11 runs here and this host's Xid 79 " \
            "(kern.log:1) explains it | critical |" in md
     assert "| how sure | high: culprit rank 11 runs on gpu-r3-n02, whose own Xid 79 explains it" in md
-    assert "| 확신도 | 높음: 원인 랭크 11가 실행된 gpu-r3-n02의 자체 근거 Xid 79가 이를 설명함" in render_markdown(a, "ko")
+    assert "| 확신도 | 높음: 원인 랭크 11이 실행된 gpu-r3-n02의 자체 근거 Xid 79가 이를 설명함" in render_markdown(a, "ko")
     assert "rank 11 → gpu-r3-n02 → GPU 0000:5d:00.0 → Xid 79 (GPU has fallen off the bus)" in md
     assert "epoch 35, 64%" in md and "ALLREDUCE SeqNum=88341" in md
     html = render_html(a, lang="ko")

@@ -13,7 +13,7 @@ ENGINE = os.path.join(os.path.dirname(__file__), "..", "..", "module_utils", "gp
 # modules of a LOWER layer, or its own package.
 LAYERS = {
     # what everything speaks: the taxonomy, the finding, source names, text and time helpers
-    "taxonomy": 0, "hostvars": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "findings": 1,
+    "taxonomy": 0, "hostvars": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "korean": 0, "findings": 1,
     # the only I/O on a host; which family a line is; the emitters' vocabularies (data and matching)
     "probes": 2, "linefamily": 2, "vocab": 2,
     # NVIDIA's Xid catalog (vocab/xid.py) with gpu-runbook's triage of each code

@@ -7,9 +7,15 @@ import re
 from .. import __version__
 from ..cluster import NOT_IN_JOB, job_relation
 from ..i18n import RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, how_sure, label
+from ..korean import render
 from ..timeutil import span_text, to_utc
 from .charts import rate_svg, timeline_svg
 from .words import SERIOUS, WORDS, words
+
+
+def _fill(template, **fields):
+    """A report phrase with its fields (a Korean particle after a field fits its value)."""
+    return render(template, fields)
 
 
 TIMELINE_ROWS = 40
@@ -124,10 +130,10 @@ def _pct(progress):
 def _ranks_text(ranks, t):
     ranks = sorted(int(r) for r in ranks)
     if len(ranks) == 1:
-        return t["rank_one"].format(r=ranks[0])
+        return _fill(t["rank_one"], r=ranks[0])
     if len(ranks) <= 8:
-        return t["ranks_list"].format(r=", ".join(map(str, ranks)))
-    return t["ranks_n"].format(n=len(ranks))
+        return _fill(t["ranks_list"], r=", ".join(map(str, ranks)))
+    return _fill(t["ranks_n"], n=len(ranks))
 
 
 def _timed_out_text(job, t):
@@ -137,8 +143,8 @@ def _timed_out_text(job, t):
     world = job.get("world_size")
     if isinstance(world, int) and world > len(ranks):
         missing = [r for r in range(world) if r not in set(ranks)]
-        return t["waited"].format(n=len(ranks), world=world, missing=_ranks_text(missing, t))
-    return t["ranks_n"].format(n=len(ranks))
+        return _fill(t["waited"], n=len(ranks), world=world, missing=_ranks_text(missing, t))
+    return _fill(t["ranks_n"], n=len(ranks))
 
 
 def _nccl_errors(job):
@@ -166,7 +172,7 @@ def _job_facts(job, hosts_by_name, lang, t):
     for c in job.get("culprits") or []:
         if not isinstance(c, dict):
             continue
-        steps = [t["rank_one"].format(r=_s(c.get("rank"))), _s(c.get("host")) if c.get("host") else t["host_unknown"]]
+        steps = [_fill(t["rank_one"], r=_s(c.get("rank"))), _s(c.get("host")) if c.get("host") else t["host_unknown"]]
         if c.get("gpu_pci"):
             steps.append("GPU %s" % c["gpu_pci"])
         host = hosts_by_name.get(c.get("host")) or {}
@@ -188,9 +194,9 @@ def _job_facts(job, hosts_by_name, lang, t):
     if len(by_epoch) >= 2:
         order = sorted(by_epoch, key=lambda k: float(k) if str(k).replace(".", "", 1).isdigit() else 0)
         trend = t.get("trend_%s" % rate.get("trend"), _s(rate.get("trend")))
-        rate_text = t["rate_text"].format(first=by_epoch[order[0]], e1=order[0], last=by_epoch[order[-1]],
+        rate_text = _fill(t["rate_text"], first=by_epoch[order[0]], e1=order[0], last=by_epoch[order[-1]],
                                           e2=order[-1], trend=trend)
-        failed = t["failed_mark"].format(epoch=fa.get("epoch"), pct=_pct(fa.get("progress"))) \
+        failed = _fill(t["failed_mark"], epoch=fa.get("epoch"), pct=_pct(fa.get("progress"))) \
             if fa.get("epoch") is not None else ""
         if failed:
             rate_text += "; " + failed
@@ -201,7 +207,7 @@ def _job_facts(job, hosts_by_name, lang, t):
         "verdict": label(VERDICT_LABEL, lang, job["verdict"]) if job.get("verdict") else "-",
         "decided_by": _decided_by(job, lang),
         "how_sure": _s(how_sure(job, lang)),
-        "failed_at": t["epoch_at"].format(epoch=fa["epoch"], pct=_pct(fa.get("progress")))
+        "failed_at": _fill(t["epoch_at"], epoch=fa["epoch"], pct=_pct(fa.get("progress")))
         if fa.get("epoch") is not None else "-",
         "collective": "%s SeqNum=%s" % (_s(coll.get("op")), _s(coll.get("seq"))) if coll else "-",
         "timed_out": _timed_out_text(job, t),
@@ -234,7 +240,7 @@ def _inputs_facts(inputs, job, t):
                      "not_read": "; ".join("%s (%s)" % (_s(n.get("source")), _s(n.get("why")))
                                            for n in info.get("not_read") or [] if isinstance(n, dict)) or "-"})
     logs = (inputs or {}).get("job_logs") or {}
-    read = ["%s (%s)" % (_s(f.get("name")), t["lines"].format(n=_s(f.get("lines"))))
+    read = ["%s (%s)" % (_s(f.get("name")), _fill(t["lines"], n=_s(f.get("lines"))))
             for f in logs.get("read") or [] if isinstance(f, dict)]
     problems = list(logs.get("problems") or []) or list((job or {}).get("log_problems") or [])
     return {"hosts": rows, "job_logs": ", ".join(read) or "-", "problems": "; ".join(map(str, problems)) or "-"}
@@ -244,7 +250,7 @@ def _window_text(window, job, generated, t):
     window = window or {}
     since = window.get("since")
     start = window.get("job_start") or ((job or {}).get("slurm") or {}).get("start")
-    parts = [t["since"].format(t=_utc_text(since)) if since else t["whole_log"]]
+    parts = [_fill(t["since"], t=_utc_text(since)) if since else t["whole_log"]]
     if start:
         parts.append("%s %s" % (t["job_start"], _utc_text(start)))
     parts.append("%s %s" % (t["generated"], _utc_text(generated)))
@@ -298,7 +304,7 @@ def report_facts(analysis, lang="en"):
                              if isinstance(f, dict) and f.get("severity") in SERIOUS],
         "events": events,
         "timeline_svg": timeline_svg(timeline, rows, tl_words),
-        "quiet": t["others_quiet"].format(n=len(quiet), hosts=", ".join(quiet)) if quiet and timeline else "",
+        "quiet": _fill(t["others_quiet"], n=len(quiet), hosts=", ".join(quiet)) if quiet and timeline else "",
         "inputs": _inputs_facts(analysis.get("inputs"), job, t),
         "window": _window_text(analysis.get("window"), job, analysis.get("generated"), t),
     }
