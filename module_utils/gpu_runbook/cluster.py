@@ -17,6 +17,7 @@ from .analyze import SCHEMA, unreachable_host
 from .confidence import host_confidence, job_confidence
 from .findings import SEVERITY_RANK, finding
 from .hostresult import malformed_message, result_problem
+from .joblog.culprits import SETUP_EVIDENCE
 from .taxonomy import RUNG_TABLE
 from .timeutil import to_utc
 from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
@@ -322,13 +323,16 @@ def join_job(hosts, job):
     by_name = {h["host"]: h for h in hosts}
     rank_map = {int(k): v for k, v in (job.get("rank_map") or {}).items()}
     culprits, explanations = [], []
+    # ranks NCCL's setup words name (a duplicate GPU, no socket interface) are the job's config:
+    # no host of theirs is a culprit to drain
+    named_by_setup = job.get("culprit_evidence") in SETUP_EVIDENCE
     for rank in job.get("culprit_ranks") or []:
         info = rank_map.get(int(rank)) or {}
         host = _match_host(by_name, info.get("host"))
         gpu_pci = info.get("gpu_pci")
         entry = {"rank": int(rank), "host": host["host"] if host else info.get("host"), "gpu_pci": gpu_pci,
                  "explained_by": None, "category": None}
-        if host is not None:
+        if host is not None and not named_by_setup:
             why = _explaining_finding(host, gpu_pci)
             coll = job.get("collective") or {}
             what = "rank %d (%s%s) is the rank the others waited for%s" % (
@@ -384,6 +388,9 @@ def _job_verdict(job, culprits, explanations):
     if serious:
         top = max(serious, key=rank_key)
         return top["category"], top
+    first = next((f for f in found if f["kind"] == "nccl_watchdog_timeout_first"), None)
+    if first is not None:  # the first transfer never completed: no phase makes that the code's
+        return "unknown", first
     trend = (job.get("iteration_rate") or {}).get("trend")
     if trend == "falling":
         return "memory_leak", None

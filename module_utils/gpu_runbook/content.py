@@ -245,6 +245,9 @@ def find_blocks(lines):
             i += 1
             continue
         opened = _opening(line, lines[i + 1:i + 4])
+        if opened is None and line[:1] == " " and line[:4].strip() == "":
+            # a paste indented as a code block (markdown, rst): its opening under the indent
+            opened = _opening(line.lstrip(" "), lines[i + 1:i + 4])
         prefixed = False
         if opened is None:
             body = _unprefixed(line)

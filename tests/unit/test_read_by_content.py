@@ -283,3 +283,51 @@ def test_an_inventory_query_is_no_health_reading_and_a_row_not_read_is_not_healt
     rc, doc, err = analyze_json(capsys, tmp_path)
     (h,) = doc["hosts"]
     assert h["verdict"] == "unknown" and "nvsmi_csv_bad_row" in [f["kind"] for f in h["findings"]], err
+
+
+@pytest.mark.parametrize("raised", ["RuntimeError: CUDA error: device-side assert triggered",
+                                    "RuntimeError: CUDA error: an illegal memory access was encountered"])
+def test_a_traceback_that_raises_an_emitters_message_is_read_by_its_vocabulary(tmp_path, capsys, raised):
+    # the exception line is the traceback's and a CUDA message: neither reader may leave it to the other
+    (tmp_path / "train.log").write_text("train Loss: 2.7186 Acc: 0.4082\nTraceback (most recent call last):\n"
+                                        '  File "train.py", line 379, in train_model\n'
+                                        "    running_loss += loss.item() * now_batch_size\n" + raised + "\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "application", err
+    assert doc["job"]["decided_by"]["evidence"].endswith(raised.split(": ", 1)[1])
+
+
+def _watchdog(rank, seq):
+    return ("[E ProcessGroupNCCL.cpp:474] [Rank %d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d, "
+            "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=120000) ran for 120621 milliseconds before timing "
+            "out.\n" % (rank, seq))
+
+
+def test_every_rank_stuck_in_the_first_collective_is_the_transports_question_not_the_codes(tmp_path, capsys):
+    (tmp_path / "output.log").write_text("".join(_watchdog(r, 1) for r in range(4)))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    job = doc["job"]
+    assert job["verdict"] == "unknown" and job["decided_by"]["kind"] == "nccl_watchdog_timeout_first", err
+    assert "early_phase_failure" not in [f["kind"] for f in job["findings"]]
+    # a few collectives in, with every rank waiting, it is still early: the code's (mismatched collectives)
+    (tmp_path / "output.log").write_text("".join(_watchdog(r, 7) for r in range(4)))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "application", err
+
+
+def test_ranks_nccl_names_in_a_setup_error_are_culprits_with_no_host_to_drain(tmp_path, capsys):
+    (tmp_path / "log.txt").write_text(
+        "".join("gpu-03:2988%d:2988%d [0] NCCL INFO comm 0x55d0c8a0000%d rank %d nranks 4 cudaDev 0 nvmlDev 0 busId "
+                "e2000 commId 0x5eed - Init START\n" % (r, r, r, r) for r in (2, 3)) +
+        "gpu-03:29883:29883 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 3 and rank 2 both on CUDA "
+        "device e2000\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    job = doc["job"]
+    assert job["verdict"] == "nccl_config" and job["culprit_ranks"] == [2, 3], err
+    assert job["culprit_hosts"] == [] and job["rank_map"]["2"]["host"] == "gpu-03"
+    # with the host's own capture beside it, the host gets no job_culprit (nothing to drain)
+    (tmp_path / "gpu-03").mkdir()
+    (tmp_path / "gpu-03" / "kern.log").write_text(XID79)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = [h for h in doc["hosts"] if h["host"] == "gpu-03"]
+    assert "job_culprit" not in [f["kind"] for f in h["findings"]], err

@@ -57,7 +57,8 @@ def analyse(st):
     failed_at, run_frac, last_prog = where_failed(st)
 
     hosts = []
-    for r in ranks:
+    # ranks a setup error names (duplicate GPU, no socket interface) are the job's config: no host to drain
+    for r in ranks if how not in C.SETUP_EVIDENCE else ():
         h = (rank_map.get(r) or {}).get("host")
         if h and h not in hosts:
             hosts.append(h)

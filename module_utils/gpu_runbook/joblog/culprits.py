@@ -10,13 +10,15 @@ DataLoader error first. An IB peer named by several reporters is the suspect hos
 from collections import Counter
 
 from .launch_lines import ras_culprits
-from .nccl_words import (DEATH_KINDS, async_port_hosts, died_of_own_error, host_side_hosts, mismatch_ranks,
-                         setup_failed)
+from .nccl_words import (DEATH_KINDS, SETUP_KINDS, async_port_hosts, died_of_own_error, host_side_hosts,
+                         mismatch_ranks, setup_failed)
 
 _FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("cuda_oom", "host_oom"),
                       ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_timeout",
                        "dataloader_shm_bus_error"))
 NET_EVENT_KINDS = ("ib_completion_error", "nccl_peer_connection")
+# how culprit ranks were found from NCCL's setup words: they name no host to drain
+SETUP_EVIDENCE = ("nccl_setup_ranks", "nccl_setup_failed")
 
 
 def collective(st):
@@ -44,17 +46,33 @@ def collective(st):
 
 def culprits(st, world, coll, timed_out, behind):
     """Returns (ranks, how): the first source of evidence that names someone wins."""
-    for finder in (_flight_recorder, _desync_report, _ras_report, _nccl_mismatch, _pyspy):
+    for finder in (_flight_recorder, _desync_report, _ras_report, _nccl_mismatch, _nccl_named_ranks, _pyspy):
         found = finder(st, world)
         if found:
             return found
     found = _gpu_fault(st) or _silent_ranks(st, world, coll, timed_out, behind)
     if found:
         return found
-    return _last_completed(st) or _first_error(st) or ([], None)
+    return _last_completed(st) or _first_error(st) or _setup_failed_rank(st) or ([], None)
 
 
 HW_CUDA_WORDS = ("ECC", "NVLink", "fallen off the bus")
+
+
+def _nccl_named_ranks(st, world):
+    """NCCL's setup words that name the ranks at fault ('Duplicate GPU detected : rank 3 and
+    rank 2 both on CUDA device ...': the two ranks bound to one GPU)."""
+    ranks = sorted(set(r for rec in st.nccl_words if rec["kind"] in SETUP_KINDS for r in rec.get("ranks") or ()))
+    return (ranks, "nccl_setup_ranks") if ranks else None
+
+
+def _setup_failed_rank(st):
+    """The rank whose own NCCL setup failed (no socket interface, /dev/shm ...), when nothing
+    stronger names one: the rank the job stopped at."""
+    for rec in st.nccl_words:
+        if rec["kind"] in SETUP_KINDS and rec.get("rank") is not None:
+            return [rec["rank"]], "nccl_setup_failed"
+    return None
 
 
 def _pyspy(st, world):

@@ -121,6 +121,8 @@ def _early_failure(st, job, last_prog, findings):
                    any(f["severity"] == "critical" for f in findings))
     if job["phase"] != "early" or not failure or any(f["category"] in _HW_CATEGORIES for f in findings):
         return None
+    if _first_collective(job) and not any(f["severity"] == "critical" for f in findings):
+        return None  # no data ever moved: the transport's question (nccl_watchdog_timeout_first), not the code's
     fa = job["failed_at"] or {}
     culprits = job["culprit_ranks"]
     src = last_prog["src"] if last_prog else (st.timeouts[0]["src"] if st.timeouts else "")
@@ -144,11 +146,21 @@ def _cause(findings, culprits):
     return max(pool, key=rank_key) if pool else None
 
 
+def _first_collective(job):
+    """Every rank that timed out waits in the process group's first collective (SeqNum 1; 0
+    in releases that count from 0) and no rank is named behind it: the first transfer never
+    completed, which mismatched collectives or a slow rank do not explain."""
+    c = job["collective"] or {}
+    return c.get("seq") in (0, 1) and not job["culprit_ranks"] and bool(job["timed_out_ranks"])
+
+
 def _timeout_kind(cause, job):
     """(kind, category) of the timeout finding: its cause's remedy, else what the phase and
     the culprit's host say."""
     if cause is not None and cause["rung"] in _TIMEOUT_KIND_BY_RUNG:
         return _TIMEOUT_KIND_BY_RUNG[cause["rung"]], cause["category"]
+    if _first_collective(job):
+        return "nccl_watchdog_timeout_first", "unknown"
     if job["phase"] == "early":
         return "nccl_watchdog_timeout_early", "application"
     if job["culprit_hosts"] or job["phase"] == "late":

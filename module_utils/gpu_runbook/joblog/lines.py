@@ -78,7 +78,8 @@ def parse_file(name, text, st, ahead=None):
             # (counted only when it reads it: how much of a file was a job's is what the
             # handlers took whole and what the last reader read, the same with or without the
             # prefilter; findings cite the rest)
-            if before is not None and _mark(st, fs) == before and emitter_lines.read(line, fs, st):
+            if before is not None and _unread_but_its_exception(before, _mark(st, fs), st, line) and \
+                    emitter_lines.read(line, fs, st):
                 used += 1
     if fs.fr_cur:
         torch_lines.fr_flush(fs, fs.file_rank, st)
@@ -95,6 +96,21 @@ def _job_mark(st):
             len(st.desync_lagging), len(st.desync_timeout), len(st.fr_missing), len(st.fr_entries),
             len(st.ip_host), len(st.via), st.nccl_version, st.hf_epoch, st.nccl_tests is not None, st.oob,
             st.ib_disabled, st.socket_ifname, len(st.sacct))
+
+
+def _unread_but_its_exception(before, after, st, line):
+    """True when no handler read the line, or only the traceback reader did, as the exception
+    that ends a traceback: an exception that raises an emitter's message ('RuntimeError: CUDA
+    error: device-side assert triggered') is that emitter's to read too (the exception alone is
+    dropped as a restatement of the message: job_findings)."""
+    if after == before:
+        return True
+    n = len(_job_mark(st))
+    if after[0] != before[0] + 1 or not (before[n] and not after[n]) or \
+            after[1:n] + after[n + 1:] != before[1:n] + before[n + 1:]:
+        return False
+    ev = st.events[-1]
+    return ev["kind"] == "python_exception" and ev["src"] == line.src
 
 
 def _mark(st, fs):

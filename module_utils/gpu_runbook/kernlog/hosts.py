@@ -303,6 +303,9 @@ class HostDemux(object):
                     self._block = self._admit(names) or ()
                     return True
             return False
+        if c == " " and "@" in line[:100] and len(line) - len(line.lstrip(" ")) <= 8:
+            line = line.lstrip(" ")  # a prompt indented as a code block (markdown, rst)
+            c = line[:1]
         if "@" in line[:400] and c in "([" or (c.isalnum() and "@" in line[:100]):
             m = _PROMPT_RE.match(line)
             if m:

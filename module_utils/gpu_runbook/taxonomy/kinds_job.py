@@ -121,6 +121,15 @@ STEPS = {
                                  "`nvidia-fabricmanager`가 활성화되어 실행 중이고 fabric 상태가 Completed인지 "
                                  "확인하십시오(`nvidia-smi -q | grep -A2 Fabric`); Fabric Manager를 재시작했다면 GPU를 "
                                  "리셋하거나 재부팅하십시오; `NCCL_NVLS_ENABLE=0`으로 NVLS를 우회할 수 있습니다."),
+    "job_test_first_transfer": (None, "Rerun with `NCCL_DEBUG=INFO` to see the transport each channel uses; test it "
+                                      "alone: `NCCL_P2P_DISABLE=1` (GPU peer-to-peer over PCIe: ACS/IOMMU settings, "
+                                      "consumer and workstation GPUs), `NCCL_SHM_DISABLE=1`, or the network "
+                                      "(`NCCL_SOCKET_IFNAME`, a firewall between the nodes); nccl-tests on the same "
+                                      "GPUs shows which.",
+                                "`NCCL_DEBUG=INFO`로 다시 실행해 각 채널의 전송 방식을 확인하고, 하나씩 따로 "
+                                "시험하십시오: `NCCL_P2P_DISABLE=1` (PCIe GPU peer-to-peer: ACS/IOMMU 설정, 소비자용·"
+                                "워크스테이션 GPU), `NCCL_SHM_DISABLE=1`, 또는 네트워크(`NCCL_SOCKET_IFNAME`, 노드 "
+                                "사이 방화벽); 같은 GPU에서 nccl-tests를 실행하면 어느 쪽인지 보입니다."),
     # launchers, nccl-tests, NCCL RAS (joblog/launch_lines.py, joblog/nccl_tests.py)
     "job_isolate_nccl_tests": (None, "Rerun nccl-tests on each node alone, then on pairs of nodes, to find the GPU, "
                                      "NVLink or link that corrupts data; read that host's Xids and ECC counters.",
@@ -354,6 +363,12 @@ KINDS = {
         "application", "critical", "fix_application", ("job_fix_collective_order",),
         "collective timeout early in the run with no error before it: the ranks issue mismatched collectives",
         "실행 초반에 앞선 오류 없이 collective 타임아웃: 랭크들이 서로 다른 collective를 호출함"),
+    "nccl_watchdog_timeout_first": kind(
+        "unknown", "critical", "none", ("job_test_first_transfer",),
+        "the first collective never completed on any rank: no data ever moved between the GPUs -- the transport "
+        "(GPU peer-to-peer, shared memory, the network) rather than a rank that fell behind",
+        "첫 collective가 어느 랭크에서도 끝나지 않음: GPU 사이에 데이터가 한 번도 오가지 못함 -- 뒤처진 랭크가 "
+        "아니라 전송 경로(GPU peer-to-peer, 공유 메모리, 네트워크) 문제"),
     "nccl_watchdog_timeout_unexplained": kind(
         "nccl_deadlock", "critical", "none", ("job_check_collective_order", "job_enable_desync_debug"),
         "collective timeout whose culprit rank could not be identified",
