@@ -223,9 +223,11 @@ def _header_start(lines, i):
         if not line.strip() or _DATE_RE.match(line):  # nvidia-smi prints the date above its table
             k -= 1
             continue
-        if PROMPT_RE.match(line) or (_HEADER_RE.match(line) and not LOG_LINE_RE.match(line)):
+        indent = len(line) - len(line.lstrip(" "))
+        prompt = PROMPT_RE.match(line[indent:] if indent <= 8 else line)  # under a code block's indent
+        if prompt or (_HEADER_RE.match(line) and not LOG_LINE_RE.match(line)):
             start = k
-            if PROMPT_RE.match(line):
+            if prompt:
                 break
             k -= 1
             continue

@@ -331,3 +331,13 @@ def test_ranks_nccl_names_in_a_setup_error_are_culprits_with_no_host_to_drain(tm
     rc, doc, err = analyze_json(capsys, tmp_path)
     (h,) = [h for h in doc["hosts"] if h["host"] == "gpu-03"]
     assert "job_culprit" not in [f["kind"] for f in h["findings"]], err
+
+
+@pytest.mark.parametrize("prompt", ["zeyer@cn-234 ~ % nvidia-smi", "[zeyer@cn-234 ~]$ nvidia-smi",
+                                    "zeyer@cn-234:~$ nvidia-smi", "    [zeyer@cn-234 ~]$ nvidia-smi"])
+def test_a_shell_prompt_names_the_host_of_what_follows(tmp_path, capsys, prompt):
+    # zsh's default prompt (user@host ~ %), bash's two, and one indented as a code block
+    (tmp_path / "paste.txt").write_text(prompt + "\nUnable to determine the device handle for GPU0000:03:00.0: "
+                                                 "Unknown Error\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert [h["host"] for h in doc["hosts"]] == ["cn-234"], err

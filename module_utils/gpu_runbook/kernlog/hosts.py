@@ -38,7 +38,9 @@ _NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}"
 _PREFIX_RE = re.compile(r"(" + _NAME + r"): ")
 _PROMPT_RE = re.compile(
     r"(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r"):[^\s#$%]{0,1024}[#$%](?: |$)"
-    r"|(?:\([^()\s]{1,64}\) )?\[?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r")(?: [^\]]{0,1024})?\][#$%](?: |$)")
+    r"|(?:\([^()\s]{1,64}\) )?\[?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r")(?: [^\]]{0,1024})?\][#$%](?: |$)"
+    # zsh's default 'user@host ~ %' (%n@%m %1~ %#)
+    r"|(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r") [^\s#$%]{1,1024} [#$%](?: |$)")
 _ANSIBLE_RE = re.compile(r"(" + _NAME + r") \| (?:CHANGED|SUCCESS|FAILED!?|UNREACHABLE!?)(?: \||  ?=>| >>|$)")
 _DASHES_RE = re.compile(r"-{3,}\s*$")
 # 'for h in ...; do echo $h; ssh $h cmd; done': a line that is only a node name (with a digit),
@@ -309,7 +311,7 @@ class HostDemux(object):
         if "@" in line[:400] and c in "([" or (c.isalnum() and "@" in line[:100]):
             m = _PROMPT_RE.match(line)
             if m:
-                name = _ssh_target(line[m.end():]) or m.group(1) or m.group(2)
+                name = _ssh_target(line[m.end():]) or m.group(1) or m.group(2) or m.group(3)
                 if _hostlike(name):
                     self._block = self._admit((name,)) or ()
                     return True
