@@ -96,6 +96,10 @@ def _sysfs(line):
     return not line.strip() or line.startswith("/sys/class/infiniband")
 
 
+def _rdma_link(line):
+    return not line.strip() or _RDMA_LINK_RE.match(line) is not None
+
+
 def _ibdev2netdev(line):
     return not line.strip() or "==>" in line
 
@@ -120,6 +124,9 @@ def _csv_rows(width):
     return belongs
 
 
+# iproute2's `rdma link`: 'link mlx5_0/1 ... state ACTIVE physical_state LINK_UP' (infiniband/rdma_link.py)
+_RDMA_LINK_RE = re.compile(r"^\s{0,8}(?:\d{1,4}/\d{1,3}:\s{1,4})?link\s{1,4}[\w.\-]{1,64}/\d{1,3}\s[^\n]{0,800}?"
+                           r"\b(?:physical_)?state\s+[A-Z_]{2,32}")
 _PQ_ROW_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,60}:\.{0,80}-?\d")
 _CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus_id|gpu_uuid|timestamp|"
                             r"driver_version)\b[^\n]{0,4000},")
@@ -152,6 +159,7 @@ BLOCKS = (
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
+    ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link),
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),
@@ -159,7 +167,7 @@ BLOCKS = (
 # sources whose opening line may be the whole block (nvidia-smi's one-line messages, an ibstat
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
-                "ibdev2netdev.txt", "slurm-node.txt", "dcgmi.txt")
+                "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")

@@ -10,8 +10,9 @@ import re
 NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-query-gpu.csv")
 COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
 KERNEL_LOG = "kern.log"
-IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "ibdev2netdev.txt")  # first present wins
-# (sysfs is authoritative; ibdev2netdev says the least: a port's interface Up or Down)
+IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "rdma-link.txt", "ibdev2netdev.txt")
+# first present wins (sysfs is authoritative; rdma link has states, no rate; ibdev2netdev says the
+# least: a port's interface Up or Down)
 IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")
 IB_SOURCES = IB_LINK_SOURCES + IB_COUNTER_SOURCES
 BUG_REPORT = "bug-report.txt"

@@ -713,3 +713,33 @@ def test_empty_sysfs_with_expected_devices_means_they_are_missing():
     assert [(f["severity"], f["kind"], f["ib"]["device"]) for f in findings] == \
         [("critical", "ib_device_missing", "mlx5_0"), ("critical", "ib_device_missing", "mlx5_1")]
     assert [f["kind"] for f in ib.parse_ib_sysfs("")[1]] == ["unparseable"]
+
+
+# ---- iproute2's `rdma link` (infiniband/rdma_link.py)
+RDMA_LINK = ("link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 13 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP\n"
+             "link mlx5_1/1 subnet_prefix fe80:0000:0000:0000 lid 65535 sm_lid 0 lmc 0 state DOWN physical_state POLLING\n"
+             "link mlx5_2/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0\n")
+
+
+def test_rdma_link_reads_each_ports_state_and_judges_it_as_ibstat_would():
+    from gpu_runbook.infiniband import detect_ib_format, parse_ib
+    assert detect_ib_format(RDMA_LINK) == "rdma-link"
+    facts, findings = parse_ib(RDMA_LINK, source="rdma-link.txt")
+    ports = {(p["device"], p["port"]): p for p in facts["ports"]}
+    assert ports[("mlx5_0", 1)]["state"] == "Active" and ports[("mlx5_0", 1)]["phys_state"] == "LinkUp"
+    assert ports[("mlx5_1", 1)]["state"] == "Down" and ports[("mlx5_1", 1)]["phys_state"] == "Polling"
+    assert ports[("mlx5_2", 1)]["netdev"] == "ens1f0np0"
+    bad = [f for f in findings if f["severity"] in ("warning", "critical")]
+    assert [(f["ib"]["device"], f["category"]) for f in bad] == [("mlx5_1", "ib_network")]
+
+
+def test_rdma_link_readings_of_one_port_that_go_down_and_back_are_a_flap():
+    from gpu_runbook.infiniband import parse_ib
+    text = "".join("link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state %s physical_state %s\n"
+                   % s for s in (("ACTIVE", "LINK_UP"), ("DOWN", "POLLING"), ("ACTIVE", "LINK_UP")))
+    facts, findings = parse_ib(text, source="rdma-link.txt")
+    assert facts["ports"][0]["state"] == "Active"  # the last reading is the port's state
+    (f,) = [f for f in findings if f["kind"] == "ib_link_downed"]
+    assert f["source"] == "rdma-link.txt:2" and f["ib"]["device"] == "mlx5_7"
+    steady = "".join(text.splitlines(True)[0] for _ in range(3))
+    assert "ib_link_downed" not in [f["kind"] for f in parse_ib(steady, source="rdma-link.txt")[1]]
