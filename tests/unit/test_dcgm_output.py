@@ -1,4 +1,4 @@
-"""dcgmi diag / dcgmi health output (gpu_runbook/dcgm.py): the real samples under
+"""dcgmi diag / dcgmi health / dcgmi nvlink --link-status output (gpu_runbook/dcgm/): the real samples under
 tests/fixtures/formats/dcgmi_* give their truth, and synthetic reports written the way DCGM's own
 source prints them (dcgmi/Diag.cpp's DIAG_DATA stencil and 45-column message pieces,
 Health.cpp's DcgmiOutputTree(28, 60) and 54-column pieces, the -j JSON of each DCGM generation)
@@ -380,3 +380,27 @@ def test_patterns_have_no_nested_repeats():
         obj = getattr(mod, name)
         if isinstance(obj, re.Pattern):
             assert not re.search(r"\)[*+]\)?[*+]", obj.pattern), name
+
+
+# ---- dcgmi nvlink --link-status (dcgm/nvlink.py): its layout as dcgmi/Nvlink.cpp prints it
+def _link_status(*gpus):
+    return ("+----------------------+\n|  NvLink Link Status  |\n+----------------------+\nGPUs:\n" +
+            "".join("    gpuId %d:\n        %s\n" % (i, " ".join(links)) for i, links in enumerate(gpus)) +
+            "NvSwitches:\n    No NvSwitches found.\n\nKey: Up=U, Down=D, Disabled=X, Not Supported=_\n")
+
+
+def test_link_status_with_every_link_up_is_healthy_and_a_down_link_is_an_inactive_nvlink():
+    facts, findings = parse_dcgmi(_link_status("U" * 18, "U" * 12 + "_" * 6))
+    assert facts["tool"] == "dcgmi nvlink" and facts["healthy"] and not findings
+    facts, findings = parse_dcgmi(_link_status("U" * 18, "U" * 4 + "D" * 2 + "X" * 12))
+    (f,) = findings
+    assert f["kind"] == "nvlink_inactive" and f["gpu"]["index"] == 1 and "2 of its 18" in f["message"]
+    assert f["source"] == "dcgmi.txt:8" and not facts["healthy"]
+
+
+def test_link_status_is_found_in_a_paste_by_its_box():
+    from gpu_runbook.content import plan
+    text = "$ dcgmi nvlink --link-status\n" + _link_status("D" * 18) + "$ uptime\n 10:00:01 up 3 days\n"
+    p = plan(text)
+    assert list(p.blocks) == ["dcgmi.txt"] and "Key: Up=U" in p.blocks["dcgmi.txt"]
+    assert "uptime" in p.rest and "gpuId" not in p.rest

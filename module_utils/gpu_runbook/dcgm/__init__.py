@@ -13,16 +13,17 @@ A failed or warned test is one finding per GPU, read by the DCGM error code the 
 (``error_id``: vocab/dcgm.py CODES), else by its message (the DCGM table, then DCGM's older
 wordings: ``_LEGACY``), else by the test's name (``_NAME_RULES``). A test failed on every GPU is one
 node-wide finding but for a GPU whose own message is critical hardware: a cause every GPU shares (a
-false NVLink expectation, power, cooling) is no one GPU's fault. ``OPENING``/``opens``/``belongs``:
-for content.py's block finder."""
+false NVLink expectation, power, cooling) is no one GPU's fault. ``dcgmi nvlink --link-status``: its
+own module (nvlink.py). ``OPENING``/``opens``/``belongs``: for content.py's block finder."""
 
 import json
 import re
 
-from . import vocab
-from .findings import SEVERITY_RANK, SUSPICION, finding, gpu_ref, iter_lines, never_raise, small_int, unpaste
-from .taxonomy import KINDS
-from .taxonomy.kinds_vocab import BY_CATEGORY
+from .. import vocab
+from ..findings import SEVERITY_RANK, SUSPICION, finding, gpu_ref, iter_lines, never_raise, small_int, unpaste
+from ..taxonomy import KINDS
+from ..taxonomy.kinds_vocab import BY_CATEGORY
+from .nvlink import LINE as _LINK_LINE, facts_of as _link_facts, findings_of as _link_findings, link_status
 
 SOURCE = "dcgmi.txt"
 _SECTIONS = r"(?:Metadata|Deployment|Integration|Hardware|Stress|Training)"
@@ -33,7 +34,7 @@ OPENING = re.compile(r"^[ \t]{0,8}(?:\+-[-+=]{4,}[ \t]*$|[+|]-{3,}[ \t]{1,4}" + 
                      r" - (?:All\b|GPUs?: \d)|[A-Za-z_]{1,12}\d{1,4}: (?:Pass|Fail|Warn|Skip|Not Run)\b)|\{)")
 _BOX_TOP = re.compile(r"^[ \t]{0,8}\+-[-+=]{4,}[ \t]*$")
 _HEADER_ROW = re.compile(r"^[ \t]{0,8}(?:\|[ \t]{1,3}(?:Diagnostic[ \t]{1,40}\|[ \t]{1,3}Result|Health Monitor "
-                         r"Report)\b|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t])")
+                         r"Report|NvLink Link Status)\b|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t])")
 _JSON_HEAD = re.compile(r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|Health Monitor Report)"|"Overall Result" ?: ?"|"body"'
                         r' ?: ?\{ ?"(?:Overall Health|GPU|vGPU|Switch|GPU_I|GPU_CI|LINK|CPU|CPU_CORE|ConnectX)" ?:')
 _JSON_SCALAR = re.compile(r'^(?:-?\d{1,20}(?:\.\d{1,20})?|true|false|null),?$|'
@@ -91,7 +92,7 @@ def opens(line, after=()):
 def belongs(line):
     """True when ``line`` may continue a dcgmi block: a box line, a JSON line, a blank."""
     s = line.strip()
-    return not s or s[0] in "|+{}]\"" or bool(_JSON_SCALAR.match(s))
+    return not s or s[0] in "|+{}]\"" or bool(_JSON_SCALAR.match(s)) or bool(_LINK_LINE.match(s))
 
 
 def parse_dcgmi(text, source=SOURCE):
@@ -117,7 +118,12 @@ def _parse(text, source=SOURCE):
             continue
         i += 1
     findings, facts = [], []
-    for rep in _text_reports(lines, raw, taken) + reports:
+    links, read = link_status(lines, raw, source)  # dcgmi nvlink --link-status (dcgm/nvlink.py)
+    for rep in links:
+        found = _link_findings(rep, source)
+        findings.extend(found)
+        facts.append(_link_facts(rep, found))
+    for rep in _text_reports(lines, raw, taken | read) + reports:
         found = _health_findings(rep, source) if rep["tool"] != "dcgmi diag" else [
             _make(c if isinstance(c, dict) else _named("unknown"), "warning", "dcgmi diag did not run: %s" % t[:300],
                   {}, None, source) for t, c in ((t, _by_text(t)) for t in rep["errors"])] + [
