@@ -417,6 +417,8 @@ def _ended_well(job):
         return True
     if job.get("training"):
         return False
+    if any("NCCL WARN" in (f.get("evidence") or "") for f in job.get("findings") or ()):
+        return False  # NCCL warned (a device it skipped ...): it went on, which is not an end said well
     return _job_logs_read(job)
 
 

@@ -341,3 +341,18 @@ def test_a_shell_prompt_names_the_host_of_what_follows(tmp_path, capsys, prompt)
                                                  "Unknown Error\n")
     rc, doc, err = analyze_json(capsys, tmp_path)
     assert [h["host"] for h in doc["hosts"]] == ["cn-234"], err
+
+
+def test_a_device_nccl_could_not_open_is_information_when_it_went_on_with_others(tmp_path, capsys):
+    head = "pod-0:80744:80744 [1] "
+    skipped = head + "transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to open device mlx5_59\n"
+    (tmp_path / "log.txt").write_text(skipped)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "nccl_config", err  # alone: the job could not use the device it saw
+    (tmp_path / "log.txt").write_text(skipped + head + "NCCL INFO NET/IB : Using [0]mlx5_1:1/RoCE [1]mlx5_18:1/RoCE ; "
+                                                    "OOB eth0:10.0.0.7<0>\n" + head + "NCCL INFO Using network IB\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    job = doc["job"]
+    (f,) = [f for f in job["findings"] if "mlx5_59" in f["evidence"]]
+    assert f["severity"] == "info" and "mlx5_1" in f["message"]
+    assert job["verdict"] == "unknown", err  # NCCL warned: not an end said well, not a failure either

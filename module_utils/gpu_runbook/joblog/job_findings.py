@@ -39,6 +39,7 @@ def job_findings(st, job, last_prog):
     findings.extend(launch_findings(st))
     findings.extend(pyspy.findings(st))             # where each dumped process stood (py-spy dump)
     findings.extend(emitter_lines.findings(st, findings))  # what only an emitter's vocabulary explains
+    _devices_skipped(findings, st)
     findings.extend(emitter_lines.sacct_findings(st)[0])
     if trend == "falling":
         findings.append(_falling_rate(st, job["iteration_rate"]["by_epoch"]))
@@ -51,6 +52,20 @@ def job_findings(st, job, last_prog):
                                                            for f in findings):
         findings.append(_end_unknown(st))
     return dedupe(findings)
+
+
+def _devices_skipped(findings, st):
+    """An RDMA device NCCL could not open, when it then used others ('NET/IB : Using [0]mlx5_1:1/RoCE'):
+    NCCL skipped it and went on (a container given some of the host's devices), so the WARN is
+    information, not the job's failure."""
+    used = list(st.ib_devices) + list(st.roce_devices)
+    if not used:
+        return
+    for f in findings:
+        if f["kind"] == "logged_nccl_config_error" and f["severity"] == "warning" and (
+                "Unable to open device" in f["evidence"] or "ibv_open_device" in f["evidence"]):
+            f["severity"] = "info"
+            f["message"] += " NCCL went on with the devices it could open (%s)." % ", ".join(map(str, used[:8]))
 
 
 def _end_unknown(st):
