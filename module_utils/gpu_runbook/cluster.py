@@ -447,7 +447,8 @@ def _unchecked_job_nodes(hosts, job):
         culprit = node in (job.get("culprit_hosts") or [])
         out.append(finding(
             "job_culprit_node_not_checked" if culprit else "job_node_not_checked",
-            "%s ran this job%s but was not checked (not in the inventory or outside --limit)"
+            "%s ran this job%s but was not checked (no evidence of it: not in the inventory, outside --limit, or no "
+            "capture of it given)"
             % (node, " and hosts a culprit rank" if culprit else ""), source="cluster", name=node))
     return out
 

@@ -39,7 +39,8 @@ TEXT = {
         "culprit": "culprit",
         "why": "why",
         "no_explanation": "no finding on this host explains it",
-        "not_checked": "host not checked (not in the inventory or outside --limit)",
+        "not_checked": "host not checked (no evidence of it: not in the inventory, outside --limit, or no capture "
+                       "of it given)",
         "tag_culprit": "culprit's host (rank {ranks})",
         "tag_named": "named in the job's logs",
         "tag_not_in_job": "not in job",
@@ -68,7 +69,7 @@ TEXT = {
         "culprit": "원인",
         "why": "이유",
         "no_explanation": "이 호스트의 어떤 발견도 이를 설명하지 못함",
-        "not_checked": "호스트를 점검하지 못함 (인벤토리에 없거나 --limit 밖)",
+        "not_checked": "호스트를 점검하지 못함 (근거 없음: 인벤토리에 없거나 --limit 밖이거나 캡처가 주어지지 않음)",
         "tag_culprit": "원인 랭크의 호스트 (랭크 {ranks})",
         "tag_named": "작업 로그에 언급됨",
         "tag_not_in_job": "작업 외 호스트",

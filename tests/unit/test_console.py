@@ -253,8 +253,9 @@ def test_a_culprit_host_outside_the_run_is_named_in_the_chain_and_the_cluster_li
     lines = console_lines(a, lang, report_path=REPORT)
     flat = _flat(lines)
     rank = "rank 11" if lang == "en" else "랭크 11"
-    not_checked = ("host not checked (not in the inventory or outside --limit)" if lang == "en"
-                   else "호스트를 점검하지 못함 (인벤토리에 없거나 --limit 밖)")
+    not_checked = ("host not checked (no evidence of it: not in the inventory, outside --limit, or no capture of it "
+                   "given)" if lang == "en"
+                   else "호스트를 점검하지 못함 (근거 없음: 인벤토리에 없거나 --limit 밖이거나 캡처가 주어지지 않음)")
     assert "%s -> gpu-r3-n02 GPU 0000:5d:00.0 -> %s" % (rank, not_checked) in flat
     # the cluster's finding names the node in either language
     cluster = [ln for ln in lines if ln.startswith("cluster: " if lang == "en" else "클러스터: ")]

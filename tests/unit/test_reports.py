@@ -267,6 +267,10 @@ def test_each_suspect_gets_the_plans_own_next_command():
     assert drain[:4] == ["scontrol", "update", "NodeName=gpu-r3-n02", "State=DRAIN"]
     facts = {s["host"]: s for s in report_facts(a)["suspects"]}
     assert facts["gpu-r3-n02"]["command"] == shell_line(drain)
+    entry = next(e for e in plan["hosts"] if e["host"] == "gpu-r3-n02")
+    assert entry["decision"] == "act"  # the whole command that acts, not a hint of one
+    assert facts["gpu-r3-n02"]["decision"] == ("ready: ansible-playbook playbooks/remediate.yml -l gpu-r3-n02 "
+                                               "-e confirm=yes runs it")
     assert shell_line(drain) in render_markdown(a) and shell_line(drain).replace('"', "&#34;") in render_html(a)
     # a suspect the ladder has no command for: the plan-only playbook run names it
     others = [h for h in facts if h != "gpu-r3-n02"]

@@ -64,14 +64,14 @@ def _next_step(host, entry, t):
     """The exact next command for a suspect: the plan's first rung with a command (planned,
     or held with its blocker named), its job environment, else the plan-only playbook run."""
     decision = (entry or {}).get("decision") or ""
+    said = _fill(t.get("decision_" + decision, decision), host=shell_line([host]))  # the whole command to act
     for r in (entry or {}).get("rungs") or []:
         if r.get("commands") and r.get("status") in ("planned", "blocked"):
             why = (entry or {}).get("reason") or "; ".join(r.get("blockers") or [])
-            return {"command": shell_line(r["commands"][0]), "decision": t.get("decision_" + decision, decision),
-                    "why": _s(why)}
+            return {"command": shell_line(r["commands"][0]), "decision": said, "why": _s(why)}
         if r.get("env") and r.get("status") == "planned":
             return {"command": "export " + " ".join(shell_line([v]) for v in r["env"]),
-                    "decision": t.get("decision_" + decision, decision), "why": _s((entry or {}).get("reason"))}
+                    "decision": said, "why": _s((entry or {}).get("reason"))}
     return {"command": "ansible-playbook playbooks/remediate.yml -l %s" % shell_line([host]),
             "decision": t["plan_only"], "why": _s((entry or {}).get("reason"))}
 

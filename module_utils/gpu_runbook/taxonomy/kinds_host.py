@@ -43,12 +43,14 @@ KINDS = {
         "같은 레일 {ib}에서 여러 호스트({name})에 링크 오류: HCA가 아니라 해당 레일의 리프 스위치 쪽 문제"),
     "job_node_not_checked": kind(
         "unknown", "warning", "none", ("widen_inventory",),
-        "{name}, a node of the job, was not checked (not in the inventory or outside --limit)",
-        "작업의 노드 {name}을(를) 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
+        "{name}, a node of the job, was not checked (no evidence of it: not in the inventory, outside --limit, "
+        "or no capture of it given)",
+        "작업의 노드 {name}을(를) 점검하지 못함 (근거 없음: 인벤토리에 없거나 --limit 밖이거나 캡처가 주어지지 않음)"),
     "job_culprit_node_not_checked": kind(
         "unknown", "critical", "drain", ("drain_node", "widen_inventory"),
-        "{name}, the node of a culprit rank, was not checked (not in the inventory or outside --limit)",
-        "원인 랭크의 노드 {name}을(를) 점검하지 못함 (인벤토리에 없거나 --limit 밖)"),
+        "{name}, the node of a culprit rank, was not checked (no evidence of it: not in the inventory, outside "
+        "--limit, or no capture of it given)",
+        "원인 랭크의 노드 {name}을(를) 점검하지 못함 (근거 없음: 인벤토리에 없거나 --limit 밖이거나 캡처가 주어지지 않음)"),
     "job_culprit": kind(
         "nccl_deadlock", "critical", None, (),
         "rank {rank} is the rank the others waited for (GPU {gpu})",
