@@ -3,6 +3,7 @@ capture mode (the demo rack) and live mode (stand-in tools on PATH)."""
 
 import json
 import os
+import shlex
 import textwrap
 import time
 
@@ -173,3 +174,17 @@ def test_korean_report_and_all_three_files(tmp_path):
     assert "장애 보고서" in html and "gpu-r3-n03" in html
     md = (tmp_path / "report" / "report.md").read_text()
     assert "| gpu-r3-n03 | GPU 하드웨어 |" in md
+
+
+def test_the_diagnosis_ends_with_the_command_that_plans_the_fix_and_that_command_plans_it(tmp_path):
+    proc = run_playbook(["playbooks/diagnose.yml", "-i", "inventory-examples/demo", "-l", "gpu-rack3",
+                         "-e", "diagnosis_report_dir=%s" % (tmp_path / "report")])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (line,) = [ln.strip() for ln in proc.stdout.splitlines() if "next: plan the fix" in ln]
+    argv = shlex.split(line.split(": ", 2)[2])
+    assert argv[:2] == ["ansible-playbook", "playbooks/remediate.yml"] and argv[argv.index("-l") + 1] == "gpu-rack3"
+    assert "confirm=yes" not in line  # plan only
+    plan = run_playbook(argv[1:])
+    assert plan.returncode == 0, plan.stdout[-3000:]
+    assert "Could not match supplied host pattern" not in plan.stdout + plan.stderr  # a clean plan run
+    assert os.path.isfile(os.path.join(str(tmp_path / "report"), "plan", "plan.md"))
