@@ -203,7 +203,8 @@ def job_lines(analysis, lang="en"):
     """The job's verdict, where it stopped and who waited, then the culprit chain (or, with no
     culprit, the job's own most serious finding and its action)."""
     job = analysis.get("job") or {}
-    head = text(lang, "job") + (" %s" % job["job_id"] if job.get("job_id") else "")
+    name = (job.get("slurm") or {}).get("name")  # Slurm's name of the job, when Slurm was asked
+    head = text(lang, "job") + (" %s" % job["job_id"] if job.get("job_id") else "") + (" (%s)" % name if name else "")
     head += ": %s" % label(VERDICT_LABEL, lang, job.get("verdict"))
     if job.get("confidence"):
         head += " (%s: %s)" % (text(lang, "how_sure"), how_sure(job, lang))

@@ -88,7 +88,9 @@ def test_job_mode_starts_with_the_verdict_and_the_culprit_chain(incident, lang):
     lines = console_lines(incident, lang, report_path=REPORT)
     job = incident["job"]
     assert job["verdict"] == "gpu_hardware" and [c["rank"] for c in job["culprits"]] == [11]
-    assert lines[0].startswith("job: GPU hardware" if lang == "en" else "작업: GPU 하드웨어")
+    # the job's id as its own log names it (slurmstepd's banner: STEP 48213.0)
+    assert job["job_id"] == "48213"
+    assert lines[0].startswith("job 48213: GPU hardware" if lang == "en" else "작업 48213: GPU 하드웨어")
     chain = next(i for i, ln in enumerate(lines) if ln.strip().startswith("culprit:" if lang == "en" else "원인:"))
     first_host = min(_host_line_index(lines, h) for h in incident["cluster"]["suspects"])
     assert chain < first_host  # the job and its culprit come before any host
@@ -311,3 +313,9 @@ def test_odd_analyses_render_without_a_traceback_or_none(lang):
             assert lines and not any("None" in ln for ln in lines), lines
     lines = console_lines(odd[2], lang)
     assert any(ln.strip().startswith(("culprit: rank - -> -", "원인: 랭크 - -> -")) for ln in lines), lines
+
+
+def test_the_job_line_names_the_job_as_slurm_does(incident):
+    job = dict(incident["job"], job_id="4242", slurm={"job_id": "4242", "name": "train-llm"})
+    lines = console_lines(dict(incident, job=job), "en", report_path=REPORT)
+    assert lines[0].startswith("job 4242 (train-llm): GPU hardware")

@@ -88,6 +88,8 @@ def analyse(st):
         + ([{"who": "sacct (COMPLETED)", "src": st.sacct[0]["src"]}] if emitter_lines.sacct_findings(st)[2] else []),
         # a training run's own lines were seen (progress bars, epochs): its end must be said
         "training": bool(st.progress or st.hf_epoch is not None or st.training_lines),
+        # the Slurm job its own lines name (slurmstepd's '*** STEP 4242.0 ON ...' banner, sacct's rows)
+        "logged_job_id": emitter_lines.logged_job_id(st),
     }
     return job, job_findings(st, job, last_prog)
 

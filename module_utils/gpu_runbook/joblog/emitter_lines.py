@@ -267,6 +267,15 @@ def _slurm(line, st):
     return False
 
 
+def logged_job_id(st):
+    """The Slurm job id the job's own lines name -- slurmstepd's banner (STEP 4242.0, JOB 4242) or
+    sacct's rows -- when they name one job; None otherwise."""
+    ids = set(str(r.get("id") or "").split(".")[0] for r in st.slurm if r["kind"] == "cancelled")
+    ids |= set(str(r.get("job") or "").split(".")[0] for r in st.sacct)
+    ids.discard("")
+    return ids.pop() if len(ids) == 1 else None
+
+
 # ---------------------------------------------------------------- findings
 def findings(st, existing):
     """The findings of what this reader recorded; a message a dedicated finding already

@@ -203,7 +203,8 @@ def _job_facts(job, hosts_by_name, lang, t):
         rate_picture = rate_svg(by_epoch, fa, {"title": t["rate"], "epoch": t["epoch"], "rate": t["rate_axis"],
                                                "failed": failed or t["watchdog"]})
     return {
-        "job_id": _s(job.get("job_id")),
+        "job_id": _s(job.get("job_id")) + (" (%s)" % (job.get("slurm") or {})["name"]
+                                           if (job.get("slurm") or {}).get("name") else ""),
         "verdict": label(VERDICT_LABEL, lang, job["verdict"]) if job.get("verdict") else "-",
         "decided_by": _decided_by(job, lang),
         "how_sure": _s(how_sure(job, lang)),
