@@ -99,15 +99,19 @@ def _rung_words(r):
     return "%s %s" % (r["rung"], r["status"])
 
 
+# how to raise a cap that blocks: the extra vars remediation_plan's defaults read
+_CAP_HINT = " (raise it: -e max_drain=N, -e max_drain_percent=P)"
+
+
 def host_line(h):
-    """One console line: host, decision, rungs, blockers, exact commands."""
+    """One console line: host, decision, rungs, blockers (a cap with how to raise it), exact
+    commands. The evidence is the diagnosis's, printed above it and in plan.md."""
     parts = ["%s: %s" % (h["host"], h["decision"].upper())]
-    if h.get("evidence"):
-        parts.append("evidence: %s" % h["evidence"])
     if h["rungs"]:
         parts.append("rungs: %s" % " -> ".join(_rung_words(r) for r in h["rungs"]))
     if h["blockers"]:
-        parts.append("blockers: %s" % "; ".join(h["blockers"]))
+        parts.append("blockers: %s" % "; ".join(b + (_CAP_HINT if b.startswith("cap: ") else "")
+                                                for b in h["blockers"]))
     cmds = [_cmd(c) for r in h["rungs"] if r["status"] == "planned" for c in r["commands"]]
     if cmds:
         parts.append("commands: %s" % " && ".join(cmds))

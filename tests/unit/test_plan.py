@@ -525,3 +525,14 @@ def test_hung_job_the_plan_says_which_job_and_what_happens_to_it(rack):
 def test_hung_job_policy_errors_make_a_plan_that_does_nothing(rack, policy, words):
     plan = make_plan(rack, policy)
     assert words in plan["errors"][0] and plan["commands"] == [] and plan["hosts"] == []
+
+
+def test_the_console_line_of_a_capped_host_says_how_to_raise_the_cap_and_leaves_the_evidence_to_plan_md():
+    from gpu_runbook.plan_step import host_line
+    h = {"host": "gpu-r3-n06", "decision": "blocked", "evidence": "Xid 48 (Double Bit ECC Error) on GPU 0000:97:00.0",
+         "rungs": [{"rung": "drain", "status": "blocked", "commands": [], "env": []}],
+         "blockers": ["cap: 1 of max 1 nodes already drained (max_drain_percent 10% of 8 hosts)"], "final": None,
+         "reason": None}
+    line = host_line(h)
+    assert "-e max_drain=N" in line and "-e max_drain_percent=P" in line
+    assert "Xid 48" not in line and line.startswith("gpu-r3-n06: BLOCKED | rungs: drain blocked")
