@@ -173,10 +173,14 @@ def test_demo_prints_each_task_header_once(demo):
     assert "skipping:" not in demo["out"]  # a skipped step says nothing
 
 
-def test_demo_ends_with_the_summary_and_the_report_path(demo):
+def test_demo_ends_with_the_summary_the_report_path_and_the_next_command(demo):
     lines = console(demo["out"])
     hosts = demo["report"]["hosts"]
-    summary, report_line = lines[-2], lines[-1]
+    summary, report_line, next_line = lines[-3], lines[-2], lines[-1]
+    # the next step on screen: the whole command that plans the fix (issue 27)
+    assert next_line.startswith("next: plan the fix (changes nothing; writes plan.md): ansible-playbook "
+                                "playbooks/remediate.yml -i "), next_line
+    assert " -l gpu-rack3 " in next_line and "-e job_log_dir=" in next_line and "confirm" not in next_line
     severity = collections.Counter(h["severity"] for h in hosts)
     healthy = sum(1 for h in hosts if h["verdict"] == "healthy")
     for count in ("%d critical" % severity["critical"], "%d warning" % severity["warning"], "%d healthy" % healthy):
@@ -184,7 +188,7 @@ def test_demo_ends_with_the_summary_and_the_report_path(demo):
     assert summary.startswith(str(len(hosts)))
     path = report_line.split(": ", 1)[1]
     assert os.path.isfile(path) and os.path.dirname(path) == str(demo["dir"]), report_line
-    assert "PLAY RECAP" in demo["out"].split(report_line, 1)[1]  # nothing but the recap after it
+    assert "PLAY RECAP" in demo["out"].split(next_line, 1)[1]  # nothing but the recap after it
 
 
 def test_demo_report_names_the_culprit_rank_host_and_gpu(demo):
