@@ -177,29 +177,19 @@ def aer_findings(aer, gpu_pcis, sref, ids=None, hcas=(frozenset(), {})):
     return out
 
 
-def _drop(rec, ctx):
-    rec["drops"] += 1
-    rec["evidence"].setdefault("drop", ctx[1][:1000])
-    rec["first_line"].setdefault("drop", ctx[0])
-    count_line(rec["seen"], "drop", ctx, SEEN_KEYS, {})
-
-
 def link_transition(rec, kind, ctx):
     """Update an HCA record's link/cable state for one mlx5 event."""
     # Only up->down / plugged->unplugged transitions are faults: an unused port logs
     # 'Cable unplugged' and 'Link down' once at boot without ever having been up.
-    # A first 'Link down' whose port the log never showed up counts once a 'Link up' follows it: the
-    # port was up before the log began (a log cut after boot), and it went down and came back.
     line = ctx[1]
     if kind == "link_down":
         if rec["last_state"] == "up":
-            _drop(rec, ctx)
-        elif rec["last_state"] is None:
-            rec["down_unseen_up"] = ctx
+            rec["drops"] += 1
+            rec["evidence"].setdefault("drop", line[:1000])
+            rec["first_line"].setdefault("drop", ctx[0])
+            count_line(rec["seen"], "drop", ctx, SEEN_KEYS, {})
         rec["last_state"] = "down"
     elif kind == "link_up":
-        if rec.get("down_unseen_up") is not None:
-            _drop(rec, rec.pop("down_unseen_up"))
         rec["last_state"] = "up"
     elif kind == "cable_plugged":
         rec["cable"] = "plugged"
