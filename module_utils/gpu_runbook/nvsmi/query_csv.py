@@ -108,8 +108,9 @@ def parse_csv(text, source, expected_gpus, fields, thresholds):
     commanded = False
     for ln, line in lines:
         s = line.strip()
-        if names is None and "--query-gpu" in s and command_fields(s):
-            names, commanded = command_fields(s), True
+        fields_named = command_fields(s) if names is None and "--query-gpu" in s else None
+        if fields_named:
+            names, commanded = fields_named, True
             continue
         if not s or ("," not in s and not (names and len(names) == 1)):  # one field: rows without a comma
             continue
