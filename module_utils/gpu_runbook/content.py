@@ -100,6 +100,10 @@ def _rdma_link(line):
     return not line.strip() or _RDMA_LINK_RE.match(line) is not None
 
 
+def _ibportstate(line):
+    return not line.strip() or bool(_IBPORTSTATE_LINE_RE.match(line))
+
+
 def _ibdev2netdev(line):
     return not line.strip() or "==>" in line
 
@@ -127,6 +131,10 @@ def _csv_rows(width):
 # iproute2's `rdma link`: 'link mlx5_0/1 ... state ACTIVE physical_state LINK_UP' (infiniband/rdma_link.py)
 _RDMA_LINK_RE = re.compile(r"^\s{0,8}(?:\d{1,4}/\d{1,3}:\s{1,4})?link\s{1,4}[\w.\-]{1,64}/\d{1,3}\s[^\n]{0,800}?"
                            r"\b(?:physical_)?state\s+[A-Z_]{2,32}")
+# ibportstate: its PortInfo headers, '# Port info: ...', libibmad's dotted fields, its ibwarn lines
+_IBPORTSTATE_OPEN_RE = re.compile(r"^(?:Initial )?(?:Switch |CA/RT )?PortInfo:\s*$|^# Port info:[^\n]{0,200} port \d{1,3}\s*$")
+_IBPORTSTATE_LINE_RE = re.compile(r"^(?:(?:Initial |Peer |After )?(?:Switch |CA/RT )?PortInfo(?: set)?:|# (?:MLNX ext )?Port "
+                                  r"info:|[A-Za-z][A-Za-z0-9]{1,40}:\.{2,80}|ibwarn:|ibportstate)")
 _PQ_ROW_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,60}:\.{0,80}-?\d")
 _CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus_id|gpu_uuid|timestamp|"
                             r"driver_version)\b[^\n]{0,4000},")
@@ -135,6 +143,9 @@ _SMI_FAILURE_RE = re.compile(r"NVIDIA-SMI has failed because|Failed to initializ
                              r"device handle for|No devices were found|infoROM is corrupted at gpu|"
                              r"couldn'?t find libnvidia-ml\.so|GPU access blocked by the operating system|"
                              r"^NVML library version:")
+
+_SMI_QUOTED_RE = re.compile(r"^[^\n]{1,600}?(?:Unable to determine the device handle for (?:GPU|gpu) ?[0-9A-Fa-f]{4,8}:|"
+                            r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver)")
 
 # (source, opening line pattern, belongs(line) -> bool); the first opening that matches wins
 BLOCKS = (
@@ -146,12 +157,17 @@ BLOCKS = (
     ("nvidia-smi.txt", re.compile(r"^" + _H + r"*\+-{5,}[-+]*" + _H + r"*$|^\|" + _H + r"+NVIDIA-SMI \d"), _table),
     ("nvidia-smi.txt", re.compile(r"^GPU" + _H + r"+\d{1,3}:" + _H + r"[^\n]{1,200}$"), _nvlink),
     ("nvidia-smi.txt", _SMI_FAILURE_RE, _one_line),
+    # the same words quoted inside a sentence ('... and nvidia-smi outputs: Unable to determine the
+    # device handle for GPU 0000:0B:00.0: Unknown Error.'): nvidia-smi's, wherever they stand
+    ("nvidia-smi.txt", _SMI_QUOTED_RE, _one_line),
     ("nvidia-smi-query-gpu.csv", _CSV_HEADER_RE, None),
     # the pasted command line of a --query-gpu output (with or without its header): its fields
     ("nvidia-smi-query-gpu.csv", re.compile(r"^[^\n]{0,300}?" + QUERY_COMMAND_RE.pattern), None),
     ("ib-sysfs.txt", re.compile(r"^/sys/class/infiniband/[^/\s]{1,64}/ports/\d{1,3}/(?:state|phys_state|rate|"
                                 r"link_layer|counters/\w{1,64}|hw_counters/\w{1,64}):"), _sysfs),
     ("ibstat.txt", re.compile(r"^CA '[^'\n]{1,64}'"), _ibstat),
+    # an ibstat excerpt cut above its port block ('Port 1:' over its indented 'State:' lines)
+    ("ibstat.txt", re.compile(r"^Port" + _H + r"{1,4}\d{1,3}:" + _H + r"*$"), _ibstat),
     ("ibstat.txt", re.compile(r"^Infiniband device '[^'\n]{1,64}' port \d{1,3} status:"), _ibstatus),
     ("ibv_devinfo.txt", re.compile(r"^hca_id:" + _H + r"*\S"), _ibv),
     ("perfquery.txt", re.compile(r"^# (?:Port (?:extended )?counters|PortXmitData|Port counters):"), _perfquery),
@@ -160,6 +176,7 @@ BLOCKS = (
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link),
+    ("ibportstate.txt", _IBPORTSTATE_OPEN_RE, _ibportstate),
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),
@@ -168,7 +185,7 @@ BLOCKS = (
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
                 "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt")
-_SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
+_SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
 
@@ -191,6 +208,9 @@ def _opening(line, after=()):
             continue
         if source == "dcgmi.txt" and not dcgm.opens(line, after):
             continue
+        if source == "ibstat.txt" and line.startswith("Port") and not any(
+                a.lstrip().startswith(("State:", "Physical state:")) for a in after[:3]):
+            continue
         if belongs is None and source == "nvidia-smi-query-gpu.csv":
             fields = command_fields(line) if "--query-gpu" in line else None
             belongs = _csv_rows(len(fields) - 1 if fields else line.count(","))
@@ -201,10 +221,10 @@ def _opening(line, after=()):
 def _ends_block(line, after, source):
     """A line that cannot belong to the block of ``source`` whatever it looks like: a shell
     prompt, a log line, another kind of block's opening."""
-    if PROMPT_RE.match(line) or LOG_LINE_RE.match(line):
-        return True
     other = _opening(line, after)
-    return other is not None and other[0] != source
+    if other is not None and other[0] == source:
+        return False  # the block's own next part ('# Port info: ...' is ibportstate's, not a root prompt)
+    return other is not None or bool(PROMPT_RE.match(line) or LOG_LINE_RE.match(line))
 
 
 # a pdsh / clush / xdsh line prefix ('gpu01: '): blocks are found in what follows it, and keep it

@@ -10,7 +10,8 @@ import re
 NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-query-gpu.csv")
 COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
 KERNEL_LOG = "kern.log"
-IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "rdma-link.txt", "ibdev2netdev.txt")
+IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "rdma-link.txt", "ibportstate.txt",
+                   "ibdev2netdev.txt")
 # first present wins (sysfs is authoritative; rdma link has states, no rate; ibdev2netdev says the
 # least: a port's interface Up or Down)
 IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")

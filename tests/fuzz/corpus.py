@@ -15,7 +15,7 @@ _FAMILY_BY_NAME = (
     ("nvidia-smi-q.txt", "nvsmi_q"), ("nvidia-smi-nvlink.txt", "nvsmi_table"), ("nvidia-smi.txt", "nvsmi_table"),
     ("kern.log", "kernlog"), (".dmesg", "kernlog"), (".syslog", "kernlog"),
     ("ibstat.txt", "ib"), ("ibv_devinfo.txt", "ib"), ("perfquery.txt", "ib"), ("iblinkinfo.txt", "ib"),
-    ("ib-sysfs.txt", "ib"), ("ibstatus.txt", "ib"),
+    ("ib-sysfs.txt", "ib"), ("ibstatus.txt", "ib"), ("ibportstate.txt", "ib"),
     ("dcgmi_", "dcgmi"),
     ("nccl.log", "joblog"), (".out", "joblog"), ("rank-", "joblog"), (".json", "joblog"),
     ("nvidia-bug-report.log", "bugreport"), ("node_", "slurm_node"),

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from gpu_runbook import (analyze, bugreport, capture, content, dcgm, linefamily, runbook, slurm, slurm_jobs, sources,
                          timeutil, vocab)
-from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibstat, ibv_devinfo, names, perfquery, rdma_link, reload,
-                                    restart)
+from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibstat, ibv_devinfo, names, perfquery,
+                                    rdma_link, reload, restart)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.joblog import parse_job_logs
@@ -134,6 +134,7 @@ TARGETS = [
     Target(iblinkinfo.parse_iblinkinfo, "ib", returns=tuple),
     Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
     Target(rdma_link.parse_rdma_link, "ib", returns=tuple),
+    Target(ibportstate.parse_ibportstate, "ib", returns=tuple),
     # a py-spy frame line ('func (file:line)'): None when it is not one
     Target(pyspy.parse_frame, "joblog", _each_line(pyspy.parse_frame), returns=list),
     Target(names.parse_rate, "system", _each_line(names.parse_rate), returns=list),

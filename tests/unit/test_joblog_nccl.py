@@ -238,3 +238,58 @@ def test_unpaste_is_linear_and_leaves_other_text_alone():
         t = time.time()
         unpaste(s)
         assert time.time() - t < 5.0
+
+
+def test_sockets_on_loopback_with_refused_peers_is_the_jobs_setup_not_the_network():
+    # NCCL < 2.12 prints the interface list with an index ('[0]lo:127.0.0.1<0>'); newer ones without
+    for using in ("Bootstrap : Using [0]lo:127.0.0.1<0>", "Bootstrap : Using lo:127.0.0.1<0>",
+                  "NET/Socket : Using [0]lo:127.0.0.1<0>"):
+        text = ("GPU9:10330:10330 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\n"
+                "GPU9:10330:10330 [0] NCCL INFO %s\n"
+                "GPU9:10330:10399 [0] NCCL INFO Call to connect returned Connection refused, retrying\n" % using)
+        job, f = kinds(text)
+        s = f["nccl_socket_interface"]
+        assert s["category"] == "nccl_config" and s["severity"] == "critical", using
+        assert "loopback" in s["message"] and s["note"] == "`NCCL_SOCKET_IFNAME=lo`"
+        assert job["culprit_hosts"] == []
+        assert f["nccl_peer_connection_error"]["severity"] == "warning"  # the consequence
+
+
+def test_loopback_alone_or_beside_a_real_interface_is_no_finding():
+    # one node alone: NCCL's sockets on lo carry nothing between nodes, nothing failed
+    _job, f = kinds("n1:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
+                    "n1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    assert "nccl_socket_interface" not in f
+    # a real interface in the list: a refused peer is the peer's, not the set-up's
+    _job, f = kinds("n1:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:10.0.0.1<0>\n"
+                    "n1:1:2 [0] NCCL INFO Call to connect returned Connection refused, retrying\n")
+    assert "nccl_socket_interface" not in f and "nccl_peer_connection_error" in f
+
+
+@pytest.mark.parametrize("text", ["invalid argument", "invalid resource handle"])
+def test_cuda_rejecting_nccls_own_call_is_the_nccl_build(text):
+    job, f = kinds("[1] enqueue.cc:1500 NCCL WARN Cuda failure 1 '%s'\n"
+                   "Failed, NCCL error x.cpp:308 'unhandled cuda error (run with NCCL_DEBUG=INFO for details)'\n"
+                   % text)
+    c = f["nccl_cuda_call_rejected"]
+    assert c["category"] == "nccl_config" and c["rung"] == "nccl_env"
+    assert text in c["message"] and job["culprit_hosts"] == []
+
+
+@pytest.mark.parametrize("text", ["an illegal memory access was encountered", "uncorrectable ECC error encountered",
+                                  "out of memory", "unspecified launch failure"])
+def test_cuda_faults_inside_nccl_are_not_called_its_build(text):
+    _job, f = kinds("n1:1:2 [0] enqueue.cc:1500 NCCL WARN Cuda failure '%s'\n" % text)
+    assert "nccl_cuda_call_rejected" not in f
+
+
+def test_a_local_completion_error_names_its_reporter_not_the_peer():
+    # status 4 (local protection error) is the reporter's own HCA and buffer: the peers did nothing
+    text = "".join("%s:1:2 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+                   "fe80::966d:ae03:8b:df78%%ib0<53249> with error 4, opcode 32564, len 32564, vendor err 81 (Send)\n"
+                   % h for h in ("H100-1", "H100-5"))
+    job, f = kinds(text)
+    assert job["culprit_hosts"] == ["H100-1", "H100-5"]
+    # status 12 (retries exceeded) reported by two hosts about one peer: the peer is the suspect
+    job, _f = kinds(text.replace("error 4,", "error 12,"))
+    assert job["culprit_hosts"] == ["fe80::966d:ae03:8b:df78%ib0"]

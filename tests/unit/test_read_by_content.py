@@ -356,3 +356,101 @@ def test_a_device_nccl_could_not_open_is_information_when_it_went_on_with_others
     (f,) = [f for f in job["findings"] if "mlx5_59" in f["evidence"]]
     assert f["severity"] == "info" and "mlx5_1" in f["message"]
     assert job["verdict"] == "unknown", err  # NCCL warned: not an end said well, not a failure either
+
+
+# ibportstate.c's query output (infiniband-diags): a switch port and its peer
+IBPORTSTATE = ("[root@sw01 ~]# ibportstate 1 6\n"
+               "PortInfo:\n# Port info: Lid 1 port 6\n"
+               "LinkState:.......................{state}\nPhysLinkState:...................{phys}\n"
+               "LinkWidthActive:.................4X\nLinkSpeedActive:.................10.0 Gbps\n"
+               "Peer PortInfo:\n# Port info: Lid 1 DR path slid 2; dlid 65535; 0,6 port 1\n"
+               "LinkState:.......................{state}\nPhysLinkState:...................{phys}\n"
+               "LinkWidthActive:.................4X\nLinkSpeedActive:.................10.0 Gbps\n")
+
+
+def test_ibportstate_is_read_by_its_fields_and_the_prompt_names_the_host(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text(IBPORTSTATE.format(state="Active", phys="LinkUp"))
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert (h["host"], h["verdict"]) == ("sw01", "healthy") and doc["files"][0]["read_as"] == ["ibportstate"]
+    (tmp_path / "notes.txt").write_text(IBPORTSTATE.format(state="Down", phys="Polling"))
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "ib_network" and rc != 0
+    assert {(f["kind"], f["ib"]["device"]) for f in h["findings"] if f["severity"] == "critical"} == \
+        {("ib_port_down", "lid:1"), ("ib_port_down", "lid:1/6 peer")}
+
+
+def test_ibportstate_says_when_two_ends_run_slower_than_they_could():
+    from gpu_runbook.infiniband import parse_ib
+    text = IBPORTSTATE.format(state="Active", phys="LinkUp") + \
+        "ibwarn: [4242] validate_width: Peer ports operating at active width 1 rather than 4 (4x)\n"
+    facts, findings = parse_ib(text, source="ibportstate.txt")
+    assert facts["format"] == "ibportstate" and facts["ports"][0]["rate_gbps"] == 40.0
+    (f,) = [f for f in findings if f["severity"] != "ok"]
+    assert f["kind"] == "ib_link_degraded" and f["source"] == "ibportstate.txt:14"
+
+
+@pytest.mark.parametrize("name", ["ibstat.txt", "paste.txt"])
+def test_an_ibstat_excerpt_cut_above_its_port_is_still_a_port_reading(tmp_path, capsys, name):
+    (tmp_path / name).write_text("...\nPort 1:\n                State: Down\n                Physical state: Polling\n"
+                                 "...\n")
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "ib_network"
+    assert [f["kind"] for f in h["findings"] if f["severity"] == "critical"] == ["ib_port_down"]
+
+
+def test_ibv_devinfos_hca_id_lines_name_no_host(tmp_path, capsys):
+    (tmp_path / "out.txt").write_text(
+        "root@f51fec68bf55:~# ibv_devinfo\nhca_id: mlx5_0\n        transport:                      InfiniBand (0)\n"
+        "        phys_port_cnt:                  1\n                port:   1\n"
+        "                        state:                  PORT_DOWN (1)\n"
+        "                        link_layer:             InfiniBand\n\nhca_id: mlx5_1\n"
+        "        transport:                      InfiniBand (0)\n")
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert (h["host"], h["verdict"]) == ("f51fec68bf55", "ib_network")
+
+
+def test_a_mig_devices_box_alone_is_a_reading_of_its_gpus_ecc(tmp_path, capsys):
+    box = ("+-----------------------------------------------------------------------------+\n"
+           "| MIG devices:                                                                |\n"
+           "+------------------+----------------------+-----------+-----------------------+\n"
+           "| GPU  GI  CI  MIG |         Memory-Usage |        Vol|         Shared        |\n"
+           "|      ID  ID  Dev |           BAR1-Usage | SM     Unc| CE  ENC  DEC  OFA  JPG|\n"
+           "|                  |                      |        ECC|                       |\n"
+           "|==================+======================+===========+=======================|\n"
+           "|  1    3   0   0  |  14366MiB / 19968MiB | 28      {ecc} |  2   0    1    0    0 |\n"
+           "|                  |      4MiB / 32767MiB |           |                       |\n"
+           "+------------------+----------------------+-----------+-----------------------+\n")
+    (tmp_path / "nvidia-smi.txt").write_text(box.format(ecc=0))
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "healthy"
+    assert [f["kind"] for f in h["findings"]] == ["nvsmi_incomplete"]  # its own rows were not given
+    (tmp_path / "nvidia-smi.txt").write_text(box.format(ecc=3))
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "gpu_hardware" and any(f["kind"].startswith("ecc") for f in h["findings"])
+
+
+def test_nvidia_smis_failure_quoted_inside_a_sentence_is_read(tmp_path, capsys):
+    (tmp_path / "issue.txt").write_text(
+        "Sometimes GPU 1 falls off the bus and nvidia-smi outputs the following error: Unable to determine the "
+        "device handle for GPU 0000:0B:00.0: Unknown Error.\n")
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    (f,) = [f for f in h["findings"] if f["kind"] == "gpu_handle_error"]
+    assert h["verdict"] == "gpu_hardware" and f["gpu"]["pci"] == "0000:0b:00.0" and "(Unknown Error)" in f["message"]
+
+
+def test_fabric_managers_version_check_in_the_journal_is_the_driver(tmp_path, capsys):
+    (tmp_path / "journal.txt").write_text(
+        "Nov 05 13:55:26 node1 systemd[1]: Starting NVIDIA fabric manager service...\n"
+        "Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version "
+        "550.127.05 don't match with driver version 550.120. Please update with matching NVIDIA driver package.\n")
+    rc, doc, _ = analyze_json(capsys, tmp_path)
+    verdicts = [h["verdict"] for h in doc["hosts"]] + [(doc.get("job") or {}).get("verdict")]
+    assert "driver" in verdicts, doc
+    assert all(v != "healthy" for v in verdicts)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """InfiniBand / RoCE port state and error counters: sysfs, ibstat, ibstatus, ibv_devinfo,
-``rdma link``, ibdev2netdev, perfquery and iblinkinfo text -> (facts, findings).
+``rdma link``, ibportstate, ibdev2netdev, perfquery and iblinkinfo text -> (facts, findings).
 
 Every parser returns ``(facts, findings)`` with
 
@@ -33,7 +33,7 @@ from .sysfs import parse_ib_sysfs
 __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
            "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_ibdev2netdev",
            "parse_iblinkinfo",
-           "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parse_rdma_link", "parser",
+           "parse_ibportstate", "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parse_rdma_link", "parser",
            "port_state_kind"]
 
 
@@ -56,6 +56,9 @@ def __getattr__(name):
     if name == "parse_rdma_link":
         from .rdma_link import parse_rdma_link
         return parse_rdma_link
+    if name == "parse_ibportstate":
+        from .ibportstate import parse_ibportstate
+        return parse_ibportstate
     if name == "parse_ibdev2netdev":
         from .ibdev2netdev import parse_ibdev2netdev
         return parse_ibdev2netdev
@@ -65,8 +68,12 @@ _SNIFF = (
     ("ib-sysfs", re.compile(r"/ports/\d+/(?:state|phys_state|rate|link_layer|counters/\w+|"
                             r"hw_counters/\w+):", re.M)),
     # blanks inside a line only ([ \t]): `^\s*` would run across every blank line after it (quadratic)
-    ("ibstat", re.compile(r"^[ \t]*CA[ \t]+'[^'\n]+'|^[ \t]*Infiniband device[ \t]+'", re.M | re.I)),
+    ("ibstat", re.compile(r"^[ \t]*CA[ \t]+'[^'\n]+'|^[ \t]*Infiniband device[ \t]+'|"
+                          r"^Port[ \t]{1,4}\d{1,3}:[ \t]*\r?\n[ \t]+(?:State|Physical state):", re.M | re.I)),
     ("ibv_devinfo", re.compile(r"^[ \t]*hca_id[ \t]*:", re.M)),
+    # before perfquery: its '# Port info: Lid 1 port 6' is shaped like perfquery's headers
+    ("ibportstate", re.compile(r"^[ \t]*#[ \t]*Port info:[^\n]*port[ \t]+\d+[ \t]*\r?\n[ \t]*(?:LinkState|"
+                               r"PhysLinkState):", re.M)),
     ("perfquery", re.compile(r"^[ \t]*#[ \t]*Port[ \t]+[^:\n]*:[ \t]*Lid[ \t]+\d+", re.M | re.I)),
     ("iblinkinfo", re.compile(r"==\([^\n()]*\)==>")),
     ("rdma-link", re.compile(r"^[ \t]{0,8}(?:\d{1,4}/\d{1,3}:[ \t]{1,4})?link[ \t]{1,4}[\w.\-]{1,64}/\d{1,3}[ \t][^\n]{0,800}?"
@@ -75,7 +82,7 @@ _SNIFF = (
 )
 _PARSERS = {"ib-sysfs": "parse_ib_sysfs", "ibstat": "parse_ibstat", "ibv_devinfo": "parse_ibv_devinfo",
             "perfquery": "parse_perfquery", "iblinkinfo": "parse_iblinkinfo", "ibdev2netdev": "parse_ibdev2netdev",
-            "rdma-link": "parse_rdma_link"}
+            "rdma-link": "parse_rdma_link", "ibportstate": "parse_ibportstate"}
 
 
 def detect_ib_format(text):

@@ -12,6 +12,9 @@ _CA_RE = re.compile(r"^\s*CA\s+'(?P<dev>[^']+)'\s*$")
 _PORT_RE = re.compile(r"^\s*Port\s+(?P<port>\d+)\s*:\s*$")
 # "stat of IB device 'mlx5_8' failed" / "'mlx5_9' IB device can't be found"
 _IBPANIC_DEV_RE = re.compile(r"IB device\s+'(?P<dev>[^']+)'|'(?P<dev2>[^']+)'\s+IB device")
+# a pasted excerpt that starts at a port block ('Port 1:' then its 'State:' lines): the CA's
+# name was cut, the port's state is still a reading
+UNNAMED_CA = "(CA not shown)"
 _IBSTATUS_RE = re.compile(r"^\s*Infiniband device\s+'(?P<dev>[^']+)'\s+port\s+(?P<port>\d+)\s+status\s*:",
                           re.I)
 
@@ -83,7 +86,10 @@ def _parse(text, source, expected_rate=None, expected_devices=None, thresholds=N
             h.no_devices = (n, line)
             continue
         m = _PORT_RE.match(line)
-        if m and dev is not None:
+        if m:
+            if dev is None:
+                dev = UNNAMED_CA
+                h.device(dev)
             port = h.port(dev, int(m.group("port")))
             continue
         m = KV_RE.match(line)

@@ -183,11 +183,22 @@ def _first_error(st):
     return None
 
 
+# ibv_wc_status values whose fault is on the reporting side by their definition (verbs.h:
+# LOC_LEN_ERR 1, LOC_QP_OP_ERR 2, LOC_EEC_OP_ERR 3, LOC_PROT_ERR 4, MW_BIND_ERR 6, LOC_ACCESS_ERR 8):
+# the HCA could not use its own buffer or queue; the peer it names did nothing wrong
+LOCAL_WC_STATUS = (1, 2, 3, 4, 6, 8)
+
+
+def _local_fault(ev):
+    return ev["kind"] == "ib_completion_error" and ev.get("status") in LOCAL_WC_STATUS
+
+
 def ib_peer_reporters(st):
-    """peer address -> the hosts (or ranks) whose network errors name it."""
+    """peer address -> the hosts (or ranks) whose network errors name it (not a completion
+    whose status puts the fault on the reporter's own side)."""
     reporters = {}
     for ev in st.events:
-        if ev["kind"] in NET_EVENT_KINDS and ev.get("peer"):
+        if ev["kind"] in NET_EVENT_KINDS and ev.get("peer") and not _local_fault(ev):
             reporters.setdefault(ev["peer"], set()).add(ev.get("host") or ev.get("rank"))
     return reporters
 
@@ -225,6 +236,8 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
             peer_name = peer_host(st, peer) if peer else None
             if e["kind"] == "nccl_peer_connection" or (peer and len(reporters.get(peer, ())) > 1):
                 cands = [peer_name]
+            elif _local_fault(e):
+                cands = [e.get("host")]
             else:
                 cands = [e.get("host"), peer_name]
             for h in cands:

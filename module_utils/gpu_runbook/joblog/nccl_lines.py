@@ -7,7 +7,7 @@ connections, CUDA failures NCCL reports.
 A handler takes (line, file state, job state) and returns True when the line is fully read
 (no later handler needs to see it)."""
 
-from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE,
+from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE, LOOPBACK_IP,
                        IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX,
                        NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
@@ -172,6 +172,8 @@ def _bootstrap(body, line, host, pid, dev, st):
         st.ip_host.setdefault(m.group(2), host)
     if m.group(1).startswith("ib"):
         st.ipoib_seen = True
+    if LOOPBACK_IP.match(m.group(2)) and st.socket_loopback is None:
+        st.socket_loopback = (line, host, pid)
     return True
 
 
@@ -180,7 +182,10 @@ def _net_socket(body, line, host, pid, dev, st):
         return False
     m = NET_SOCKET_USING.search(body)
     if m:
-        for ifn, ip in SOCK_DEV.findall(m.group(1)):
+        used = SOCK_DEV.findall(m.group(1))
+        if used and all(LOOPBACK_IP.match(ip) for _ifn, ip in used) and st.socket_loopback is None:
+            st.socket_loopback = (line, host, pid)
+        for ifn, ip in used:
             if host:
                 st.ip_host.setdefault(ip, host)
             if ifn.startswith("ib"):

@@ -189,7 +189,18 @@ def _fabric(body, full, line, host, pid, st):
         return _rec(st, "nccl_nvls_unavailable", line, host, pid, what=m.group(1))
     if (m and (nvls or "not yet initialized" in m.group(1))) or (fm and not m):
         return _rec(st, "nccl_fabric_manager", line, host, pid, what=(m.group(1) if m else fm.group(0)), nvls=nvls)
+    if m and _api_misuse(m.group(1)):
+        # CUDA rejected NCCL's own call's arguments ('invalid argument', 'invalid resource handle'):
+        # NCCL's build against this CUDA runtime / driver (or an NCCL bug), not the GPU or the link
+        return _rec(st, "nccl_cuda_call_rejected", line, host, pid, what=m.group(1))
     return False
+
+
+def _api_misuse(text):
+    """True when CUDA's vocabulary (vocab/cuda.py) calls ``text`` an API misuse: a call's
+    arguments or state were wrong, which says nothing about the hardware."""
+    from ..vocab import cuda
+    return any(row[2] == text and row[3] == "logged_application_error" and row[5] != "info" for row in cuda.CODES)
 
 
 def peer_gone(body):
@@ -211,6 +222,12 @@ def _common(rec):
 
 def _socket_interface(rec, st):
     env = getattr(st, "socket_ifname", None)
+    if rec.get("loopback"):
+        return finding("nccl_socket_interface",
+                       "%s: NCCL's sockets use only the loopback interface%s, which no other node can reach, and the "
+                       "ranks could not connect to their peers: set NCCL_SOCKET_IFNAME to the interface that routes "
+                       "between the nodes." % (_where(rec), " (NCCL_SOCKET_IFNAME=%s)" % env if env else ""),
+                       note="`NCCL_SOCKET_IFNAME=%s`" % env if env else None, **_common(rec))
     return finding("nccl_socket_interface",
                    "%s: NCCL found no usable socket interface (%s)%s: NCCL_SOCKET_IFNAME matches no interface "
                    "with an address on this host." % (_where(rec), rec["what"],
@@ -261,6 +278,13 @@ def _cuda_init(rec, st):
                    % (_where(rec), rec["what"]), **_common(rec))
 
 
+def _cuda_rejected(rec, st):
+    return finding("nccl_cuda_call_rejected",
+                   "%s: a CUDA call inside NCCL failed with '%s': CUDA rejected NCCL's own call, which points at "
+                   "the NCCL build against this CUDA runtime and driver (or an NCCL bug), not at the GPU or the "
+                   "network." % (_where(rec), rec["what"]), **_common(rec))
+
+
 def _nvls(rec, st):
     return finding("nccl_nvls_unavailable",
                    "%s: NVLS (NVLink SHARP) setup failed with CUDA error '%s': NVLS is not usable in this "
@@ -293,7 +317,8 @@ _BUILD = {"nccl_mismatched_collective": _mismatched, "nccl_net_size_mismatch": _
           "nccl_socket_interface": _socket_interface, "nccl_duplicate_gpu": _duplicate_gpu,
           "nccl_invalid_usage": _invalid_usage, "nccl_shm_failed": _shm,
           "nccl_ib_registration_failed": _reg, "nccl_fabric_manager": _fm,
-          "nccl_nvls_unavailable": _nvls, "nccl_cuda_init_failed": _cuda_init}
+          "nccl_nvls_unavailable": _nvls, "nccl_cuda_init_failed": _cuda_init,
+          "nccl_cuda_call_rejected": _cuda_rejected}
 
 
 def _async_findings(st):
@@ -349,6 +374,7 @@ def word_findings(st, findings):
     ranks' lost connections and generic NCCL errors its consequence: they are lowered to
     warning, in place."""
     out = []
+    _loopback_record(st, findings)
     specific = any(r["kind"] in SETUP_KINDS and r["kind"] != "nccl_invalid_usage" for r in st.nccl_words)
     for rec in st.nccl_words:
         build = _BUILD.get(rec["kind"])
@@ -362,6 +388,19 @@ def word_findings(st, findings):
             if f["kind"] in ("nccl_peer_connection_error", "nccl_error") and f["severity"] == "critical":
                 f["severity"] = "warning"
     return out
+
+
+def _loopback_record(st, findings):
+    """NCCL's sockets on the loopback interface only (``Using [0]lo:127.0.0.1<0>``, an
+    NCCL_SOCKET_IFNAME=lo or a host with no other interface) while ranks could not reach their
+    peers: no other node can reach 127.0.0.1, so the set-up is the cause, not the network. On
+    one node alone lo is fine: without a failed connection it stays unsaid."""
+    if st.socket_loopback is None or any(r["kind"] == "nccl_socket_interface" for r in st.nccl_words):
+        return
+    if not any(f["kind"] == "nccl_peer_connection_error" for f in findings):
+        return
+    line, host, pid = st.socket_loopback
+    _rec(st, "nccl_socket_interface", line, host, pid, what="only the loopback interface", loopback=True)
 
 
 def _socket_without_ib(st, findings):

@@ -49,7 +49,9 @@ NET_IB_USING = re.compile(r"\bNET/IB\w*\s*: Using (.*)$")
 # match inside a run implies one at its start, and scanning the run from every start is quadratic
 NET_DEV = re.compile(r"(?<![\w.\-])([A-Za-z][\w.\-]*):(\d+)/(IB|RoCE)\b")
 OOB = re.compile(r"\bOOB ([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
-BOOTSTRAP = re.compile(r"\bBootstrap ?: Using ([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
+BOOTSTRAP = re.compile(r"\bBootstrap ?: Using (?:\[\d+\])?([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
+# an address of the loopback interface: a socket there reaches no other node
+LOOPBACK_IP = re.compile(r"^(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3})$")
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
 SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 USING_NETWORK = re.compile(r"\bUsing network (\S+)")

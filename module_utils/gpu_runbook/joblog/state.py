@@ -51,6 +51,7 @@ class JobState(object):
         self.hf_epoch = None
         self.nccl_words = []       # NCCL's own words: setup errors, IB async events (nccl_words.py)
         self.socket_ifname = None  # NCCL_SOCKET_IFNAME as NCCL reported it
+        self.socket_loopback = None  # (line, host, pid): NCCL's sockets on the loopback interface only
         self.ib_unopened = []     # RDMA devices NET/IB saw but could not open
         self.ipoib_seen = False    # NCCL's Bootstrap / NET/Socket used an IPoIB interface (ib0, ibp12s0 ...)
         self.nccl_tests = None     # nccl-tests output (nccl_tests.py): header ranks, #wrong, the end summary

@@ -81,6 +81,7 @@ _NOT_HOSTS = frozenset((
     "tainted", "mem", "node", "host", "hostname", "dmesg", "journalctl", "grep", "output", "stdout",
     "stderr", "result", "msg", "message", "status", "state", "uuid", "serial", "name", "gpu", "port",
     "device", "driver", "version", "cuda", "nccl", "error_msg", "exception", "caused", "reason",
+    "hca_id",  # ibv_devinfo's "hca_id: mlx5_0" (the value looks like a log line's start)
 ))
 
 

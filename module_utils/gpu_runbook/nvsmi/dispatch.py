@@ -127,7 +127,7 @@ def detect_format(text):
     if "NVSMI LOG" in head or _Q_ATTACHED_RE.search(head) or _Q_GPU_RE.search(head) or _Q_SECTION_RE.search(head):
         return "q"
     from .table import is_gpu_box_excerpt
-    if (_TABLE_BORDER_RE.search(head) and ("NVIDIA-SMI" in head or "Bus-Id" in head)) or \
+    if (_TABLE_BORDER_RE.search(head) and ("NVIDIA-SMI" in head or "Bus-Id" in head or "MIG devices:" in head)) or \
             _TABLE_UUID_RE.search(head) or is_gpu_box_excerpt(head) or _TABLE_NVLINK_RE.search(head):
         return "table"
     return _detect_csv(t)

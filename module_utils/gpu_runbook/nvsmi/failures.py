@@ -81,7 +81,7 @@ def _match_failure(s, lines, seen):
 def _handle_finding(m, s, where, by_pci, lost_index):
     """-> (finding, pci) for one 'Unable to determine the device handle' line."""
     pci = normalize_pci(m.group(1)) if m.group(1) else None
-    why = (m.group(2) or "").strip()
+    why = (m.group(2) or "").strip().rstrip(".").strip()
     g = by_pci.get(pci)
     gref = gpu_ref(pci, g.get("index") if g else lost_index.get(pci), g.get("uuid") if g else None)
     kind = _handle_kind(why)

@@ -7,9 +7,9 @@ the '|===' line under the header and the next '+---' border or the Processes box
 
 import re
 
-from ..findings import iter_lines
+from ..findings import finding, iter_lines
 from .failures import unparseable
-from .model import PCI_RE, as_text, assign, empty_facts, new_gpu, note, to_str
+from .model import PCI_RE, as_text, assign, empty_facts, new_gpu, note, src, to_str
 from .rules import wrap_up
 
 _TABLE_HDR_RE = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?")
@@ -105,6 +105,7 @@ class _Reader(object):
         self.g = None
         self.row = 0
         self.nv = None  # current GPU in nvlink / -L output
+        self.mig = 0     # the 'MIG devices:' box: 1 in its header, 2 in its rows
 
     def _gpu(self, idx):
         g = new_gpu(None, idx)
@@ -114,6 +115,18 @@ class _Reader(object):
 
     def line(self, ln, line):
         s = line.strip()
+        if "MIG devices" in s and s.startswith("|"):
+            self.mig, self.in_gpu, self.g = 1, False, None
+            return
+        if self.mig:
+            if self.mig == 1 and re.match(r"^\|[=|+]+\|?$", s):
+                self.mig = 2
+                return
+            if s.startswith(("|", "+")) and "Processes:" not in s:
+                if self.mig == 2:
+                    self._mig_row(ln, s)
+                return
+            self.mig = 0
         m = _TABLE_HDR_RE.search(line)
         if m:
             self.facts["driver_version"] = to_str(m.group(2))
@@ -129,6 +142,29 @@ class _Reader(object):
             self._table_row(ln, s)
         elif not (self.in_gpu and self._table_row(ln, s)):
             self._nvlink(ln, line, s)
+
+    def _mig_row(self, ln, s):
+        """'|  1    3   0   0  |  14366MiB / 19968MiB | 28      0 |  2   0    1 ...|': a MIG
+        instance of GPU 1, its volatile uncorrectable ECC count last in the third cell. A GPU
+        seen only here (the box pasted alone) gets a record of its own: its index, its ECC."""
+        cells = _cells(s)
+        ids = cells[0].split() if cells else []
+        if len(ids) != 4 or not all(t.isdigit() for t in ids) or len(cells) < 3:
+            return
+        idx = int(ids[0])
+        g = self.by_index.get(idx)
+        if g is None:
+            g = self._gpu(idx)
+            g["_mig_only"] = True
+            note(g, "header", ln, s)
+        ecc = cells[2].split()[-1:] if cells[2].split() else []
+        if ecc and ecc[0].isdigit():
+            prev = g.get("ecc.volatile.uncorrectable")
+            total = int(ecc[0]) + (int(prev) if isinstance(prev, int) or (isinstance(prev, str) and prev.isdigit())
+                                   else 0)
+            if g.get("_table") and prev is not None:
+                return  # the GPU's own box already said it
+            assign(g, "ecc.volatile.uncorrectable", str(total), ln, s, "MIG Vol Unc ECC")
 
     def _table_row(self, ln, s):
         """Read one line inside the GPU box; False when the box has ended there."""
@@ -195,4 +231,14 @@ def parse_table(text, source, expected_gpus, thresholds):
         return unparseable("table", text, source, "the nvidia-smi table")
     if not any(g["_ev"].get("header", (0, ""))[1].startswith("|") for g in r.gpus):
         expected_gpus = None  # nvlink --status / -L only: not a GPU inventory we can count on
-    return wrap_up(r.facts, r.gpus, lines, source, expected_gpus, thresholds, [])
+    extra = []
+    only_mig = [g for g in r.gpus if g.get("_mig_only")]
+    if only_mig:
+        ln, s = only_mig[0]["_ev"]["header"][:2]
+        extra.append(finding(
+            "nvsmi_incomplete", "GPU(s) %s appear only in the 'MIG devices' box (their own rows were not given): only "
+            "their instances' volatile uncorrectable ECC counts were read" % ", ".join(str(g["index"]) for g in only_mig),
+            evidence=s, source=src(source, ln)))
+    for g in only_mig:
+        del g["_mig_only"]
+    return wrap_up(r.facts, r.gpus, lines, source, expected_gpus, thresholds, extra)

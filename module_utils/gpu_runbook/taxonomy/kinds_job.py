@@ -101,6 +101,13 @@ STEPS = {
                                               "(communicator, device or argument).",
                            "`NCCL_DEBUG=WARN`으로 다시 실행해 NCCL이 밝힌 이유를 읽고 호출(communicator, 장치, 인자)을 "
                            "수정하십시오."),
+    "job_check_nccl_build": ("nccl_env", "Check the NCCL the job loads against the CUDA driver and runtime "
+                             "(`NCCL_DEBUG=VERSION` prints NCCL's version, `nvidia-smi` the driver's): run a current "
+                             "NCCL release, or the one the framework ships, and read NCCL's release notes for the "
+                             "error.",
+                             "작업이 불러오는 NCCL을 CUDA 드라이버·런타임과 함께 확인하십시오(`NCCL_DEBUG=VERSION`은 "
+                             "NCCL 버전을, `nvidia-smi`는 드라이버 버전을 보여 줌): 최신 NCCL 릴리스나 프레임워크가 "
+                             "함께 제공하는 NCCL로 실행하고, 그 오류에 대해 NCCL 릴리스 노트를 읽으십시오."),
     "job_disable_nvls": ("nccl_env", "Run the job with `NCCL_NVLS_ENABLE=0`, or give its container "
                                      "`/dev/nvidia-caps` (and check Fabric Manager offers multicast) to keep NVLS.",
                          "작업을 `NCCL_NVLS_ENABLE=0`으로 실행하거나, NVLS를 쓰려면 컨테이너에 `/dev/nvidia-caps`를 "
@@ -202,6 +209,10 @@ KINDS = {
         "driver", "critical", "drain", ("job_node_checks", "job_read_xid", "drain_node"),
         "rank {rank}: CUDA could not initialise its GPU when NCCL set it up: that GPU or its host's driver is not usable",
         "랭크 {rank}: NCCL 설정 중 CUDA가 GPU를 초기화하지 못함: 그 GPU 또는 호스트의 드라이버를 쓸 수 없음"),
+    "nccl_cuda_call_rejected": kind(
+        "nccl_config", "critical", "nccl_env", ("job_check_nccl_build",),
+        "rank {rank}: CUDA rejected a call NCCL made (an argument or state error): the NCCL build, not the hardware",
+        "랭크 {rank}: NCCL이 한 CUDA 호출을 CUDA가 거부함(인자 또는 상태 오류): 하드웨어가 아니라 NCCL 빌드 문제"),
     "nccl_nvls_unavailable": kind(
         "nccl_config", "critical", "nccl_env", ("job_disable_nvls",),
         "rank {rank}: NCCL could not set up NVLS (NVLink SHARP): multicast is not available in this environment",

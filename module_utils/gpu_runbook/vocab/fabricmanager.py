@@ -8,7 +8,9 @@ mismatch that aborts Fabric Manager, NV_WARN_NOTHING_TO_DO) and the normal-opera
 its sample log (NVLink multicast team setup and release). Each format was written from gpud's
 example lines and is checked against them (and against gpud's regex) by the generator. Left
 out: the payload lines printed under an inband message ("Message payload details:..."), which
-report nothing; every other Fabric Manager message (no public source holds them); the SXid
+report nothing; every other Fabric Manager message (no public source holds them) but the
+start-up version check's, quoted verbatim in NVIDIA's own issue tracker (FIELD: the row's file is
+that page); the SXid
 numbers' meanings (the NVRM/SXid tables). Lines are "[Mon DD YYYY HH:MM:SS] [LEVEL] [tid N]
 message" in /var/log/fabricmanager.log, "nv-fabricmanager[pid]: message" in the journal.
 Classification: an NVSwitch fatal SXid -> nvswitch_sxid critical, non-fatal -> nvswitch_sxid
@@ -43,4 +45,5 @@ ROWS = (
     ('components/accelerator/nvidia/fabric-manager/testdata/fabricmanager.log', 9, 'multicast group %d is allocated.', 'benign', 'healthy', 'ok', 'an NVLink multicast group was allocated for a job: normal operation'),
     ('components/accelerator/nvidia/fabric-manager/testdata/fabricmanager.log', 10, 'successfully setup multicast team for request id %llu.', 'benign', 'healthy', 'ok', 'an NVLink multicast team was set up for a job: normal operation'),
     ('components/accelerator/nvidia/fabric-manager/testdata/fabricmanager.log', 11, 'Sending inband response message:  Message header details: magic Id:%x request Id:%x status:%d type:%d length:%d', 'benign', 'healthy', 'ok', 'Fabric Manager answered a driver request: normal operation'),
+    ('https://github.com/NVIDIA/gpu-operator/issues/544', 12, "fabric manager NVIDIA GPU driver interface version %s don't match with driver version %s. Please update with matching NVIDIA driver package.", 'fabric_not_ready', 'driver', 'critical', "Fabric Manager refused to start: its version differs from the loaded driver's (they must be the same release, e.g. after a driver upgrade without the matching nvidia-fabricmanager package, or before the reboot that loads the new driver); the NVLink fabric stays uninitialised and CUDA fails with 'system not yet initialized'"),
 )

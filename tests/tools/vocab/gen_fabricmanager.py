@@ -110,6 +110,22 @@ MESSAGES = (
     ("successfully released multicast team with handle %llu.", SAMPLE, "successfully released multicast team",
      None, "benign", "ok", "an NVLink multicast team was released: normal operation"),
 )
+# Fabric Manager's start-up messages that no openly licensed source holds but NVIDIA's own issue
+# trackers and the field quote verbatim (journal lines 'nv-fabricmanager[pid]: message'): (format, the
+# public page that quotes it, the line of the page's text (the issue's description) that holds the
+# quote, the quoted line (copied, checked against the format here), kind, severity, meaning).
+FIELD = (
+    ("fabric manager NVIDIA GPU driver interface version %s don't match with driver version %s. Please update "
+     "with matching NVIDIA driver package.",
+     "https://github.com/NVIDIA/gpu-operator/issues/544", 12,
+     "nv-fabricmanager[3228]: fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver "
+     "version 530.41.03. Please update with matching NVIDIA driver package.",
+     "fabric_not_ready", CRIT,
+     "Fabric Manager refused to start: its version differs from the loaded driver's (they must be the same "
+     "release, e.g. after a driver upgrade without the matching nvidia-fabricmanager package, or before the "
+     "reboot that loads the new driver); the NVLink fabric stays uninitialised and CUDA fails with 'system not "
+     "yet initialized'"),
+)
 CATEGORY = {"nvswitch_sxid": "gpu_hardware", "fabric_not_ready": "driver", "benign": "healthy"}
 
 
@@ -155,6 +171,11 @@ def main(argv=None):
             rows.append((path, line_no, fmt, kind, "healthy", "ok", mean))
         else:
             rows.append((path, line_no, fmt, kind, CATEGORY[kind], sev, mean))
+    for fmt, url, line_no, quoted, kind, sev, mean in FIELD:
+        frags, gaps = compile_format(fmt)
+        if not match_fragments(quoted, frags, gaps):
+            raise SystemExit("format %r does not read the quoted line %r" % (fmt, quoted))
+        rows.append((url, line_no, fmt, kind, CATEGORY[kind], sev, mean))
     doc = """\
 Read: the Fabric Manager messages gpud names: the five its log matcher looks for (NVSwitch
 fatal / non-fatal SXid, a multicast team naming an unknown GPU, the NVSwitch topology
@@ -162,7 +183,9 @@ mismatch that aborts Fabric Manager, NV_WARN_NOTHING_TO_DO) and the normal-opera
 its sample log (NVLink multicast team setup and release). Each format was written from gpud's
 example lines and is checked against them (and against gpud's regex) by the generator. Left
 out: the payload lines printed under an inband message ("Message payload details:..."), which
-report nothing; every other Fabric Manager message (no public source holds them); the SXid
+report nothing; every other Fabric Manager message (no public source holds them) but the
+start-up version check's, quoted verbatim in NVIDIA's own issue tracker (FIELD: the row's file is
+that page); the SXid
 numbers' meanings (the NVRM/SXid tables). Lines are "[Mon DD YYYY HH:MM:SS] [LEVEL] [tid N]
 message" in /var/log/fabricmanager.log, "nv-fabricmanager[pid]: message" in the journal.
 Classification: an NVSwitch fatal SXid -> nvswitch_sxid critical, non-fatal -> nvswitch_sxid

@@ -536,9 +536,11 @@ WARN_RULES = [
     (r"^src/transport/net_ib", r"unknown event type", IB, "warning", ""),
     (r"^src/transport/net_ib", r"Got async (?:error )?event ?: %s$", IB, "warning",
      "An InfiniBand async event (NCCL <= 2.27 wording); the event text decides (port error is the one that matters)."),
-    (r"^src/transport/net_ib", r"communicator encountered a fatal error", IB, "critical",
-     "An earlier fatal InfiniBand async event on this host's HCA stops the communicator: the first NET/IB WARN "
-     "names it."),
+    # a consequence: the event or completion NCCL logged before it is the cause (a port error is the
+    # link, a local access violation the registration), so this line decides nothing itself
+    (r"^src/transport/net_ib", r"communicator encountered a fatal error", ERR, "warning",
+     "An earlier fatal InfiniBand async event or completion error on this host's HCA stops the communicator: "
+     "the NET/IB WARN before it names the cause."),
     (r"^src/transport/net_ib", r"Fatal error\. Detected %d failed devices|The error is fatal", IB, "critical",
      "NET/IB resiliency cannot fail over: more than one HCA failed, or the error is not recoverable."),
     (r"^src/transport/net_ib", r"Device %d marked as failed", IB, "warning",
