@@ -122,13 +122,32 @@ def _positive(kind):
     return convert
 
 
+def _units(paths):
+    """The paths given -> what is read as one capture: a directory; or the files given of one
+    directory, together (two files of one host's capture are one host, not two)."""
+    out, by_dir = [], {}
+    for path in paths:
+        if os.path.isfile(path):
+            directory, entry = os.path.split(os.path.abspath(path))
+            if directory in by_dir:
+                by_dir[directory][1].append(entry)
+                by_dir[directory][2][entry] = path
+                continue
+            by_dir[directory] = (path, [entry], {entry: path})
+            out.append(by_dir[directory])
+        else:
+            out.append(path)
+    return out
+
+
 def _host_dirs(path, ignore=()):
-    """A path -> list of (host name, directory, sources, job files, empty files, blocks per file)."""
-    if os.path.isfile(path):
-        directory, entry = os.path.split(os.path.abspath(path))
+    """A path (or (a file given, [files of its directory])) -> list of (host name, directory,
+    sources, job files, empty files, blocks per file)."""
+    if isinstance(path, tuple):
+        directory = os.path.dirname(os.path.abspath(path[0]))
         blocks = {}
-        sources, jobs, empty = load_capture_dir(directory, files=[entry], blocks=blocks, ignore=ignore)
-        return [(os.path.basename(directory) or entry, directory, sources, jobs, empty, blocks)]
+        sources, jobs, empty = load_capture_dir(directory, files=list(path[1]), blocks=blocks, ignore=ignore)
+        return [(os.path.basename(directory) or path[1][0], directory, sources, jobs, empty, blocks)]
     if not os.path.isdir(path):
         raise UsageError("%s: no such file or directory" % path)
     blocks = {}
@@ -163,16 +182,16 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
     if since is not None:
         since = parse_time(since, tz).isoformat()  # a naive --since is in the captures' zone
     results, job_files, inputs, job_paths, dir_hosts, dir_files = {}, {}, {}, {}, {}, {}
-    for path in paths:
-        for name, directory, sources, jobs, empty, blocks in _host_dirs(path, ignore):
+    for unit in _units(paths):
+        for name, directory, sources, jobs, empty, blocks in _host_dirs(unit, ignore):
+            path, given = (None, unit[2]) if isinstance(unit, tuple) else (unit, {})
             for entry, found in blocks.items():
-                full = os.path.join(directory, entry)
-                inputs[full] = {"file": _shown(path, directory, entry), "read_as": [BLOCK_LABEL.get(b, b)
-                                                                                    for b in found]}
+                inputs[os.path.join(directory, entry)] = {"file": given.get(entry) or _shown(path, directory, entry),
+                                                          "read_as": [BLOCK_LABEL.get(b, b) for b in found]}
             for entry in empty:
-                inputs[os.path.join(directory, entry)] = {"file": _shown(path, directory, entry), "read_as": [],
-                                                          "empty": True}
-            if os.path.isdir(path) and (blocks or empty):  # a directory of captures: its host is named
+                inputs[os.path.join(directory, entry)] = {"file": given.get(entry) or _shown(path, directory, entry),
+                                                          "read_as": [], "empty": True}
+            if path is not None and os.path.isdir(path) and (blocks or empty):  # a directory: its host is named
                 dir_files[name] = dict([(e, True) for e in empty] + [(e, False) for e in blocks if not blocks[e]])
             for k, v in jobs.items():
                 key = os.path.join(name, k)

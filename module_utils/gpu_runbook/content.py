@@ -100,6 +100,10 @@ def _rdma_link(line):
     return not line.strip() or _RDMA_LINK_RE.match(line) is not None
 
 
+def _ibtool_message(line):
+    return not line.strip() or bool(IBTOOL_MESSAGE_RE.match(line) or _IBND_ERROR_RE.match(line))
+
+
 def _ibportstate(line):
     return not line.strip() or bool(_IBPORTSTATE_LINE_RE.match(line))
 
@@ -131,6 +135,15 @@ def _csv_rows(width):
 # iproute2's `rdma link`: 'link mlx5_0/1 ... state ACTIVE physical_state LINK_UP' (infiniband/rdma_link.py)
 _RDMA_LINK_RE = re.compile(r"^\s{0,8}(?:\d{1,4}/\d{1,3}:\s{1,4})?link\s{1,4}[\w.\-]{1,64}/\d{1,3}\s[^\n]{0,800}?"
                            r"\b(?:physical_)?state\s+[A-Z_]{2,32}")
+# infiniband-diags' own complaints, whatever tool printed them (libibmad mad.h IBWARN / IBPANIC
+# 'ibwarn: [pid] func: msg', 'ibpanic: [pid] func: msg: errno text'; ibdiag_common.c ibexit()
+# '<prog>: iberror: [pid N] func: failed: msg' / '<prog>: iberror: failed: msg'): read as the IB
+# tool errors they are (infiniband/ibstat.py), which say nothing of a link -- on a RoCE port no
+# MAD tool works at all ('mad_rpc_open_port: client_register for mgmt 1 failed')
+IBTOOL_MESSAGE_RE = re.compile(r"^(?:[\w.\-]{1,64}: )?(?:ibwarn|ibpanic): \[\d{1,9}\] |^[\w.\-]{0,64}: iberror: "
+                               r"(?:\[pid \d{1,9}\] [^\n]{0,200}?)?failed: ")
+# libibnetdisc's IBND_ERROR ('<file>.c:<line>; msg'), printed among them
+_IBND_ERROR_RE = re.compile(r"^\S{1,300}\.c:\d{1,6}; ")
 # ibportstate: its PortInfo headers, '# Port info: ...', libibmad's dotted fields, its ibwarn lines
 _IBPORTSTATE_OPEN_RE = re.compile(r"^(?:Initial )?(?:Switch |CA/RT )?PortInfo:\s*$|^# Port info:[^\n]{0,200} port \d{1,3}\s*$")
 _IBPORTSTATE_LINE_RE = re.compile(r"^(?:(?:Initial |Peer |After )?(?:Switch |CA/RT )?PortInfo(?: set)?:|# (?:MLNX ext )?Port "
@@ -177,6 +190,7 @@ BLOCKS = (
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link),
     ("ibportstate.txt", _IBPORTSTATE_OPEN_RE, _ibportstate),
+    ("ibstat.txt", IBTOOL_MESSAGE_RE, _ibtool_message),
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),

@@ -454,3 +454,28 @@ def test_fabric_managers_version_check_in_the_journal_is_the_driver(tmp_path, ca
     verdicts = [h["verdict"] for h in doc["hosts"]] + [(doc.get("job") or {}).get("verdict")]
     assert "driver" in verdicts, doc
     assert all(v != "healthy" for v in verdicts)
+
+
+def test_infiniband_diags_own_complaints_are_tool_errors_not_unexplained(tmp_path, capsys):
+    # libibmad's IBWARN and ibdiag_common.c's ibexit(), as perfquery / ibnetdiscover print them on a
+    # RoCE port (no MAD tool works there); the ports themselves are Active
+    (tmp_path / "out.txt").write_text(
+        "[root@node32 1]# ibnetdiscover\n"
+        "ibwarn: [298726] mad_rpc_open_port: client_register for mgmt 1 failed\n"
+        "/var/tmp/OFED_topdir/BUILD/rdma-core-2307mlnx47/libibnetdisc/ibnetdisc.c:802; can't open MAD port ((null):0)\n"
+        "ibnetdiscover: iberror: failed: discover failed\n"
+        "[root@node32 1]# perfquery\n"
+        "ibwarn: [299010] mad_rpc_open_port: client_register for mgmt 1 failed\n"
+        "perfquery: iberror: failed: Failed to open '(null)' port '0'\n")
+    (tmp_path / "ibstatus.txt").write_text(
+        "[root@node32 1]# ibstatus\nInfiniband device 'mlx5_0' port 1 status:\n"
+        "        state:           4: ACTIVE\n        phys state:      5: LinkUp\n"
+        "        rate:            400 Gb/sec (4X NDR)\n        link_layer:      Ethernet\n")
+    # the two files given one by one are one capture: one host
+    rc, out, err = run(capsys, str(tmp_path / "out.txt"), str(tmp_path / "ibstatus.txt"), "--format", "json")
+    doc = json.loads(out)
+    (h,) = doc["hosts"]
+    assert (h["host"], h["verdict"]) == ("node32", "healthy"), h
+    assert {f["kind"] for f in h["findings"]} == {"ib_tool_error"}
+    assert {f["file"]: f["read_as"] for f in doc["files"]} == {
+        str(tmp_path / "out.txt"): ["ibstat"], str(tmp_path / "ibstatus.txt"): ["ibstat"]}
