@@ -14,6 +14,7 @@ from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibsta
                                     rdma_link, reload, restart)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
+from gpu_runbook.active import nvbandwidth, perftest
 from gpu_runbook.joblog import parse_job_logs
 from gpu_runbook.joblog import pyspy
 from gpu_runbook.joblog.lines import parse_file
@@ -135,6 +136,9 @@ TARGETS = [
     Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
     Target(rdma_link.parse_rdma_link, "ib", returns=tuple),
     Target(ibportstate.parse_ibportstate, "ib", returns=tuple),
+    # the active tier's outputs (nvbandwidth's matrices, perftest's bandwidth table)
+    Target(nvbandwidth.parse_nvbandwidth, "system", returns=dict),
+    Target(perftest.parse_perftest_bw, "system", returns=dict),
     # a py-spy frame line ('func (file:line)'): None when it is not one
     Target(pyspy.parse_frame, "joblog", _each_line(pyspy.parse_frame), returns=list),
     Target(names.parse_rate, "system", _each_line(names.parse_rate), returns=list),

@@ -48,6 +48,7 @@ NAMES = {
     "gpu_runbook_rma": ["host"],
     "slurm_job": ["job_id", "node"],
     "gpu_runbook_restart_ib": ["unit", "hcas"],
+    "gpu_active_checks": ["ib_pair_peer", "ib_device", "expected_pci", "nccl_message_size"],
 }
 # Free text that reaches a command as one word (a Slurm reason): only control characters and
 # length are refused.
@@ -88,6 +89,9 @@ def baseline(module, tmp):
     """Valid arguments that take the module as far as it goes on this host."""
     sysfs, proc = str(tmp / "sys"), str(tmp / "proc")
     return {
+        # check mode: the plan of each check, nothing run
+        "gpu_active_checks": {"checks": ["inventory", "dcgm", "nccl", "nvbandwidth", "ib_pair"], "expected_gpus": 8,
+                              "ib_pair_peer": "gpu-r3-n02", "ib_device": "mlx5_0"},
         "gpu_health_facts": {"probes": ["nvidia_smi", "compute_apps", "kernel_log", "ib_sysfs", "ibstat",
                                         "perfquery"], "probe_timeout": 20, "sysfs_root": sysfs,
                              "kern_log_path": str(tmp / "kern.log")},

@@ -38,7 +38,10 @@ SLURMD_PORT = 6918
 OWNER_FILE = "/run/gpurb-emu.json"
 MAX_HOSTS = 64
 FAKE_TOOLS = ["nvidia-smi", "ibstat", "ibv_devinfo", "perfquery", "dmesg", "journalctl", "systemctl", "modprobe",
-              "nvidia-bug-report.sh"]
+              "nvidia-bug-report.sh",
+              # the active tier's tests (fakehw.ACTIVE_TOOLS); one listed in the state's active.absent gets no
+              # wrapper, so `command -v dcgmi` fails on that host as on a node without DCGM
+              "dcgmi", "all_reduce_perf", "nvbandwidth", "ib_write_bw"]
 # per host, the kernel between two tool calls: faulty ports keep flapping and counting (fakehw.py live)
 LIVE_CMD = "/usr/bin/python3 -S /opt/fakehw/lib/fakehw.py live 0.5"
 HOST_PATH = "/opt/fakehw/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -334,11 +337,7 @@ class Testbed:
                 with open(os.path.join(d, "root", rc), "w") as f:
                     f.write("export PATH=%s\n" % HOST_PATH)
             shutil.copy(src, os.path.join(fh, "lib", "fakehw.py"))
-            for tool in FAKE_TOOLS:
-                p = os.path.join(fh, "bin", tool)
-                with open(p, "w") as f:
-                    f.write('#!/bin/sh\nexec /usr/bin/python3 -S /opt/fakehw/lib/fakehw.py %s "$@"\n' % tool)
-                os.chmod(p, 0o755)
+            write_tool_wrappers(fh, states[n])
             p = os.path.join(fh, "bin", "fakehw-refresh")
             with open(p, "w") as f:
                 f.write('#!/bin/sh\nexec /usr/bin/python3 -S /opt/fakehw/lib/fakehw.py refresh "$@"\n')
@@ -651,6 +650,28 @@ class Testbed:
             fn(st)
             fakehw.save(st, fh)
             fakehw.render_sysfs(st, fh)
+            write_tool_wrappers(fh, st)         # active.absent may have changed
+
+    def set_active(self, name, gpus=None, **knobs):
+        """Set the active-test knobs of a running host (fakehw.py's module doc): ``knobs`` merge into
+        ``state["active"]`` (``absent``/``hang`` lists replace), ``gpus={index: {"dcgm_fail": {...},
+        "h2d_gbps": 20}}`` merge into those GPUs; a value None removes the knob. Tool wrappers follow
+        ``absent`` at once."""
+        def fn(st):
+            act = st.setdefault("active", {})
+            for k, v in knobs.items():
+                if v is None:
+                    act.pop(k, None)
+                else:
+                    act[k] = v
+            for idx, over in (gpus or {}).items():
+                g = st["gpus"][int(idx)]
+                for k, v in over.items():
+                    if v is None:
+                        g.pop(k, None)
+                    else:
+                        g[k] = v
+        self.update_state(name, fn)
 
     def set_fault(self, name, type, **kw):
         """Inject a fault of the catalogue into a running host, starting now."""
@@ -681,6 +702,7 @@ class Testbed:
             with fakehw.locked(fh):
                 fakehw.save(states[n], fh)
                 fakehw.render_sysfs(states[n], fh)
+                write_tool_wrappers(fh, states[n])
             open(os.path.join(fh, "commands.log"), "w").close()
 
     def break_tool(self, name, tool, message=None, rc=1):
@@ -934,6 +956,30 @@ def _merge(dst, src):
             dst[k] = v
 
 
+def write_tool_wrappers(fh, st):
+    """``<fh>/bin/<tool>``: one ``sh`` wrapper per FAKE_TOOLS entry that execs fakehw.py; a tool named in the
+    state's ``active.absent`` (fakehw.absent_tools) has none -- an old wrapper is removed -- so the host's
+    shell answers ``command not found`` (127) for it, as on a node where it is not installed."""
+    absent = set(fakehw.absent_tools(st))
+    os.makedirs(os.path.join(fh, "bin"), exist_ok=True)
+    for tool in FAKE_TOOLS:
+        p = os.path.join(fh, "bin", tool)
+        if tool in absent:
+            if os.path.lexists(p):
+                os.unlink(p)
+            continue
+        text = '#!/bin/sh\nexec /usr/bin/python3 -S /opt/fakehw/lib/fakehw.py %s "$@"\n' % tool
+        try:
+            with open(p) as f:
+                if f.read() == text:
+                    continue
+        except OSError:
+            pass
+        with open(p, "w") as f:
+            f.write(text)
+        os.chmod(p, 0o755)
+
+
 def apply_hardware(states, hw):
     """A scenario's ``hardware:`` overlay on the built host states (fakehw.py's knobs)::
 
@@ -943,8 +989,13 @@ def apply_hardware(states, hw):
             gpus: {1: {processes: [{pid: 4711, name: python, mem: 1200}]}}    # by GPU index
             hcas: {mlx5_0: {rate: "200 Gb/sec (4X HDR)"}}                    # by HCA name
             ib_holders: [{pid: 5120, comm: ibacm, device: null}]
+          gpu-r1-n03:
+            active: {dcgm: hostengine_down, absent: [nvbandwidth]}            # active-test knobs
+            gpus: {3: {dcgm_fail: {test: memory, error_id: 58}, h2d_gbps: 20}}
 
-    Top-level keys replace, dicts merge; a GPU's ``mem_used`` follows its processes."""
+    Top-level keys replace, dicts merge (``active`` too: ``all: {active: {seconds: 0.1}}`` and a host's
+    ``active: {...}`` combine); a GPU's ``mem_used`` follows its processes. The scenario's own ``active:``
+    block (scenario.apply_active) is applied first, by scn.build."""
     for sel, over in (hw or {}).items():
         names = list(states) if sel == "all" else [n for n in scn.expand_hostlist(sel) if n in states]
         for n in names:
@@ -959,6 +1010,8 @@ def apply_hardware(states, hw):
                 elif k == "hcas":
                     for name, h in v.items():
                         _merge(next(x for x in st["hcas"] if x["name"] == name), h)
+                elif k == "active" and isinstance(v, dict):
+                    _merge(st.setdefault("active", {}), json.loads(json.dumps(v)))   # a copy per host
                 else:
                     st[k] = v
 

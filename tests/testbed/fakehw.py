@@ -21,7 +21,8 @@ does), and ``gpus[i]["reset_outcome"]``: ``"lost"`` (exit 15, the GPU falls off 
 ``"start_fails"`` / ``"stop_fails"`` inject failures), ``"gpu_holders": [{"pid", "comm", "gpus"?,
 "dri"?}]`` (bare processes), a loaded ``nvidia_drm`` (``"module_refcount": {"nvidia_drm": n}`` in
 /proc/modules). ``"nvswitches": n`` renders ``<root>/dev/nvidia-nvswitch0..`` when ``<root>/dev``
-exists; ``"nvlink_groups": [[0, 1, 2, 3], ...]`` drives ``nvidia-smi topo -m``; ``gpus[i]["fabric"]``
+exists; ``"nvlink_groups": [[0, 1, 2, 3], ...]`` drives ``nvidia-smi topo -m``; ``gpus[i]["nvlink_inactive"]``
+(link numbers) shows those links ``<inactive>`` in ``nvidia-smi nvlink --status``; ``gpus[i]["fabric"]``
 (``{"state": "In Progress", "status": "N/A"}``) prints the GPU's NVSwitch fabric section in ``-q`` / ``-q -x``.
 
 IB stack knobs (all optional; without them openibd behaves as it always did here):
@@ -42,9 +43,56 @@ Init/LinkUp) before they are Active. When ``<root>/proc`` exists it is rendered 
 ``live [INTERVAL]`` runs for ever and re-renders only what changes by itself (faulty or training
 ports, kern.log lines whose time has come): the testbed runs one per host, so a module that reads
 sysfs directly (ib_restart's wait and soak) sees counters rise and ports flap as on a real node.
+
+Active tests (the formats are the real tools', from their source: tests/fixtures/active/README.md).
+Commands: ``dcgmi diag -r 1|2|3|4|<test>[,<test>] [-j] [-i 0,1,..] [-v] [--host H]`` (DCGM 3.3.9: the boxed
+table, or with ``-j`` the JSON jsoncpp prints; -r 1 software/"Deployment" checks, 2 + pcie, memory, 3 +
+diagnostic, targeted_stress, targeted_power, memory_bandwidth, 4 + memtest, pulse_test); ``all_reduce_perf
+[-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS] [-t THREADS] [-c 0|1] [-d TYPE] ...`` (nccl-tests 2.13, one
+process; ``NCCL_TESTS_MIN_BW`` honoured); ``nvbandwidth [-t TESTCASE ...] [-p PREFIX ...] [-b MiB] [-i N]
+[-v] [-l]`` (v0.8; CE/SM host<->device and device<->device memcpy measured, other testcases "Waived");
+``ib_write_bw [-d DEV] [-i PORT] [-s SIZE | -a] [-n ITERS] [-q QPS] [-b] [--report_gbits] [SERVER]`` (perftest
+24.10: with SERVER the client's banner and row; without, the server's waiting box, then after
+``ib_server_seconds`` the same report, exit 0; no traffic is sent anywhere).
+Host knobs, all in ``"active": {...}`` (scenario ``active:`` block, or ``Testbed.set_active``):
+``"seconds"`` (0.5: how long each fake test runs); ``"absent": [tools]`` (not installed: the testbed
+writes no wrapper for them, and a call that reaches main anyway answers ``<tool>: command not found``,
+127); ``"hang": [tools]`` (the tool prints what the real one prints before it blocks -- nothing for dcgmi,
+the header for all_reduce_perf, "Running <first testcase>." for nvbandwidth, the waiting box for an
+ib_write_bw server, the banner for a client -- then sleeps until SIGTERM/SIGKILL; the process is named
+as the real binary, /proc/<pid>/comm); ``"dcgm"``: "ok" (default), "hostengine_down" (every dcgmi
+command prints dcgmi/Command.cpp's ``Error: unable to establish a connection to the specified host:
+localhost`` / ``Error: Unable to connect to host engine. Host engine connection invalid/disconnected.``,
+exit 235 = DCGM_ST_CONNECTION_NOT_VALID -21), "embedded" (nv-hostengine is down but ``dcgmi diag`` starts
+an embedded engine and runs, as DCGM >= 2's Diag.cpp does; other subcommands fail as above), "absent"
+(= dcgmi in ``absent``); ``"dcgm_version"`` ("3.3.9"); ``"busbw_gbps"`` (all_reduce_perf's bus bandwidth
+at large sizes: 460 for H100, 431 H200, 228 A100, 110 V100 -- Azure conf check_nccl_allreduce; busbw =
+peak * (1 - exp(-bytes / 8 MiB)), time = bytes / algbw, algbw = busbw * n / (2 (n - 1)); the Avg line is
+the mean of every row's two busbw, as nccl-tests computes it); ``"nccl_wrong": n`` (#wrong per cell,
+"Out of bounds values : N FAILED", exit 1); ``"nvbandwidth_gbps": {"host_to_device_memcpy_ce",
+"device_to_host_memcpy_ce", "device_to_device_memcpy_read_ce"}`` (per GPU / per pair; default H100 55 / 55 /
+375: healthy values above Azure's check_gpu_bw floors 48 / 335, under which Azure fails a node, warning
+below 1.05x; A100 24 / 24 / 265); ``"ib_bw_gbps"`` (ib_write_bw's average: default 97.5 % of the HCA's
+rate, 390 for NDR 400); ``"ib_server_seconds"`` (2.0); ``"ib_no_server": true`` (the client's ``Couldn't
+connect to <server>:18515``, exit 1).
+Per GPU: ``gpus[i]["dcgm_fail"] = {"test": "memory"|"pcie"|"diagnostic"|"targeted_stress"|"targeted_power"|
+"memory_bandwidth"|"memtest"|"pulse_test"|"<Deployment test name>", "error_id"?: DCGM_FR_* number (default
+per test, e.g. memory 58 DCGM_FR_MEMORY_MISMATCH), "message"?: text (default DCGM's message for the code,
+filled in, + its next steps), "status"?: "Fail"|"Warn"}`` (or a list of them): the test shows Fail for that
+GPU with ``"warnings": [{"warning", "error_id", "error_category", "error_severity"}]``; dcgmi then exits
+226 (DCGM_ST_NVVS_ERROR -30), 205 (DCGM_ST_NVVS_ISOLATE_ERROR -51) when a failed test carries an isolating
+code (52, 57, 58, 80, 98), 0 when only warnings (3.3.9 prints a warned test as "Fail" all the same).
+The state drives it too: persistence off -> Persistence Mode warns (code 29); a pending row remap / remap
+failure -> Page Retirement/Row Remap fails (85 / 80) and nvvs stops there (no per-GPU tests); a GPU off
+the bus is not seen at all. ``gpus[i]["h2d_gbps"|"d2h_gbps"|"p2p_gbps"]``: that GPU's nvbandwidth figures
+(p2p caps every pair it is in); ``gpus[i]["busbw_gbps"]`` caps all_reduce_perf on GPUs it includes.
+Per HCA: ``hcas[k]["ib_bw_gbps"]``; a port that is not ACTIVE (fault down, flapping at that moment,
+openibd stopped) makes ib_write_bw fail with ``Port number 1 state is Down`` (exit 1), a ``bad_cable``
+fault gives 55 % of the figure, an unknown ``-d`` ``IB device X not found``.
 """
 import fcntl
 import json
+import math
 import os
 import shutil
 import sys
@@ -850,6 +898,8 @@ def nvidia_smi(argv, root=None):
     args = list(argv)
     if args[:1] == ["topo"]:
         return smi_topo(st, args[1:])
+    if args[:1] == ["nvlink"]:
+        return smi_nvlink(st, args[1:])
     opt = {"q": False, "x": False, "d": None, "i": None, "query_gpu": None, "query_apps": None,
            "format": None, "reset": False, "L": False, "filename": None, "pm": None}
     i = 0
@@ -978,6 +1028,31 @@ def nvidia_smi(argv, root=None):
         out.write(lost_msg(g) + "\n")
     out.write(smi_table(st, live))
     return rc
+
+
+# NVLink links per GPU and their speed as `nvidia-smi nvlink --status` prints them (NVLink4 on
+# H100/H200 SXM: 18 links of 26.562 GB/s; NVLink3 on A100 SXM: 12 of 25 GB/s; V100 SXM2: 6)
+_NVLINKS = (("H100", 18, "26.562 GB/s"), ("H200", 18, "26.562 GB/s"), ("A100", 12, "25 GB/s"), ("V100", 6, "25.781 GB/s"))
+
+
+def smi_nvlink(st, args):
+    """``nvidia-smi nvlink --status [-i N]``: each present GPU, then one line per link, its speed or
+    ``<inactive>`` (``gpus[i]["nvlink_inactive"]``: the links that did not train)."""
+    if not any(a in ("-s", "--status") for a in args):
+        sys.stderr.write("fakehw: nvidia-smi nvlink: only --status is modelled\n")
+        return 2
+    want = None
+    if "-i" in args and args.index("-i") + 1 < len(args):
+        want = int(args[args.index("-i") + 1])
+    for g in st.get("gpus", []):
+        if not g.get("present", True) or (want is not None and g["index"] != want):
+            continue
+        n, speed = next(((k, v) for m, k, v in _NVLINKS if m in g["name"]), (0, ""))
+        print("GPU %d: %s (UUID: %s)" % (g["index"], g["name"], g["uuid"]))
+        down = set(g.get("nvlink_inactive") or [])
+        for link in range(n):
+            print("\t Link %d: %s" % (link, "<inactive>" if link in down else speed))
+    return 0
 
 
 def smi_topo(st, args):
@@ -1846,6 +1921,993 @@ def systemctl(argv, root=None):
     return 1
 
 
+# --------------------------------------------------------------------------- active tests
+# dcgmi diag, all_reduce_perf (nccl-tests), nvbandwidth, ib_write_bw (perftest): tools that load the
+# node and measure it. Formats from the tools' own source (see tests/fixtures/active/README.md):
+# DCGM v3.3.9 dcgmi/Diag.cpp + jsoncpp 1.9.5, nccl-tests v2.13.11 src/common.cu, nvbandwidth v0.8
+# output.cpp/inline_common.h, perftest 24.10.0-0.66 perftest_parameters.c/write_bw.c.
+
+ACTIVE_TOOLS = ("dcgmi", "all_reduce_perf", "nvbandwidth", "ib_write_bw")
+ACTIVE_SECONDS = 0.5            # default duration of one fake test (state["active"]["seconds"])
+IB_SERVER_SECONDS = 2.0         # an ib_write_bw server waits this long for its (pretend) client
+DCGM_VERSION = "3.3.9"
+# per GPU model: (all_reduce busbw GB/s on 8 GPUs: Azure conf check_nccl_allreduce, nvbandwidth H2D, D2H,
+# D2D read GB/s: healthy values above Azure's check_gpu_bw floors, PCI device id, totalGlobalMem bytes)
+GPU_MODELS = (
+    ("H200", 431.0, 55.0, 55.0, 375.0, "2335", 150754820096),
+    ("H100", 460.0, 55.0, 55.0, 375.0, "2330", 85030649856),
+    ("A100-SXM4-80GB", 228.0, 24.0, 24.0, 265.0, "20b2", 85198045184),
+    ("A100", 228.0, 24.0, 24.0, 265.0, "20b0", 42505273344),
+    ("V100", 110.0, 11.0, 11.0, 45.0, "1db5", 34079899648),
+)
+
+
+def _gpu_model(st):
+    name = (st.get("gpus") or [{}])[0].get("name", "")
+    for m in GPU_MODELS:
+        if m[0] in name:
+            return m
+    return GPU_MODELS[1]
+
+
+def active_knobs(st):
+    return st.get("active") or {}
+
+
+def absent_tools(st):
+    """Tools not installed on this host: ``active.absent`` (+ dcgmi when ``active.dcgm`` is "absent")."""
+    a = active_knobs(st)
+    out = [str(t) for t in a.get("absent") or []]
+    if a.get("dcgm") == "absent" and "dcgmi" not in out:
+        out.append("dcgmi")
+    return out
+
+
+def _present(st):
+    return [g for g in st.get("gpus", []) if g.get("present", True)]
+
+
+def _seconds(st):
+    return float(active_knobs(st).get("seconds", ACTIVE_SECONDS))
+
+
+def _jitter(key, amp):
+    """Deterministic factor in [1, 1 + amp) for one cell (real figures differ a little, cell to cell)."""
+    import zlib
+    return 1.0 + amp * (zlib.crc32(key.encode()) % 1000) / 1000.0
+
+
+def _out(text):
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _err(text):
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _hang():
+    """Block like a stuck test: far past any deadline; SIGTERM/SIGKILL end it as they would the real tool."""
+    while True:
+        time.sleep(3600)
+
+
+def _set_comm(tool):
+    """Name the process as the real binary is named (/proc/<pid>/comm), so a caller that looks for a
+    left-over ``all_reduce_perf`` after its deadline finds this one."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(15, ctypes.c_char_p(tool[:15].encode()), 0, 0, 0)     # PR_SET_NAME
+    except Exception:       # no libc prctl: keep python3's name
+        pass
+
+
+# ---------------------------------------------------------------- jsoncpp 1.9.5 toStyledString()
+def _json_str(v):
+    return json.dumps(v, ensure_ascii=True)
+
+
+def jsoncpp_styled(value):
+    """Json::Value::toStyledString() of jsoncpp 1.9.5 (what dcgmi prints): StreamWriterBuilder defaults
+    -- tab indentation, members sorted, ``"key" : `` then a nested ``{``/``[`` on its own line, every
+    non-empty array multi-line (commentStyle All), ending with a newline."""
+    out = []
+    state = {"indented": True, "ind": ""}
+
+    def write_indent():
+        out.append("\n" + state["ind"])
+
+    def with_indent(s):
+        if not state["indented"]:
+            write_indent()
+        out.append(s)
+        state["indented"] = False
+
+    def value_(v):
+        if isinstance(v, dict):
+            if not v:
+                out.append("{}")
+                return
+            with_indent("{")
+            state["ind"] += "\t"
+            keys = sorted(v, key=lambda k: k.encode())
+            for n, k in enumerate(keys):
+                with_indent(_json_str(k))
+                out.append(" : ")
+                value_(v[k])
+                if n + 1 < len(keys):
+                    out.append(",")
+            state["ind"] = state["ind"][:-1]
+            with_indent("}")
+        elif isinstance(v, list):
+            if not v:
+                out.append("[]")
+                return
+            with_indent("[")
+            state["ind"] += "\t"
+            for n, c in enumerate(v):
+                if not state["indented"]:
+                    write_indent()
+                state["indented"] = True
+                value_(c)
+                state["indented"] = False
+                if n + 1 < len(v):
+                    out.append(",")
+            state["ind"] = state["ind"][:-1]
+            with_indent("]")
+        elif isinstance(v, bool):
+            out.append("true" if v else "false")
+        elif v is None:
+            out.append("null")
+        elif isinstance(v, int):
+            out.append(str(v))
+        elif isinstance(v, float):
+            out.append(repr(v))
+        else:
+            out.append(_json_str(str(v)))
+    value_(value)
+    return "".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- dcgmi diag (DCGM 3.3.9)
+# DCGM_FR_* codes the fake knows (dcgmlib/dcgm_errors.h + src/dcgm_errors.c at v3.3.9):
+# code -> (name, severity (dcgmErrorGetPriorityByCode), category, message format, next steps)
+_TRIAGE = "Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics."
+_FIELD_DIAG = "Run a field diagnostic on the GPU."
+DCGM_ERRORS = {
+    9: ("DCGM_FR_CORRUPT_INFOROM", 4, 15, "A corrupt InfoROM has been detected in GPU %(gpu)d.",
+        "Flash the InfoROM to clear this corruption."),
+    14: ("DCGM_FR_NVLINK_DOWN", 4, 11, "GPU %(gpu)d's NvLink link %(link)d is currently down", _TRIAGE),
+    23: ("DCGM_FR_DENYLISTED_DRIVER", 5, 3, "Found driver on the denylist: %(driver)s",
+         "Please load the appropriate driver."),
+    25: ("DCGM_FR_GRAPHICS_PROCESSES", 6, 8, "NVVS has detected processes with graphics contexts open running on "
+         "at least one GPU. This may cause some tests to fail.", "Stop the graphics processes or run this "
+         "diagnostic on a server that is not being used for display purposes."),
+    29: ("DCGM_FR_PERSISTENCE_MODE", 5, 8, "Persistence mode for GPU %(gpu)d is disabled.",
+         "Enable persistence mode by running \"nvidia-smi -i <gpuId> -pm 1 \" as root."),
+    30: ("DCGM_FR_LOW_BANDWIDTH", 4, 13, "Bandwidth of GPU %(gpu)d in direction %(direction)s of %(value).2f did "
+         "not exceed minimum required bandwidth of %(minimum).2f.", "Verify that your minimum bandwidth setting is "
+         "appropriate for the topology of each GPU. If so, and errors are consistent, please run a field diagnostic."),
+    44: ("DCGM_FR_INTERNAL", 4, 16, "There was an internal error during the test: '%(detail)s'", _TRIAGE),
+    50: ("DCGM_FR_STRESS_LEVEL", 4, 1, "Max stress level of %(value).1f did not reach desired stress level of "
+         "%(minimum).1f for GPU %(gpu)d", _TRIAGE),
+    52: ("DCGM_FR_FAULTY_MEMORY", 2, 10, "Found %(count)d faulty memory elements on GPU %(gpu)d", _FIELD_DIAG),
+    57: ("DCGM_FR_CUDA_DBE", 2, 10, "CUDA APIs have indicated that a double-bit ECC error has occured on GPU "
+         "%(gpu)d.", _FIELD_DIAG),
+    58: ("DCGM_FR_MEMORY_MISMATCH", 2, 10, "A memory mismatch was detected on GPU %(gpu)d, but no error was "
+         "reported by CUDA or NVML.", _FIELD_DIAG),
+    62: ("DCGM_FR_MEMORY_BANDWIDTH", 4, 1, "GPU %(gpu)d only achieved a memory bandwidth of %(value).2f GB/s, "
+         "failing to meet %(minimum).2f GB/s for test %(test)d", _TRIAGE),
+    63: ("DCGM_FR_TARGET_POWER", 4, 14, "Max power of %(value).1f did not reach desired power minimum "
+         "target_power_min_ratio of %(minimum).1f for GPU %(gpu)d", "Verify that the clock speeds and GPU "
+         "utilization are high."),
+    80: ("DCGM_FR_ROW_REMAP_FAILURE", 2, 10, "GPU %(gpu)d had uncorrectable memory errors and row remapping "
+         "failed.", _FIELD_DIAG),
+    85: ("DCGM_FR_PENDING_ROW_REMAP", 6, 10, "GPU %(gpu)d had memory errors and row remappings are pending",
+         _TRIAGE),
+    98: ("DCGM_FR_PCIE_H_REPLAY_VIOLATION", 2, 13, "GPU %(gpu)d host-side PCIe replay violation, see dmesg for "
+         "more information", ""),
+    110: ("DCGM_FR_GFLOPS_THRESHOLD_VIOLATION", 4, 2, "Detected %(value).2f %(field)s for GPU %(gpu)d which is "
+          "below the threshold %(minimum).2f", "Please verify your user-specified variance tolerance is set "
+          "appropriately; if so, and if errors are persistent, please run a field diagnostic."),
+}
+DCGM_ERROR_ISOLATE = 2
+_DCGM_ARGS = {"link": 0, "driver": "nouveau", "direction": "h2d", "value": 11.52, "minimum": 22.0, "detail": "fakehw",
+              "count": 1, "test": 0, "field": "gflops"}
+# the level-one (software/"Deployment") tests, in dcgmSoftwareTest_enum order less CUDA Toolkit Library
+# (never run, so left out of both outputs)
+DCGM_SW_TESTS = ("Denylist", "NVML Library", "CUDA Main Library", "Permissions and OS Blocks", "Persistence Mode",
+                 "Environment Variables", "Page Retirement/Row Remap", "Graphics Processes", "Inforom")
+# per-GPU tests: (plugin name, display name, category, lowest -r level that runs it, default DCGM_FR code),
+# in DCGM_*_INDEX order; levels from nvvs/src/NvidiaValidationSuite.cpp fillTestVectors()
+DCGM_GPU_TESTS = (
+    ("memory", "GPU Memory", "Hardware", 2, 58),
+    ("diagnostic", "Diagnostic", "Hardware", 3, 52),
+    ("pcie", "PCIe", "Integration", 2, 30),
+    ("sm_stress", "SM Stress", "Stress", 99, 50),
+    ("targeted_stress", "Targeted Stress", "Stress", 3, 50),
+    ("targeted_power", "Targeted Power", "Stress", 3, 63),
+    ("memory_bandwidth", "Memory Bandwidth", "Stress", 3, 62),
+    ("memtest", "Memtest", "Hardware", 4, 58),
+    ("pulse_test", "Pulse Test", "Hardware", 4, 44),
+)
+_SW_DEFAULT_CODE = {"Denylist": 23, "Persistence Mode": 29, "Page Retirement/Row Remap": 85,
+                    "Graphics Processes": 25, "Inforom": 9}
+
+
+def dcgm_message(code, gpu, **args):
+    """DCGM's full message for a DCGM_FR code on one GPU: the code's message filled in + " " + its next steps
+    (common/DcgmError.h SetFullError)."""
+    meta = DCGM_ERRORS.get(int(code))
+    if meta is None:
+        return "Fake DCGM error %d on GPU %d" % (int(code), gpu)
+    a = dict(_DCGM_ARGS, gpu=gpu)
+    a.update(args)
+    msg = meta[3] % a
+    return msg + (" " + meta[4] if meta[4] else "")
+
+
+def _dcgm_test_key(name):
+    n = str(name).strip().lower().replace("-", "_")
+    for plugin, display, _c, _l, _d in DCGM_GPU_TESTS:
+        if n in (plugin, display.lower(), display.lower().replace(" ", "_")):
+            return plugin
+    for t in DCGM_SW_TESTS:
+        if n == t.lower():
+            return t
+    if n in ("page retirement", "row remap", "page_retirement"):
+        return "Page Retirement/Row Remap"
+    return str(name)
+
+
+def _dcgm_fails(g):
+    f = g.get("dcgm_fail")
+    if not f:
+        return []
+    return [x for x in (f if isinstance(f, list) else [f]) if isinstance(x, dict)]
+
+
+def _dcgm_error(g, f, code_default):
+    code = int(f.get("error_id", code_default))
+    meta = DCGM_ERRORS.get(code, ("", 4, 16, "", ""))
+    return {"gpu": g["index"], "code": code, "msg": f.get("message") or dcgm_message(code, g["index"]),
+            "category": int(f.get("error_category", meta[2])), "severity": int(f.get("error_severity", meta[1]))}
+
+
+def _dcgm_parse(argv):
+    o = {"run": "1", "json": False, "gpus": None, "host": None, "verbose": False, "sub": None, "bad": None}
+    it = iter(argv)
+    for a in it:
+        if o["sub"] is None and not a.startswith("-"):
+            o["sub"] = a
+            continue
+        key, val = (a.split("=", 1) + [None])[:2] if a.startswith("--") else (a, None)
+
+        def nxt():
+            return val if val is not None else next(it, "")
+        if key in ("-r", "--run"):
+            o["run"] = nxt()
+        elif key in ("-j", "--json"):
+            o["json"] = True
+        elif key in ("-i", "--gpuList"):
+            o["gpus"] = nxt()
+        elif key == "--host":
+            o["host"] = nxt()
+        elif key in ("-v", "--verbose"):
+            o["verbose"] = True
+        elif key in ("-g", "--group", "-p", "--parameters", "-c", "--configfile", "-t", "--timeout", "--iterations",
+                     "-d", "--debugLevel", "--debugLogFile", "--statspath", "--throttle-mask", "--check-interval",
+                     "-n", "--expectedNumEntities", "-f", "--fakeGpuList"):
+            nxt()
+        elif key in ("--statsonfail", "--fail-early"):
+            pass
+        elif a.startswith("-r") and len(a) > 2:
+            o["run"] = a[2:]
+        elif a.startswith("-i") and len(a) > 2:
+            o["gpus"] = a[2:]
+        else:
+            o["bad"] = a
+    return o
+
+
+def _dcgm_run(st, o):
+    """-> (sw, per_gpu, gpu_vec, rc): sw = [(name, status, [errors])], per_gpu = [(plugin, display, category,
+    {gpu: (status, [errors])})] for the tests that ran, as Diag.cpp's dcgmDiagResponse would hold them."""
+    gpus = _present(st)
+    if o["gpus"]:
+        want = [int(x) for x in o["gpus"].split(",") if x.strip().isdigit()]
+        gpus = [g for g in gpus if g["index"] in want]
+    r = str(o["run"]).strip()
+    if r.isdigit():
+        level, names = int(r), None
+    else:
+        level, names = 0, [_dcgm_test_key(x) for x in r.split(",")]
+    run_sw = level >= 1 or (names is not None and ("software" in names or any(n in DCGM_SW_TESTS for n in names)))
+    sw, stop = [], False
+    if run_sw:
+        for t in DCGM_SW_TESTS:
+            status, errs = "Pass", []
+            for g in gpus:
+                for f in _dcgm_fails(g):
+                    if _dcgm_test_key(f.get("test", "")) == t:
+                        errs.append(_dcgm_error(g, f, _SW_DEFAULT_CODE.get(t, 44)))
+                        status = "Warn" if f.get("status") == "Warn" and status != "Fail" else "Fail"
+                if t == "Persistence Mode" and not persistence_on(g) and not errs:
+                    errs.append(_dcgm_error(g, {}, 29))          # Software.cpp: a warning, not a failure
+                    status = "Warn" if status == "Pass" else status
+                mine = any(e["gpu"] == g["index"] for e in errs)
+                if t == "Page Retirement/Row Remap" and g.get("remap") and not mine:
+                    if g["remap"].get("failure"):
+                        errs.append(_dcgm_error(g, {}, 80))
+                        status = "Fail"
+                    elif g["remap"].get("pending"):
+                        errs.append(_dcgm_error(g, {}, 85))
+                        status = "Fail"
+            if t == "Page Retirement/Row Remap" and status == "Fail":
+                stop = True          # nvvs stops after a row remap failure/pending (main_should_stop)
+            sw.append((t, status, errs))
+    per = []
+    for plugin, display, cat, lvl, code in DCGM_GPU_TESTS:
+        if stop or not (level >= lvl if names is None else plugin in names):
+            continue
+        res = {}
+        for g in gpus:
+            status, errs = "Pass", []
+            for f in _dcgm_fails(g):
+                if _dcgm_test_key(f.get("test", "")) == plugin:
+                    errs.append(_dcgm_error(g, f, code))
+                    status = "Warn" if f.get("status") == "Warn" and status != "Fail" else "Fail"
+            res[g["index"]] = (status, errs)
+        per.append((plugin, display, cat, res))
+    if o["gpus"]:
+        gpu_vec = [g["index"] for g in gpus]
+    else:
+        gpu_vec = sorted(set(i for _p, _d, _c, res in per for i in res))
+    # Diag::GetFailureResult: a failed test with an isolating error -> DCGM_ST_NVVS_ISOLATE_ERROR (-51),
+    # any other failed test -> DCGM_ST_NVVS_ERROR (-30); the process exits with that value & 0xff
+    failed = [e for _t, s, errs in sw if s == "Fail" for e in errs] + \
+        [e for _p, _d, _c, res in per for s, errs in res.values() if s == "Fail" for e in errs]
+    failed_any = any(s == "Fail" for _t, s, _e in sw) or any(s == "Fail" for _p, _d, _c, res in per
+                                                              for s, _e in res.values())
+    rc = 0
+    if failed_any:
+        rc = 205 if any(e["severity"] == DCGM_ERROR_ISOLATE for e in failed) else 226
+    return sw, per, gpu_vec, rc
+
+
+def _dcgm_shown(status):
+    return "Pass" if status == "Pass" else "Skip" if status == "Skip" else "Fail"   # HelperDisplayDiagResult
+
+
+def dcgm_diag_json(st, sw, per, gpu_vec):
+    root = {"version": active_knobs(st).get("dcgm_version", DCGM_VERSION),
+            "Driver Version Detected": st["driver_version"]}
+    gpus = [g for g in _present(st) if g["index"] in gpu_vec] or _present(st)
+    root["GPU Device Serials"] = dict((str(g["index"]), g["serial"]) for g in gpus)
+    root["GPU Device IDs"] = [_gpu_model(st)[5] for _g in gpus]
+    cats = []
+    if sw:
+        tests = []
+        for name, status, errs in sw:
+            res = {"status": _dcgm_shown(status)}
+            if errs:
+                res["gpu_id"] = errs[-1]["gpu"]
+                # 3.3.9 HelperJsonAddBasicTests keys a level-one message "warnings" (NVVS_WARNINGS), not "warning"
+                res["warnings"] = [{"warnings": e["msg"], "error_id": e["code"], "error_category": e["category"],
+                                    "error_severity": e["severity"]} for e in errs]
+            tests.append({"name": name, "results": [res]})
+        cats.append({"category": "Deployment", "tests": tests})
+    for cat in ("Integration", "Hardware", "Stress"):
+        tests = []
+        for plugin, display, c, res in per:
+            if c != cat:
+                continue
+            rows = []
+            for i in gpu_vec:
+                if i not in res:
+                    continue
+                status, errs = res[i]
+                r = {"gpu_id": str(i), "status": _dcgm_shown(status)}
+                if errs:
+                    r["warnings"] = [{"warning": e["msg"], "error_id": e["code"], "error_category": e["category"],
+                                      "error_severity": e["severity"]} for e in errs]
+                rows.append(r)
+            if rows:
+                tests.append({"name": display, "results": rows})
+        if tests:
+            cats.append({"category": cat, "tests": tests})
+    if cats:
+        root["DCGM GPU Diagnostic"] = {"test_categories": cats}
+    return jsoncpp_styled(root)
+
+
+def _dcgm_row(name, info):
+    """DIAG_DATA stencil: each tag's value padded to the tag's width (25 / 46), cut with '...' when longer."""
+    def fit(v, w):
+        return v.ljust(w) if len(v) <= w else v[:w - 3] + "..."
+    return "| %s | %s |\n" % (fit(name, 25), fit(info, 46))
+
+
+def _dcgm_sanitize(msg):
+    if "***" in msg:
+        msg = msg[msg.index("***") + 3:]
+    return msg.strip()
+
+
+def _dcgm_verbose(out, label, msg):
+    for pos in range(0, len(msg), 45):
+        out.append(_dcgm_row(label if pos == 0 else "", msg[pos:pos + 45]))
+
+
+def dcgm_diag_text(st, sw, per, gpu_vec, verbose=False):
+    out = ["Successfully ran diagnostic for group.\n",
+           "+---------------------------+------------------------------------------------+\n",
+           "| Diagnostic                | Result                                         |\n",
+           "+===========================+================================================+\n",
+           "|-----  Metadata  ----------+------------------------------------------------|\n"]
+    gpus = [g for g in _present(st) if g["index"] in gpu_vec] or _present(st)
+    out.append(_dcgm_row("DCGM Version", active_knobs(st).get("dcgm_version", DCGM_VERSION)))
+    out.append(_dcgm_row("Driver Version Detected", st["driver_version"]))
+    out.append(_dcgm_row("GPU Device IDs Detected", ",".join(_gpu_model(st)[5] for _g in gpus)))
+    out.append("|-----  Deployment  --------+------------------------------------------------|\n")
+    for name, status, errs in sw:
+        out.append(_dcgm_row(name, _dcgm_shown(status)))
+        for e in errs:
+            _dcgm_verbose(out, "Error", e["msg"])
+    by = dict((p, (d, res)) for p, d, _c, res in per)
+
+    def show(plugin):
+        if plugin not in by:
+            return
+        display, res = by[plugin]
+        ids = [i for i in gpu_vec if i in res]
+        if not ids:
+            return
+        groups = {}
+        for i in ids:
+            groups.setdefault(res[i][0], []).append(i)
+        n = len(ids)
+        warn_details = verbose
+        for word in ("Pass", "Skip", "Fail", "Warn"):
+            if len(groups.get(word, [])) == n:
+                out.append(_dcgm_row(display, "%s - All" % word))
+                warn_details = verbose or word != "Pass"
+                break
+        else:
+            first = True
+            for word in ("Pass", "Fail", "Warn", "Skip"):
+                g = groups.get(word)
+                if not g:
+                    continue
+                out.append(_dcgm_row(display if first else "", "%s - GPU%s: %s   " % (
+                    word, "" if len(g) == 1 else "s", ", ".join(str(i) for i in g))))
+                first = False
+                warn_details = warn_details or word != "Pass"
+        if warn_details:
+            for i in ids:
+                for e in res[i][1]:
+                    _dcgm_verbose(out, "Warning", _dcgm_sanitize(e["msg"]))
+    if gpu_vec:
+        out.append("+-----  Integration  -------+------------------------------------------------+\n")
+        show("pcie")
+        out.append("+-----  Hardware  ----------+------------------------------------------------+\n")
+        show("memory")
+        show("diagnostic")
+        show("pulse_test")
+        out.append("+-----  Stress  ------------+------------------------------------------------+\n")
+        for p in ("sm_stress", "targeted_stress", "targeted_power", "memory_bandwidth", "memtest"):
+            show(p)
+    out.append("+---------------------------+------------------------------------------------+\n")
+    return "".join(out)
+
+
+def dcgmi(argv, root=None):
+    """``dcgmi diag -r 1|2|3|4|<test>[,<test>] [-j] [-i 0,1,..] [-v] [--host H]`` as DCGM 3.3.9 prints it (text
+    table or jsoncpp JSON); ``active.dcgm``: "ok" | "hostengine_down" | "embedded" | "absent" (see the module doc)."""
+    st = load(root)
+    a = active_knobs(st)
+    o = _dcgm_parse(argv)
+    mode = a.get("dcgm", "ok")
+    host = o["host"] or "localhost"
+    if mode == "hostengine_down" or (mode == "embedded" and o["sub"] != "diag"):
+        # dcgmi/Command.cpp Connect() + DoExecuteConnectionFailure(DCGM_ST_CONNECTION_NOT_VALID = -21)
+        _out("Error: unable to establish a connection to the specified host: %s\n" % host)
+        _out("Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n")
+        return 235
+    if o["sub"] != "diag":
+        _err("fakehw dcgmi: only 'dcgmi diag' is modelled (got %s)\n" % (o["sub"] or "no subcommand"))
+        return 2
+    if o["bad"]:
+        _err("PARSE ERROR:  \n             Argument: %s\n             Couldn't find match for argument\n" % o["bad"])
+        return 254
+    if "dcgmi" in (a.get("hang") or []):
+        _hang()
+    time.sleep(_seconds(st))
+    sw, per, gpu_vec, rc = _dcgm_run(st, o)
+    _out(dcgm_diag_json(st, sw, per, gpu_vec) if o["json"] else dcgm_diag_text(st, sw, per, gpu_vec, o["verbose"]))
+    return rc
+
+
+# ---------------------------------------------------------------- all_reduce_perf (nccl-tests v2.13.11)
+NCCL_TYPES = {"int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8, "uint64": 8,
+              "half": 2, "float16": 2, "float": 4, "float32": 4, "double": 8, "float64": 8, "bfloat16": 2}
+NCCL_TYPE_NAME = {"char": "int8", "int": "int32", "float16": "half", "float32": "float", "float64": "double"}
+NCCL_SAT_BYTES = 8 * 1024 * 1024      # busbw = peak * (1 - exp(-bytes / this)): latency-bound below, peak above
+
+
+def parse_size(text):
+    """nccl-tests parsesize(): a number with an optional K/M/G suffix (powers of 1024) -> bytes, or -1."""
+    t = str(text).strip()
+    mult = 1
+    if t and t[-1] in "kKmMgG":
+        mult = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[t[-1].lower()]
+        t = t[:-1]
+    try:
+        return int(float(t) * mult)
+    except ValueError:
+        return -1
+
+
+def _nccl_opts(argv):
+    short = "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:hG:C:a:R:"
+    longs = {"nthreads": "t", "ngpus": "g", "minbytes": "b", "maxbytes": "e", "stepbytes": "i", "stepfactor": "f",
+             "iters": "n", "agg_iters": "m", "warmup_iters": "w", "run_cycles": "N", "parallel_init": "p",
+             "check": "c", "op": "o", "datatype": "d", "root": "r", "blocking": "z", "stream_null": "y",
+             "timeout": "T", "cudagraph": "G", "report_cputime": "C", "average": "a", "local_register": "R",
+             "help": "h"}
+    takes = set(short[i - 1] for i in range(1, len(short)) if short[i] == ":")
+    opts, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            k, eq, v = a[2:].partition("=")
+            c = longs.get(k)
+            if c is None:
+                return None, a
+            if c in takes and not eq:
+                i += 1
+                v = argv[i] if i < len(argv) else ""
+            opts.append((c, v))
+        elif a.startswith("-") and len(a) > 1:
+            c = a[1]
+            if c not in short:
+                return None, a
+            if c in takes:
+                v = a[2:]
+                if not v:
+                    i += 1
+                    v = argv[i] if i < len(argv) else ""
+                opts.append((c, v))
+            else:
+                opts.append((c, ""))
+        i += 1
+    return opts, None
+
+
+def nccl_busbw(st, gpus_used):
+    """The bus bandwidth all_reduce_perf reaches at large sizes: ``active.busbw_gbps`` (default: the GPU model's
+    Azure figure), capped by the slowest GPU's ``busbw_gbps``."""
+    peak = float(active_knobs(st).get("busbw_gbps", _gpu_model(st)[1]))
+    for g in gpus_used:
+        if g.get("busbw_gbps") is not None:
+            peak = min(peak, float(g["busbw_gbps"]))
+    return peak
+
+
+def _nccl_time_str(us):
+    return "%7.0f" % us if us >= 10000.0 else "%7.1f" % us if us >= 100.0 else "%7.2f" % us
+
+
+def all_reduce_perf(argv, root=None):
+    """``all_reduce_perf [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS] [-t THREADS] [-c 0|1] [-d TYPE] [-n ITERS]
+    [-w WARMUP] ...``: nccl-tests v2.13's single-process output; busbw reaches the knob at large sizes."""
+    st = load(root)
+    a = active_knobs(st)
+    host = st.get("host") or os.uname().nodename
+    opts, bad = _nccl_opts(argv)
+    if bad is not None:
+        _out("invalid option '%s'\n" % bad.lstrip("-")[:1])
+        return 0
+    p = {"t": "1", "g": "1", "b": str(32 * 1024 * 1024), "e": str(32 * 1024 * 1024), "i": str(1024 * 1024),
+         "f": "1", "n": "20", "m": "1", "w": "5", "c": "1", "d": "float", "o": "sum", "G": "0"}
+    for c, v in opts:
+        if c == "h":
+            _out("USAGE: all_reduce_perf \n\t[-t,--nthreads <num threads>] \n\t[-g,--ngpus <gpus per thread>] \n\t"
+                 "[-b,--minbytes <min size in bytes>] \n\t[-e,--maxbytes <max size in bytes>] \n\t"
+                 "[-i,--stepbytes <increment size>] \n\t[-f,--stepfactor <increment factor>] \n\t[-h,--help]\n")
+            return 0
+        p[c] = v
+    for c, what in (("b", "minbytes"), ("e", "maxbytes"), ("i", "stepBytes")):
+        if parse_size(p[c]) < 0:
+            _err("invalid size specified for '%s'\n" % what)
+            return 255
+    nthreads, ngpus = int(p["t"]), int(p["g"])
+    minb, maxb, stepb, factor = parse_size(p["b"]), parse_size(p["e"]), parse_size(p["i"]), int(p["f"])
+    datacheck = int(p["c"])
+    tname = NCCL_TYPE_NAME.get(p["d"], p["d"])
+    if tname not in NCCL_TYPES:
+        _out("Invalid type %s, defaulting to float\n" % p["d"])
+        tname = "float"
+    wsize = NCCL_TYPES[tname]
+    if minb > maxb:
+        _err("invalid sizes for 'minbytes' and 'maxbytes': %d > %d\n" % (minb, maxb))
+        return 255
+    _out("# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d agg iters: %d "
+         "validation: %d graph: %d\n#\n# Using devices\n"
+         % (nthreads, ngpus, minb, maxb, factor if factor > 1 else stepb, "factor" if factor > 1 else "bytes",
+            int(p["w"]), int(p["n"]), int(p["m"]), datacheck, int(p["G"])))
+    gpus = _present(st)
+    n = nthreads * ngpus
+    if n > len(gpus):       # cudaGetDeviceProperties on an ordinal CUDA does not have
+        _out("%s: Test CUDA failure common.cu:941 'invalid device ordinal'\n .. %s pid %d: Test failure "
+             "common.cu:891\n" % (host, host, os.getpid()))
+        return 2
+    used = gpus[:n]
+    _out("".join("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s\n"
+                 % (i, 0, os.getpid(), host, i, int(g["bus"], 16), g["name"]) for i, g in enumerate(used)))
+    mem_max = (_gpu_model(st)[6] - (1 << 30)) // (3 if datacheck else 2)
+    if maxb > mem_max:
+        maxb = mem_max
+        _out("#\n# Reducing maxBytes to %d due to memory limitation\n" % maxb)
+    if os.environ.get("NCCL_DEBUG", "").upper() in ("VERSION", "WARN", "INFO", "TRACE"):
+        _out("NCCL version 2.21.5+cuda%s\n" % st.get("cuda_version", "12.4"))
+    _out("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n"
+         % ("", "", "", "", ""))
+    _out("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n"
+         % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+            "#wrong"))
+    _out("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n"
+         % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""))
+    if "all_reduce_perf" in (a.get("hang") or []):
+        _hang()                             # stuck in the first collective, as a hung NCCL job is
+    peak = nccl_busbw(st, used)
+    wrong = int(a.get("nccl_wrong", 0))
+    bw_factor = 2.0 * (n - 1) / n if n else 0.0
+    sizes, size = [], minb
+    while size <= maxb:
+        sizes.append(size)
+        if size <= 0 or (factor <= 1 and stepb <= 0):
+            break                                   # (the real loop would never end)
+        size = size * factor if factor > 1 else size + stepb
+    time.sleep(_seconds(st))
+    bws = []
+    for size in sizes:
+        count = size // wsize
+        nbytes = count * wsize
+        line = "%12d  %12d  %8s  %6s  %6s" % (nbytes, count, tname, p["o"], "%6i" % -1)
+        for inplace in (0, 1):
+            sat = 1.0 - math.exp(-nbytes / float(NCCL_SAT_BYTES))
+            # small sizes vary a little (deterministically) between out-of-place and in-place; large ones sit
+            # exactly at the peak
+            sat *= 1.0 - 0.02 * (1.0 - sat) * (_jitter("%s|%d|%d" % (host, size, inplace), 1.0) - 1.0)
+            if n > 1 and nbytes > 0 and sat > 0:
+                busbw = peak * sat
+                algbw = busbw / bw_factor
+                us = nbytes / (algbw * 1e3)
+            else:
+                us = 4.0 + nbytes / 1.5e6
+                algbw = nbytes / (us * 1e3)
+                busbw = algbw * bw_factor
+            w = wrong if wrong else 0
+            line += ("  %7s  %6.2f  %6.2f  %5g" % (_nccl_time_str(us), algbw, busbw, float(w)) if datacheck else
+                     "  %7s  %6.2f  %6.2f  %5s" % (_nccl_time_str(us), algbw, busbw, "N/A"))
+            bws.append(busbw)
+        _out(line + "\n")
+    errors = wrong * len(bws) if datacheck else 0
+    min_bw = os.environ.get("NCCL_TESTS_MIN_BW")
+    check = float(min_bw) if min_bw else -1.0
+    avg = sum(bws) / len(bws) if bws else float("nan")
+    avg_s = "-nan" if avg != avg else "%g" % avg           # glibc prints 0.0/0 as -nan
+    _out("# Out of bounds values : %d %s\n" % (errors, "FAILED" if errors else "OK"))
+    _out("# Avg bus bandwidth    : %s %s\n#\n\n" % (avg_s, "" if check == -1 else
+                                                     ("FAILED" if avg < check * 0.9 else "OK")))
+    return 1 if errors or (check != -1 and avg < check * 0.9) else 0
+
+
+# ---------------------------------------------------------------- nvbandwidth (v0.8)
+NVBW_VERSION = "v0.8"
+# real testcase keys in createTestcases() order (indexes for -t N)
+NVBW_TESTCASES = (
+    "host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "host_to_device_bidirectional_memcpy_ce",
+    "device_to_host_bidirectional_memcpy_ce", "device_to_device_memcpy_read_ce", "device_to_device_memcpy_write_ce",
+    "device_to_device_bidirectional_memcpy_read_ce", "device_to_device_bidirectional_memcpy_write_ce",
+    "all_to_host_memcpy_ce", "all_to_host_bidirectional_memcpy_ce", "host_to_all_memcpy_ce",
+    "host_to_all_bidirectional_memcpy_ce", "all_to_one_write_ce", "all_to_one_read_ce", "one_to_all_write_ce",
+    "one_to_all_read_ce", "host_to_device_memcpy_sm", "device_to_host_memcpy_sm",
+    "host_to_device_bidirectional_memcpy_sm", "device_to_host_bidirectional_memcpy_sm",
+    "device_to_device_memcpy_read_sm", "device_to_device_memcpy_write_sm",
+    "device_to_device_bidirectional_memcpy_read_sm", "device_to_device_bidirectional_memcpy_write_sm",
+    "all_to_host_memcpy_sm", "all_to_host_bidirectional_memcpy_sm", "host_to_all_memcpy_sm",
+    "host_to_all_bidirectional_memcpy_sm", "all_to_one_write_sm", "all_to_one_read_sm", "one_to_all_write_sm",
+    "one_to_all_read_sm", "host_device_latency_sm", "device_to_device_latency_sm", "device_local_copy")
+# the ones the fake measures: key -> (title, kind, factor of the knob)
+NVBW_MODELLED = {
+    "host_to_device_memcpy_ce": ("memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "h2d", 1.0),
+    "device_to_host_memcpy_ce": ("memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)", "d2h", 1.0),
+    "host_to_device_bidirectional_memcpy_ce": ("memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)", "h2d", 0.85),
+    "device_to_host_bidirectional_memcpy_ce": ("memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)", "d2h", 0.85),
+    "device_to_device_memcpy_read_ce": ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", "p2p", 1.0),
+    "device_to_device_memcpy_write_ce": ("memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)", "p2p", 1.0),
+    "host_to_device_memcpy_sm": ("memcpy SM CPU(row) -> GPU(column) bandwidth (GB/s)", "h2d", 1.02),
+    "device_to_host_memcpy_sm": ("memcpy SM CPU(row) <- GPU(column) bandwidth (GB/s)", "d2h", 1.02),
+    "device_to_device_memcpy_read_sm": ("memcpy SM GPU(row) -> GPU(column) bandwidth (GB/s)", "p2p", 0.98),
+    "device_to_device_memcpy_write_sm": ("memcpy SM GPU(row) <- GPU(column) bandwidth (GB/s)", "p2p", 0.98),
+}
+
+
+def nvbandwidth_figures(st):
+    """{"host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "device_to_device_memcpy_read_ce"} GB/s: the
+    model's defaults under ``active.nvbandwidth_gbps``."""
+    m = _gpu_model(st)
+    f = {"host_to_device_memcpy_ce": m[2], "device_to_host_memcpy_ce": m[3], "device_to_device_memcpy_read_ce": m[4]}
+    f.update(dict((k, float(v)) for k, v in (active_knobs(st).get("nvbandwidth_gbps") or {}).items()))
+    return f
+
+
+def _nvbw_cell(st, kind, gi, gj=None):
+    f = nvbandwidth_figures(st)
+    if kind == "h2d":
+        return float(gi.get("h2d_gbps", f["host_to_device_memcpy_ce"]))
+    if kind == "d2h":
+        return float(gi.get("d2h_gbps", f["device_to_host_memcpy_ce"]))
+    v = float(f["device_to_device_memcpy_read_ce"])
+    for g in (gi, gj):
+        if g.get("p2p_gbps") is not None:
+            v = min(v, float(g["p2p_gbps"]))
+    return v
+
+
+def _nvbw_matrix(key, rows, verbose):
+    """PeerValueMatrix operator<< with std::fixed/setprecision(2): 2-wide row labels, 10-wide cells, N/A for
+    an unmeasured pair, a blank line, SUM (and MIN/MAX/AVG with -v)."""
+    ncol = len(rows[0])
+    out = ["  " + "".join("%10d" % c for c in range(ncol)) + "\n"]
+    vals = []
+    for r, row in enumerate(rows):
+        out.append("%2d" % r + "".join("%10s" % ("N/A" if v is None else "%.2f" % v) for v in row) + "\n")
+        vals += [0.0 if v is None else v for v in row]
+    out.append("\nSUM %s %.2f\n" % (key, sum(vals)))
+    if verbose:
+        pos = [v for v in vals if v > 0]
+        out.append("MIN %s %.2f\nMAX %s %.2f\nAVG %s %.2f\n" % (key, min(vals), key, max(vals), key,
+                                                               sum(vals) / len(pos) if pos else float("nan")))
+    return "".join(out) + "\n"
+
+
+def nvbandwidth(argv, root=None):
+    """``nvbandwidth [-t TESTCASE ...] [-p PREFIX ...] [-b MiB] [-i N] [-v] [-l]`` as nvbandwidth v0.8 prints it."""
+    st = load(root)
+    a = active_knobs(st)
+    tests, prefixes, buf, verbose, cur, bad = [], [], 512, False, None, None
+    for x in argv:
+        if x in ("-t", "--testcase"):
+            cur = tests
+        elif x in ("-p", "--testcasePrefixes"):
+            cur = prefixes
+        elif x in ("-b", "--bufferSize", "-i", "--testSamples", "--loopCount"):
+            cur = "buf" if x in ("-b", "--bufferSize") else "skip"
+        elif x in ("-v", "--verbose"):
+            verbose, cur = True, None
+        elif x in ("-s", "--skipVerification", "-d", "--disableAffinity", "-m", "--useMean", "--perfFormatter"):
+            cur = None
+        elif x in ("-l", "--list"):
+            _out("nvbandwidth Version: %s\nBuilt from Git version: \n\nIndex, Name:\n\tDescription\n"
+                 "=======================\n" % NVBW_VERSION
+                 + "".join("%d, %s:\n\n\n" % (i, k) for i, k in enumerate(NVBW_TESTCASES)))
+            return 0
+        elif x in ("-j", "--json"):
+            _err("fakehw nvbandwidth: -j (JSON output) is not modelled\n")
+            return 2
+        elif x.startswith("-"):
+            bad = x
+        elif cur == "buf":
+            buf, cur = int(x) if x.isdigit() else buf, None
+        elif cur == "skip":
+            cur = None
+        elif isinstance(cur, list):
+            cur.append(x)
+        else:
+            bad = x
+    _out("nvbandwidth Version: %s\nBuilt from Git version: \n\n" % NVBW_VERSION)
+    if bad is not None:
+        _out("ERROR: Invalid Arguments \n%s :\n\n" % " ".join(["nvbandwidth"] + list(argv)))
+        return 1
+    if tests and prefixes:
+        _err("You cannot specify both testcase and testcasePrefix options at the same time\n")
+        return 1
+    if buf < 512:
+        _out("NOTE: You have chosen a buffer size that is smaller than the default buffer size. It is suggested to "
+             "use the default buffer size (64MB) to achieve maximal peak bandwidth.\n")
+    major, _, minor = str(st.get("cuda_version", "12.4")).partition(".")
+    cuda = int(major) * 1000 + int(minor or 0) * 10
+    _out("CUDA Runtime Version: %d\nCUDA Driver Version: %d\nDriver Version: %s\n\n"
+         % (cuda, cuda, st["driver_version"]))
+    gpus = _present(st)
+    _out((st.get("host") or os.uname().nodename) + "\n" + "".join(
+        "Device %d: %s (00000000:%s:00)\n" % (i, g["name"], g["bus"].lower()) for i, g in enumerate(gpus)) + "\n")
+    if prefixes:
+        tests = [k for k in NVBW_TESTCASES if any(k.startswith(p) for p in prefixes)]
+        if not tests:
+            _err("Specified list of testcase prefixes did not match any testcases\n")
+            return 1
+    if not tests:
+        tests = list(NVBW_TESTCASES)
+    hang = "nvbandwidth" in (a.get("hang") or [])
+    per = _seconds(st) / max(1, len(tests))
+    for t in tests:
+        key = NVBW_TESTCASES[int(t)] if t.isdigit() and int(t) < len(NVBW_TESTCASES) else t
+        if t.isdigit() and int(t) >= len(NVBW_TESTCASES):
+            _out("ERROR: Testcase index %s out of bound!\n" % t)
+            continue
+        if key not in NVBW_TESTCASES:
+            _out("ERROR: Testcase %s not found!\n" % key)
+            continue
+        spec = NVBW_MODELLED.get(key)
+        if spec is None or (spec[1] == "p2p" and len(gpus) < 2) or not gpus:
+            _out("Waived: \n")            # not modelled by the fake, or no peer pair to measure
+            continue
+        _out("Running %s.\n" % key)
+        if hang:
+            _hang()
+        time.sleep(per)
+        title, kind, factor = spec
+        if kind == "p2p":
+            rows = [[None if i == j else
+                     factor * _nvbw_cell(st, kind, gi, gj) * _jitter("%s|%d|%d" % (key, i, j), 0.003)
+                     for j, gj in enumerate(gpus)] for i, gi in enumerate(gpus)]
+        else:
+            rows = [[factor * _nvbw_cell(st, kind, g) * _jitter("%s|%d" % (key, i), 0.003) for i, g in enumerate(gpus)]]
+        _out(title + "\n" + _nvbw_matrix(key, rows, verbose))
+    _out("NOTE: The reported results may not reflect the full capabilities of the platform.\n"
+         "Performance can vary with software drivers, hardware clocks, and system topology.\n\n")
+    return 0
+
+
+# ---------------------------------------------------------------- ib_write_bw (perftest 24.10)
+PERF_LINE = "---------------------------------------------------------------------------------------\n"
+IB_PORT_STATES = {"1": "Down", "2": "Init", "3": "Armed", "4": "", "5": "Active Defer"}
+
+
+def ib_bw_gbps(st, hca):
+    """What ib_write_bw reports for one HCA: ``hcas[k].ib_bw_gbps``, else ``active.ib_bw_gbps``, else 97.5 % of
+    the port's rate (390 for NDR 400); a bad cable (link-level retries) gets 55 % of that."""
+    if hca.get("ib_bw_gbps") is not None:
+        return float(hca["ib_bw_gbps"])
+    a = active_knobs(st)
+    if a.get("ib_bw_gbps") is not None:
+        v = float(a["ib_bw_gbps"])
+    else:
+        try:
+            v = 0.975 * float(str(hca.get("rate", "400")).split()[0])
+        except ValueError:
+            v = 390.0
+    return v * (0.55 if hca.get("fault") == "bad_cable" else 1.0)
+
+
+def _perf_opts(argv):
+    o = {"dev": None, "ib_port": 1, "port": 18515, "size": 65536, "iters": 5000, "all": False, "gbits": False,
+         "qps": 1, "duplex": False, "server": None, "rdma_cm": False, "bad": None}
+    it = iter(argv)
+    for x in it:
+        k, eq, v = x.partition("=") if x.startswith("--") else (x, "", "")
+
+        def nxt():
+            return v if eq else next(it, "")
+        if k in ("-d", "--ib-dev"):
+            o["dev"] = nxt()
+        elif k in ("-i", "--ib-port"):
+            o["ib_port"] = int(nxt() or 1)
+        elif k in ("-p", "--port"):
+            o["port"] = int(nxt() or 18515)
+        elif k in ("-s", "--size"):
+            o["size"] = int(nxt() or 65536)
+        elif k in ("-n", "--iters"):
+            o["iters"] = int(nxt() or 5000)
+        elif k in ("-q", "--qp"):
+            o["qps"] = int(nxt() or 1)
+        elif k in ("-a", "--all"):
+            o["all"] = True
+        elif k in ("-b", "--bidirectional"):
+            o["duplex"] = True
+        elif k == "--report_gbits":
+            o["gbits"] = True
+        elif k in ("-R", "--rdma_cm"):
+            o["rdma_cm"] = True
+        elif k == "--use_cuda":
+            if not eq:
+                nxt()
+        elif k in ("-x", "--gid-index", "-D", "--duration", "-m", "--mtu", "-t", "--tx-depth", "-S", "--sl",
+                   "-c", "--connection", "-Q", "--cq-mod", "-I", "--inline_size", "-u", "--qp-timeout", "-w",
+                   "--limit_bw", "--source_ip", "--tclass"):
+            nxt()
+        elif k.startswith("-"):
+            pass              # -F, --run_infinitely-less switches: accepted as the real parser does
+        elif o["server"] is None:
+            o["server"] = x
+        else:
+            o["bad"] = x
+    return o
+
+
+def _perf_addr(side, lid, seed):
+    qpn, psn = 0x40 + seed % 0x400, (seed * 2654435761) % 0xFFFFFF
+    return (" %s address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x\n"
+            % (side, lid, qpn, psn, 0x1fff00 + seed % 0xff, 0x7f0000000000 + (seed % 0xfffff) * 0x1000))
+
+
+def ib_write_bw(argv, root=None):
+    """``ib_write_bw [-d DEV] [-i PORT] [-s SIZE | -a] [-n ITERS] [-q QPS] [-b] [--report_gbits] [SERVER]``: the
+    client (with SERVER) prints perftest's banner and result row; the server (no SERVER) prints the waiting box,
+    waits ``active.ib_server_seconds`` for its pretend client, then the same report, exit 0."""
+    st = load(root)
+    a = active_knobs(st)
+    o = _perf_opts(argv)
+    client = o["server"] is not None
+    hcas = st.get("hcas") or []
+    if not hcas:
+        _err(" Did not detect devices \n If device exists, check if driver is up\n"
+             " Unable to find the Infiniband/RoCE device\n")
+        return 1
+    hca = hcas[0] if not o["dev"] else next((h for h in hcas if h["name"] == o["dev"]), None)
+    if hca is None:
+        _err("IB device %s not found\n Unable to find the Infiniband/RoCE device\n" % o["dev"])
+        return 1
+    state, _phys = port_state(hca, st)
+    if not state.startswith("4"):
+        _err(" Port number %d state is %s\n Couldn't get context for the device\n"
+             % (o["ib_port"], IB_PORT_STATES.get(state.split(":")[0], state)))
+        return 1
+    hang = "ib_write_bw" in (a.get("hang") or [])
+    if not client:
+        _out("\n************************************\n* Waiting for client to connect... *\n"
+             "************************************\n")
+        if hang:
+            _hang()                      # no client ever comes
+        time.sleep(float(a.get("ib_server_seconds", IB_SERVER_SECONDS)))
+    elif a.get("ib_no_server"):
+        _err("Couldn't connect to %s:%d\n Unable to init the socket connection\n" % (o["server"], o["port"]))
+        return 1
+    link = hca.get("link_layer", "InfiniBand")
+    banner = [PERF_LINE, "                    RDMA_Write %sBW Test\n" % ("Bidirectional " if o["duplex"] else ""),
+              " Dual-port       : OFF\t\tDevice         : %s\n" % hca["name"],
+              " Number of qps   : %d\t\tTransport type : IB\n" % o["qps"],
+              " Connection type : RC\t\tUsing SRQ      : OFF\n",
+              " PCIe relax order: ON\t\tLock-free      : OFF\n", " ibv_wr* API     : ON\n"]
+    if client or o["duplex"]:
+        banner.append(" TX depth        : 128\n")
+    banner += [" CQ Moderation   : 100\n", " Mtu             : 4096[B]\n",
+               " Link type       : %s\n" % ("Ethernet" if link == "Ethernet" else "IB"),
+               " Max inline data : 0[B]\n", " rdma_cm QPs\t : %s\n" % ("ON" if o["rdma_cm"] else "OFF"),
+               " Data ex. method : %s\n" % ("rdma_cm" if o["rdma_cm"] else "Ethernet"), PERF_LINE]
+    seed = os.getpid()
+    for q in range(o["qps"]):
+        banner.append(_perf_addr("local", int(hca["lid"]), seed + q))
+    for q in range(o["qps"]):
+        banner.append(_perf_addr("remote", int(hca["lid"]) + 1, seed * 7 + q))
+    banner += [PERF_LINE, " #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n"
+               % (("Gb/sec",) * 2 if o["gbits"] else ("MiB/sec",) * 2)]
+    _out("".join(banner))
+    if client and hang:
+        _hang()
+    if client:
+        time.sleep(_seconds(st))
+    peak_gbps = ib_bw_gbps(st, hca) * (2 if o["duplex"] else 1)
+    sizes = [1 << i for i in range(1, 24)] if o["all"] else [o["size"]]
+    rows = []
+    for size in sizes:
+        avg = peak_gbps * (1.0 - math.exp(-size / 4096.0))
+        pk = avg * _jitter("%s|%d" % (hca["name"], size), 0.004)
+        rate = avg * 1e9 / 8.0 / size / 1e6
+        if not o["gbits"]:
+            avg, pk = avg * 1e9 / 8.0 / 1048576.0, pk * 1e9 / 8.0 / 1048576.0
+        fmt = (" %-7d    %d           %-7.6f            %-7.6f            %-7.6f" if (avg < 0.1 and o["gbits"])
+               else " %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f")
+        rows.append(fmt % (size, o["iters"], pk, avg, rate) + "\n")
+    _out("".join(rows) + PERF_LINE)
+    return 0
+
+
 # --------------------------------------------------------------------------- entry
 
 def bug_report(argv, root=None):
@@ -1875,7 +2937,8 @@ def bug_report(argv, root=None):
 
 
 TOOLS = {"nvidia-smi": nvidia_smi, "nvidia-bug-report.sh": bug_report, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo, "perfquery": perfquery,
-         "dmesg": dmesg, "journalctl": journalctl, "systemctl": systemctl, "modprobe": modprobe}
+         "dmesg": dmesg, "journalctl": journalctl, "systemctl": systemctl, "modprobe": modprobe,
+         "dcgmi": dcgmi, "all_reduce_perf": all_reduce_perf, "nvbandwidth": nvbandwidth, "ib_write_bw": ib_write_bw}
 
 
 def boot(args, root=None):
@@ -1932,9 +2995,15 @@ def main(argv=None):
         return 127
     log_command(tool, args, root)
     try:
-        broken = load(root).get("broken_tools", {})
+        st = load(root)
     except (OSError, ValueError):
-        broken = {}
+        st = {}
+    if tool in ACTIVE_TOOLS:
+        _set_comm(tool)
+        if tool in absent_tools(st):      # not installed here: what the shell answers for a missing command
+            sys.stderr.write("%s: command not found\n" % tool)
+            return 127
+    broken = st.get("broken_tools", {})
     if tool in broken:      # e.g. {"dmesg": "dmesg: read kernel buffer failed: Operation not permitted"}
         b = broken[tool]
         msg, rc = (b, 1) if isinstance(b, str) else (b.get("message", ""), int(b.get("rc", 1)))

@@ -16,7 +16,27 @@ A scenario (``tests/scenarios/*.yml``)::
 Fault ``at_minutes`` is relative to the incident (the moment the collective hung);
 negative = earlier. The first *fatal* fault (default: the one at minute 0) is the culprit
 of the job-log side. Host-side state is plain JSON (see fakehw.py).
+
+The active tier's tests (dcgmi diag, all_reduce_perf, nvbandwidth, ib_write_bw) are set per host the way
+faults are, by host, hostlist or ``all`` (``all`` first, then the others in file order)::
+
+    active:
+      all: {seconds: 0.2}                                   # every fake test takes 0.2 s
+      gpu-r3-n03:
+        dcgm: hostengine_down                               # ok | hostengine_down | embedded | absent
+        absent: [nvbandwidth]                               # not installed on that host
+        hang: [all_reduce_perf]                             # blocks until killed
+        busbw_gbps: 300                                     # all_reduce_perf's bus bandwidth at large sizes
+        nvbandwidth_gbps: {device_to_device_memcpy_read_ce: 200}
+        ib_bw_gbps: 180
+        gpus: {2: {dcgm_fail: {test: memory, error_id: 58}, h2d_gbps: 20}}   # per GPU, by index
+        hcas: {mlx5_4: {ib_bw_gbps: 150}}                                     # per HCA, by name
+
+Every key but ``gpus``/``hcas`` lands in the host state's ``"active"`` dict (dicts merge, lists and
+scalars replace); ``gpus``/``hcas`` entries merge into those GPUs/HCAs. fakehw.py's module doc lists
+the knobs and their defaults. (The testbed's ``hardware:`` overlay accepts the same ``active`` dict.)
 """
+import copy
 import hashlib
 import json
 import os
@@ -384,6 +404,39 @@ def normalize_faults(sc, names):
     return out
 
 
+def _merge_into(dst, src):
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _merge_into(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def apply_active(states, active):
+    """The scenario's ``active:`` block (module doc) on the built host states."""
+    if not active:
+        return
+    sels = sorted(active, key=lambda h: h != "all")       # ``all`` first, then file order (stable sort)
+    for sel in sels:
+        over = active[sel] or {}
+        if not isinstance(over, dict):
+            raise ValueError("active.%s: expected a mapping of knobs, got %r" % (sel, over))
+        targets = list(states) if sel == "all" else [n for n in expand_hostlist(sel) if n in states]
+        for n in targets:
+            st = states[n]
+            for k, v in copy.deepcopy(over).items():        # no dict shared between hosts
+                if k == "gpus":
+                    for idx, g in (v or {}).items():
+                        _merge_into(st["gpus"][int(idx)], g)
+                elif k == "hcas":
+                    for name, h in (v or {}).items():
+                        _merge_into(next(x for x in st["hcas"] if x["name"] == name), h)
+                elif isinstance(v, dict) and isinstance(st.setdefault("active", {}).get(k), dict):
+                    _merge_into(st["active"][k], v)
+                else:
+                    st.setdefault("active", {})[k] = v
+
+
 def build(sc, names, addrs, now=None):
     """-> (job, {host: state}, faults_by_host)"""
     now = now or time.time()
@@ -396,6 +449,7 @@ def build(sc, names, addrs, now=None):
             apply_fault(st, f, job, i)
         st["kernel"].sort(key=lambda e: e["t"])
         states[n] = st
+    apply_active(states, sc.get("active"))
     return job, states, faults
 
 

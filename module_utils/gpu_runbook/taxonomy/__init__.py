@@ -17,7 +17,7 @@ A kind is declared once, in the table of its domain (``kinds_*.py``), with
 Every module that needs a rung, a label or an action reads it here.
 """
 
-from . import kinds_gpu, kinds_host, kinds_ib, kinds_job, kinds_kernel, kinds_probe, kinds_vocab
+from . import kinds_active, kinds_gpu, kinds_host, kinds_ib, kinds_job, kinds_kernel, kinds_probe, kinds_vocab
 from .rungs import RUNG_RANK, RUNG_STEPS, RUNG_TABLE, RUNGS, STEPS, rung_of_steps
 from .table import CATEGORIES, CATEGORY_LABEL, SEVERITIES, SEVERITY_LABEL, SEVERITY_RANK, kind
 
@@ -26,7 +26,7 @@ __all__ = ["CATEGORIES", "CATEGORY_LABEL", "KINDS", "RUNGS", "RUNG_RANK", "RUNG_
            "rung_label", "rung_of_steps", "steps_for"]
 
 
-_TABLES = (kinds_probe, kinds_host, kinds_gpu, kinds_kernel, kinds_ib, kinds_job, kinds_vocab)
+_TABLES = (kinds_probe, kinds_host, kinds_gpu, kinds_kernel, kinds_ib, kinds_job, kinds_vocab, kinds_active)
 
 
 def _merge(tables):

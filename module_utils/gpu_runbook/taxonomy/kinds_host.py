@@ -33,7 +33,7 @@ KINDS = {
         "Xid {xid} on every host: the application or the driver, not one GPU",
         "모든 호스트에서 Xid {xid} 발생: GPU 하나의 고장이 아니라 애플리케이션/드라이버 문제"),
     "straggler": kind(
-        "unknown", "warning", "drain", ("drain_node", "check_clocks_cooling"),
+        "unknown", "warning", "drain", ("drain_node", "check_clocks_cooling", "active_run_tier"),
         "{name} is slower than its peers: every collective waits for this host",
         "{name}: 다른 노드보다 느린 노드(straggler): 모든 collective가 이 노드를 기다림",
         also=("gpu_hardware",)),
