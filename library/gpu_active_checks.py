@@ -131,11 +131,26 @@ active:
       description: One entry per check - C(check), C(status) (passed, failed, not_run, timeout, error), C(why), C(figures), C(findings), C(command), C(seconds).
       type: list
       elements: dict
+      sample:
+        - check: ib_pair
+          status: failed
+          why: 95.0 Gb/s, expected at least 360.0
+          figures: {bw_gbps: 95.0, expected_gbps: 360.0, peer: gpu-r3-n05, device: mlx5_0}
+          findings: []
+          command: ib_write_bw --report_gbits -d mlx5_0 gpu-r3-n05
+          seconds: 5.2
     findings:
       returned: always
       description: Every check's findings (the engine's finding shape), for the report and the verify decision.
       type: list
       elements: dict
+      sample:
+        - kind: active_busbw_low
+          category: gpu_hardware
+          severity: critical
+          rung: drain
+          message: "nccl: single-node all-reduce bus bandwidth 229.5 GB/s, 50% of the 460.0 GB/s this node should reach"
+          source: active:nccl
     not_run:
       returned: always
       description: The checks asked for that did not run.

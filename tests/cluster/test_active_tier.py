@@ -169,3 +169,26 @@ def test_active_topology_finds_a_missing_gpu_and_an_inactive_nvlink(cluster_fact
     assert out[N01]["final"] == "drained" and "nvlink" in (_reason(tb, N01) or "").lower(), _reason(tb, N01)
     assert out[N02]["final"] == "drained", out[N02]
     assert any(w in (_reason(tb, N02) or "") for w in ("GPU", "gpu")), _reason(tb, N02)
+
+
+def test_active_bandwidth_ib_pair_finds_the_slow_link(cluster_factory):
+    """playbooks/ib_pair.yml: perftest's server on the first node, the client on the second, the
+    client's figure against the link's."""
+    tb = cluster_factory("healthy", hosts=2, slurm=True)
+    _idle(tb, (N01, N02))
+    tb.update_state(N02, lambda st: st["hcas"][0].update(ib_bw_gbps=95.0))  # mlx5_0 at a quarter of NDR
+
+    def pair(*extra):
+        p = tb.run_ansible("playbooks/ib_pair.yml", "-i", tb.inventory_path, "-e", "pair=%s,%s" % (N01, N02),
+                           "-e", "ib_device=mlx5_0", "-e", "expected_ib_gbps=360", *extra, tool="ansible-playbook")
+        assert p.returncode == 0, p.stdout[-4000:]
+        return p.stdout
+
+    tb.clear_commands()
+    out = pair()
+    assert "ib_pair failed" in out and "95.0 Gb/s" in out, out[-3000:]
+    (server,) = [c["argv"] for c in tb.commands(N01) if c.get("cmd") == "ib_write_bw"]
+    (client,) = [c["argv"] for c in tb.commands(N02) if c.get("cmd") == "ib_write_bw"]
+    assert "-d" in server and "mlx5_0" in server and tb.addr(N01) in client  # the client dialled the server
+    tb.update_state(N02, lambda st: st["hcas"][0].pop("ib_bw_gbps", None))
+    assert "ib_pair passed" in pair()
