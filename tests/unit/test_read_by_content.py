@@ -479,3 +479,18 @@ def test_infiniband_diags_own_complaints_are_tool_errors_not_unexplained(tmp_pat
     assert {f["kind"] for f in h["findings"]} == {"ib_tool_error"}
     assert {f["file"]: f["read_as"] for f in doc["files"]} == {
         str(tmp_path / "out.txt"): ["ibstat"], str(tmp_path / "ibstatus.txt"): ["ibstat"]}
+
+
+def test_a_mig_gpus_ecc_is_the_sum_of_its_instances_whatever_their_order():
+    from gpu_runbook.nvsmi import parse_nvidia_smi_table
+    row = "|  1    {gi}   0   {dev}  |   9880MiB / 19968MiB | 28      {ecc} |  2   0    1    0    0 |\n"
+    box = ("+-----------------------------------------------------------------------------+\n"
+           "| MIG devices:                                                                |\n"
+           "+------------------+----------------------+-----------+-----------------------+\n"
+           "|==================+======================+===========+=======================|\n"
+           + row.format(gi=3, dev=0, ecc=3) + row.format(gi=5, dev=1, ecc=0) + row.format(gi=6, dev=2, ecc=2))
+    facts, findings = parse_nvidia_smi_table(box, source="nvidia-smi.txt")
+    (g,) = facts["gpus"]
+    assert g["ecc"]["volatile"]["uncorrectable"] == 5  # 3 + 0 + 2: a later clean instance hides nothing
+    (f,) = [f for f in findings if f["severity"] == "critical"]
+    assert f["source"] == "nvidia-smi.txt:5"  # the first instance with errors

@@ -238,13 +238,13 @@ def judge_inventory(smi_xml, nvlink_text, expected_gpus=None, expected_pci=None,
         if p and p not in have:
             findings.append(finding("gpu_missing", "inventory: GPU %s is not on the node (nvidia-smi lists %d "
                                     "GPU(s))" % (p, len(gpus)), source="active:inventory", gpu=gpu_ref(p, None)))
-    links = {"inactive": 0}
+    inactive = 0
     if nvlink_text:
         # nvsmi/table.py reads the links; its nvlink_inactive finding (critical on a baseboard) is the check's
         nfacts, nfound = parse_nvidia_smi_table(nvlink_text, source="nvidia-smi nvlink --status")
-        links["inactive"] = sum(len(g.get("nvlink_inactive") or []) for g in (nfacts or {}).get("gpus") or [])
+        inactive = sum(len(g.get("nvlink_inactive") or []) for g in (nfacts or {}).get("gpus") or [])
         findings.extend(f for f in nfound if f.get("severity") in _SEVERE)
-    figures = {"gpus": len(gpus), "expected_gpus": expected_gpus, "nvlink_inactive": links["inactive"],
+    figures = {"gpus": len(gpus), "expected_gpus": expected_gpus, "nvlink_inactive": inactive,
                "gpu_name": next((g.get("name") for g in gpus if g.get("name")), None),
                "pcis": dict((g.get("index"), g.get("pci")) for g in gpus if g.get("index") is not None)}
     if findings:

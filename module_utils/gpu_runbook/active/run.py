@@ -14,8 +14,9 @@ import time
 
 from ..findings import finding
 from ..probes import find_tool, run_argv
-from . import (CHECKS, DEFAULT_TIMEOUTS, check, judge_dcgm, judge_ib_pair, judge_inventory, judge_nccl,
+from . import (CHECKS, DEFAULT_TIMEOUTS, judge_dcgm, judge_ib_pair, judge_inventory, judge_nccl,
                judge_nvbandwidth, not_run, summarize, timed_out)
+
 
 def _shipped():  # pragma: no cover -- never called
     """The vocabulary tables the judges read on the node (DCGM's codes, the job-log reader's
@@ -24,8 +25,6 @@ def _shipped():  # pragma: no cover -- never called
     from ..vocab import cuda, dcgm, nccl, rdma, torch  # noqa: F401
 
 
-TOOLS = {"inventory": "nvidia-smi", "dcgm": "dcgmi", "nccl": "all_reduce_perf", "nvbandwidth": "nvbandwidth",
-         "ib_pair": "ib_write_bw"}
 NVBW_TESTS = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "device_to_device_memcpy_read_ce")
 
 
@@ -164,4 +163,4 @@ def run_tier(opts):
     return result
 
 
-__all__ = ["TOOLS", "busy", "check", "command_for", "plan", "run_tier", "timeout_for"]
+__all__ = ["busy", "command_for", "plan", "run_tier", "timeout_for"]

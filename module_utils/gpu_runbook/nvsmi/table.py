@@ -106,6 +106,7 @@ class _Reader(object):
         self.row = 0
         self.nv = None  # current GPU in nvlink / -L output
         self.mig = 0     # the 'MIG devices:' box: 1 in its header, 2 in its rows
+        self.mig_ecc = {}  # GPU index -> (its instances' ECC sum, (line, text) of the evidence)
 
     def _gpu(self, idx):
         g = new_gpu(None, idx)
@@ -157,14 +158,17 @@ class _Reader(object):
             g = self._gpu(idx)
             g["_mig_only"] = True
             note(g, "header", ln, s)
-        ecc = cells[2].split()[-1:] if cells[2].split() else []
-        if ecc and ecc[0].isdigit():
-            prev = g.get("ecc.volatile.uncorrectable")
-            total = int(ecc[0]) + (int(prev) if isinstance(prev, int) or (isinstance(prev, str) and prev.isdigit())
-                                   else 0)
-            if g.get("_table") and prev is not None:
-                return  # the GPU's own box already said it
-            assign(g, "ecc.volatile.uncorrectable", str(total), ln, s, "MIG Vol Unc ECC")
+        ecc = cells[2].split()[-1:]
+        # a GPU whose own row was read states its count already (its instances' included)
+        if ecc and ecc[0].isdigit() and not g.get("_table"):
+            total, where = self.mig_ecc.get(idx, (0, (ln, s)))
+            # the evidence: the first instance with errors, else the first instance
+            self.mig_ecc[idx] = (total + int(ecc[0]), (ln, s) if not total and ecc[0] != "0" else where)
+
+    def mig_counts(self):
+        """Each MIG-only GPU's volatile uncorrectable ECC: its instances' sum, once."""
+        for idx, (total, (ln, s)) in self.mig_ecc.items():
+            assign(self.by_index[idx], "ecc.volatile.uncorrectable", str(total), ln, s, "MIG Vol Unc ECC")
 
     def _table_row(self, ln, s):
         """Read one line inside the GPU box; False when the box has ended there."""
@@ -227,6 +231,7 @@ def parse_table(text, source, expected_gpus, thresholds):
     r = _Reader()
     for ln, line in lines:
         r.line(ln, line)
+    r.mig_counts()
     if not r.gpus and r.facts["driver_version"] is None:
         return unparseable("table", text, source, "the nvidia-smi table")
     if not any(g["_ev"].get("header", (0, ""))[1].startswith("|") for g in r.gpus):
