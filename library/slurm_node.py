@@ -184,6 +184,13 @@ reason_time:
   returned: success
   type: str
   sample: "2026-12-02T07:21:04"
+gpus:
+  description: >-
+    GPUs the node's Gres line configures (the counts of its gpu entries summed; gpu:h100:8 -> 8), the count
+    a healthy node should show; null when no gpu entry says its count.
+  returned: success
+  type: int
+  sample: 8
 owned:
   description: "The drain is ours by the record (all of reason, user and time match)."
   returned: success
@@ -437,7 +444,7 @@ def wait_drained(module, name, node, rec_path, seconds):
 def result_of(node, owned, rec_path):
     keys = ("state", "base_state", "flags", "drain", "drained", "reason", "reason_user", "reason_time")
     res = {k: node.get(k) for k in keys}
-    res.update(name=node.get("name"), owned=owned, record=rec_path, reboot=reboot_flag(node))
+    res.update(name=node.get("name"), owned=owned, record=rec_path, reboot=reboot_flag(node), gpus=node.get("gpus"))
     return res
 
 

@@ -14,7 +14,7 @@ from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
-                      NOTES, NVSMI_SOURCES, SLURM_NODE, DCGMI)
+                      NOTES, NVSMI_SOURCES, SLURM_NODE, DCGMI, PERFTEST)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -94,6 +94,11 @@ def _parse_all(sources, opts, parsed, shown=None):
         from .dcgm import parse_dcgmi
         run("dcgmi", DCGMI, parse_dcgmi, sources[DCGMI], source=DCGMI)
         usable[DCGMI] = usable[DCGMI] and bool((facts["dcgmi"] or {}).get("tool"))
+    if _text(sources, PERFTEST) is not None:  # a link measured under load (ib_write_bw's report)
+        from .active.perftest import parse_perftest_report
+        run("perftest", PERFTEST, parse_perftest_report, sources[PERFTEST], source=PERFTEST,
+            expected_gbps=opts["expected_ib_rate"])
+        usable[PERFTEST] = usable[PERFTEST] and (facts["perftest"] or {}).get("average_gbps") is not None
     ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)

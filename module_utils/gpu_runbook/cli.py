@@ -20,6 +20,7 @@ from .capture import load_capture_dir, split_hosts, stream_large_sources
 from .diagnose import diagnose
 from .findings import finding
 from .sources import KERNEL_LOG, NAMES, NOTES
+from .slurm import node_name_problem
 from .textio import keep_freed_memory, printable, printable_json
 from .timeutil import local_tz, parse_time, parse_tz
 
@@ -88,8 +89,23 @@ def _build_parser():
     a.add_argument("--expected-ib-rate", type=_positive(float), metavar="GBPS",
                    help="expected IB port rate in Gb/s (e.g. 400)")
     a.add_argument("--facts", action="store_true", help="include parsed facts in the JSON")
+    a.add_argument("--host", type=_host_name, metavar="NAME",
+                   help="the host that files given one by one (or standard input) come from, when their lines "
+                        "do not name one (without it: '%s'); a directory is named after itself" % UNNAMED)
     runbook.add_parsers(sub, argparse.RawDescriptionHelpFormatter)
     return p
+
+
+# what files given one by one are called when no line in them names their host: their directory's
+# name ('tmp', 'caps', 'Downloads') is where the user saved them, not the node
+UNNAMED = "unnamed host"
+
+
+def _host_name(value):
+    why = node_name_problem(value, "--host")
+    if why:
+        raise argparse.ArgumentTypeError(why)
+    return value
 
 
 def _iso_time(value):
@@ -140,14 +156,15 @@ def _units(paths):
     return out
 
 
-def _host_dirs(path, ignore=()):
+def _host_dirs(path, ignore=(), host=None):
     """A path (or (a file given, [files of its directory])) -> list of (host name, directory,
-    sources, job files, empty files, blocks per file)."""
+    sources, job files, empty files, blocks per file). Files given one by one are ``host``'s
+    (--host), else the unnamed host's, unless their lines name one."""
     if isinstance(path, tuple):
         directory = os.path.dirname(os.path.abspath(path[0]))
         blocks = {}
         sources, jobs, empty = load_capture_dir(directory, files=list(path[1]), blocks=blocks, ignore=ignore)
-        return [(os.path.basename(directory) or path[1][0], directory, sources, jobs, empty, blocks)]
+        return [(host or UNNAMED, directory, sources, jobs, empty, blocks)]
     if not os.path.isdir(path):
         raise UsageError("%s: no such file or directory" % path)
     blocks = {}
@@ -170,20 +187,21 @@ def _host_dirs(path, ignore=()):
 BLOCK_LABEL = {"nvidia-smi-q.xml": "nvidia-smi -q -x", "nvidia-smi-q.txt": "nvidia-smi -q", "nvidia-smi.txt": "nvidia-smi",
                "nvidia-smi-query-gpu.csv": "nvidia-smi --query-gpu", "nvidia-smi-compute-apps.csv": "compute apps",
                "ib-sysfs.txt": "InfiniBand sysfs", "ibstat.txt": "ibstat", "ibv_devinfo.txt": "ibv_devinfo",
-               "perfquery.txt": "perfquery", "iblinkinfo.txt": "iblinkinfo", "ibdev2netdev.txt": "ibdev2netdev", "rdma-link.txt": "rdma link", "ibportstate.txt": "ibportstate", "slurm-node.txt": "scontrol show node", "dcgmi.txt": "dcgmi", "bug-report.txt": "nvidia-bug-report"}
+               "perfquery.txt": "perfquery", "iblinkinfo.txt": "iblinkinfo", "ibdev2netdev.txt": "ibdev2netdev", "rdma-link.txt": "rdma link", "ibportstate.txt": "ibportstate", "slurm-node.txt": "scontrol show node", "dcgmi.txt": "dcgmi", "perftest.txt": "ib_write_bw (perftest)", "bug-report.txt": "nvidia-bug-report"}
 
 
 def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False, tz=None,
-                  ignore=()):
+                  ignore=(), host=None):
     """Paths -> analysis (schema v1): every host, cross-host rules, and the job joined, and
     ``files``: what each file was read as (none: nothing in it was recognised).
     ``tz``: the zone of times written without one (None: UTC). ``ignore``: file names that
-    are not captures (a test case's case.json)."""
+    are not captures (a test case's case.json). ``host``: the name of files given one by one whose
+    lines name no host (None: "unnamed host")."""
     if since is not None:
         since = parse_time(since, tz).isoformat()  # a naive --since is in the captures' zone
     results, job_files, inputs, job_paths, dir_hosts, dir_files = {}, {}, {}, {}, {}, {}
     for unit in _units(paths):
-        for name, directory, sources, jobs, empty, blocks in _host_dirs(unit, ignore):
+        for name, directory, sources, jobs, empty, blocks in _host_dirs(unit, ignore, host):
             path, given = (None, unit[2]) if isinstance(unit, tuple) else (unit, {})
             for entry, found in blocks.items():
                 inputs[os.path.join(directory, entry)] = {"file": given.get(entry) or _shown(path, directory, entry),
@@ -285,7 +303,7 @@ def main(argv=None):
         keep_freed_memory()  # logs are read block by block: no page faults for every block
         analysis = analyze_paths(paths, since=args.since, expected_gpus=args.expected_gpus,
                                  expected_ib_rate=args.expected_ib_rate, include_facts=args.facts,
-                                 tz=args.tz if args.tz is not None else local_tz())
+                                 tz=args.tz if args.tz is not None else local_tz(), host=args.host)
     except UsageError as exc:
         print("gpu-runbook: %s" % exc, file=sys.stderr)
         return EXIT_UNUSABLE
@@ -297,6 +315,10 @@ def main(argv=None):
             shutil.rmtree(stdin_dir, ignore_errors=True)
     for line in unread_inputs(analysis):
         print(printable("gpu-runbook: %s" % line), file=sys.stderr)
+    unnamed = [h["host"] for h in analysis["hosts"] if str(h.get("host") or "").startswith(UNNAMED)]
+    if unnamed:
+        print("gpu-runbook: no line names the host of the files given, shown as '%s': name it with --host NAME "
+              "(or give the directory of one host's captures, named after the host)" % unnamed[0], file=sys.stderr)
     unusable = _unusable(analysis)
     for host, why in unusable:
         print(printable("gpu-runbook: %s: no usable evidence: %s" % (host, why)), file=sys.stderr)

@@ -396,12 +396,13 @@ def _job_verdict(job, culprits, explanations):
         return "memory_leak", None
     if trend == "erratic":
         return "dataloader", None
-    if job.get("phase") == "early":
-        return "application", None
     waited = job.get("timed_out_ranks")
+    failing = [f for f in found if f["severity"] in ("warning", "critical")]
+    # early is a phase of a failure: a log that only stops early (no error, no rank waiting) is not one
+    if job.get("phase") == "early" and (waited or culprits or [f for f in failing if f["kind"] != "job_end_unknown"]):
+        return "application", None
     if culprits and waited:
         return "nccl_deadlock", None
-    failing = [f for f in found if f["severity"] in ("warning", "critical")]
     if waited or failing or culprits:
         return "unknown", max(failing, key=rank_key) if failing else None
     if _ended_well(job):
@@ -461,7 +462,9 @@ def build_timeline(hosts, job, per_host=60):
     out; the earliest host event that is not a recovery (a link coming up) is marked
     ``first_fault``. When the job's start is known (Slurm's, else the first time its log
     carries), events before it are marked ``before_job`` and cannot be the first fault: an
-    Xid the evening before did not stop this job."""
+    Xid the evening before did not stop this job; the start is an event of the job's row
+    (``job_start``). The first fault during the job on each host the job names as its culprit's
+    is marked ``culprit_fault``: the one that stopped it, which need not be the first."""
     events = []
     for h in hosts:
         kl = (h.get("facts") or {}).get("kernel_log") or {}
@@ -487,6 +490,14 @@ def build_timeline(hosts, job, per_host=60):
     during = [e for e in faults if not e.get("before_job")]
     if during or faults:
         (during or faults)[0]["first_fault"] = True
+    culprits = set(str(h).split(".")[0] for h in (job or {}).get("culprit_hosts") or ())
+    for host in culprits:
+        own = [e for e in during if str(e["host"]).split(".")[0] == host]
+        if own:
+            own[0]["culprit_fault"] = True
+    if start is not None:
+        events.insert(0, {"time": start.isoformat(), "host": "job", "kind": "job_start", "text": "the job started"})
+        events.sort(key=lambda e: to_utc(e["time"]))
     return events
 
 

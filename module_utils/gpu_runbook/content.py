@@ -144,6 +144,19 @@ IBTOOL_MESSAGE_RE = re.compile(r"^(?:[\w.\-]{1,64}: )?(?:ibwarn|ibpanic): \[\d{1
                                r"(?:\[pid \d{1,9}\] [^\n]{0,200}?)?failed: ")
 # libibnetdisc's IBND_ERROR ('<file>.c:<line>; msg'), printed among them
 _IBND_ERROR_RE = re.compile(r"^\S{1,300}\.c:\d{1,6}; ")
+# perftest (linux-rdma/perftest: ib_write_bw, ib_read_bw, ib_send_bw): 'RDMA_Write BW Test' or the
+# results header, then its 'Key : value' settings, dashes, addresses, GIDs, rows and its warnings
+_PERFTEST_OPEN_RE = re.compile(r"^\s{0,8}(?:(?:RDMA_Write|RDMA_Read|Send|Atomic)(?: Bidirectional)? BW Test\s*$|"
+                               r"#bytes\s+(?:#sl\s+)?#iterations\s+BW peak\[)")
+_PERFTEST_LINE_RE = re.compile(r"^\s{0,8}(?:-{20,}\s*$|[A-Za-z][\w .()/-]{0,40}?\s*:\s|(?:local|remote) address|GID:|"
+                               r"#bytes|\d{1,12}\s+\d{1,15}\s|Conflicting CPU frequency|Couldn't|Unable to|Failed to|"
+                               r"\*{5,}|WARNING|Requested mtu)")
+
+
+def _perftest(line):
+    return not line.strip() or bool(_PERFTEST_LINE_RE.match(line))
+
+
 # ibportstate: its PortInfo headers, '# Port info: ...', libibmad's dotted fields, its ibwarn lines
 _IBPORTSTATE_OPEN_RE = re.compile(r"^(?:Initial )?(?:Switch |CA/RT )?PortInfo:\s*$|^# Port info:[^\n]{0,200} port \d{1,3}\s*$")
 _IBPORTSTATE_LINE_RE = re.compile(r"^(?:(?:Initial |Peer |After )?(?:Switch |CA/RT )?PortInfo(?: set)?:|# (?:MLNX ext )?Port "
@@ -192,6 +205,8 @@ BLOCKS = (
     ("ibportstate.txt", _IBPORTSTATE_OPEN_RE, _ibportstate),
     ("ibstat.txt", IBTOOL_MESSAGE_RE, _ibtool_message),
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
+    # perftest's report (ib_write_bw ...): its title line or its results header, then its own lines
+    ("perftest.txt", _PERFTEST_OPEN_RE, _perftest),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),
 )

@@ -28,7 +28,11 @@ def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=No
         if loose_lines is not None:
             loose_lines(results, [] if held_a_job else loose(job_findings), parsed.get("files_read") or {})
         if held_a_job or (loose_lines is None and loose(job_findings)):
-            job = dict(parsed, findings=job_findings, job_id=slurm_job.get("job_id") or parsed.get("logged_job_id"),
+            from .slurm_jobs import job_from_output_names
+            said = slurm_job.get("job_id") or parsed.get("logged_job_id")
+            job_id, job_name = job_from_output_names(list(job_logs or {}), said)
+            job = dict(parsed, findings=job_findings, job_id=said or job_id,
+                       job_name=slurm_job.get("name") or job_name,
                        slurm=slurm_job or None, log_problems=list(log_problems or []))
     return build_cluster(results, job=job, generated=generated, keep_facts=keep_facts)
 

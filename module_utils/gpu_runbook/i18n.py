@@ -45,6 +45,7 @@ TEXT = {
         "tag_named": "named in the job's logs",
         "tag_not_in_job": "not in job",
         "tag_before_job": "fault before the job",
+        "tag_not_culprit": "not the culprit",
     },
     "ko": {
         "summary": "호스트 {n}대: 심각 {crit}, 경고 {warn}, 정상 {ok}",
@@ -74,6 +75,7 @@ TEXT = {
         "tag_named": "작업 로그에 언급됨",
         "tag_not_in_job": "작업 외 호스트",
         "tag_before_job": "작업 시작 전 장애",
+        "tag_not_culprit": "원인 호스트 아님",
     },
 }
 

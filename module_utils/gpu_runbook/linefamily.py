@@ -12,7 +12,8 @@ GREP_FILE = r"(?:[\w./\-]{0,200}(?:messages|syslog|kern|\.log)[\w.\-]{0,16}:)?"
 # a syslog / journal line up to its hostname field (group 1) and its tag: kernlog/hostscan
 # searches whole chunks for it, kernlog/hosts' demultiplexer matches it per line
 SYSLOG_HOST = (
-    GREP_FILE + r"(?:<\d{1,3}>)?"
+    # a paste indented in notes or a markdown list keeps its lines whole after the indent
+    r"[ \t]{0,8}" + GREP_FILE + r"(?:<\d{1,3}>)?"
     r"(?:" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
     r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:(?: |$)")
@@ -23,6 +24,9 @@ _KERNEL_HEAD_RE = re.compile(
     r"^(?:kernel: )?(?:[a-z]{1,8} *:[a-z]{1,8} *: )?(?:\[ *\+?\d{1,12}\.\d{1,9}\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} "
     r"{1,2}\d{1,2} \d\d:\d\d(?::\d\d \d{4})?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )")
 _KERNEL_TAG_RE = re.compile(SYSLOG_HOST.replace(r"[^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:", r"kernel(?:\[\d{1,10}\])?:"))
+# the same line with its host field cut out (a paste with the node's name removed): time, then 'kernel:'
+_KERNEL_TAG_NO_HOST_RE = re.compile(SYSLOG_HOST.replace(r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:",
+                                                        r" {1,4}kernel(?:\[\d{1,10}\])?:"))
 # a message the kernel itself prints, on a line with no timestamp ('NVRM: Xid ..', 'mlx5_core 0000:..: ..')
 KERNEL_MSG_RE = re.compile(r"^(?:<\d{1,2}>)?(?:kernel: )?(?:NVRM: |nvidia(?:-nvswitch\d{0,3}|-modeset|-uvm|-nvlink|"
                            r"-peermem)?: |mlx5_(?:core|ib)|EDAC |pcieport |\S{1,40} \S{1,40}: AER: |Out of memory|"
@@ -55,7 +59,7 @@ def is_kernel_line(line):
     if c in ("[", "<") or c.isdigit() or s.startswith("kern"):  # ('kern  :warn  : ', 'kernel: [ 1.2]')
         if _KERNEL_HEAD_RE.match(s):
             return True
-    if "kernel" in line and _KERNEL_TAG_RE.match(line):
+    if "kernel" in line and (_KERNEL_TAG_RE.match(line) or _KERNEL_TAG_NO_HOST_RE.match(line)):
         return True
     for w in _BARE_WORDS:
         if w in s:

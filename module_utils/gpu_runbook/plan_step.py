@@ -103,25 +103,33 @@ def _rung_words(r):
 _CAP_HINT = " (raise it: -e max_drain=N, -e max_drain_percent=P)"
 
 
+def _blocker_words(h):
+    """The blocker that holds the whole host (not approved, a cap), else one an operator can act
+    on (it says how: '-e ...'), else the first; the rest are counted, left to plan.md."""
+    said = [b + (_CAP_HINT if b.startswith("cap: ") else "") for b in h["blockers"]]
+    first = next((b for b in said if "approved" in b or b.startswith("cap: ")), None) or \
+        next((b for b in said if "-e " in b), said[0])
+    return first + (" (+%d more in plan.md)" % (len(said) - 1) if len(said) > 1 else "")
+
+
 def host_line(h):
-    """One console line: host, decision, rungs, blockers (a cap with how to raise it), exact
-    commands. The evidence is the diagnosis's, printed above it and in plan.md."""
+    """One short console line: host, decision, rungs, the blocker to act on (a cap with how to
+    raise it), what follows, how many commands. The evidence, every blocker and the exact
+    commands are plan.md's (the diagnosis above it has the evidence too)."""
     parts = ["%s: %s" % (h["host"], h["decision"].upper())]
     if h["rungs"]:
         parts.append("rungs: %s" % " -> ".join(_rung_words(r) for r in h["rungs"]))
     if h["blockers"]:
-        parts.append("blockers: %s" % "; ".join(b + (_CAP_HINT if b.startswith("cap: ") else "")
-                                                for b in h["blockers"]))
-    cmds = [_cmd(c) for r in h["rungs"] if r["status"] == "planned" for c in r["commands"]]
-    if cmds:
-        parts.append("commands: %s" % " && ".join(cmds))
-    env = [v for r in h["rungs"] if r["status"] == "planned" for v in r["env"]]
-    if env:
-        parts.append("job env: %s" % " ".join(env))
+        parts.append("blocker: %s" % _blocker_words(h))
     if h.get("final"):
         parts.append("then: %s" % h["final"])
     elif h.get("reason") and h["decision"] not in ("act", "blocked"):
         parts.append(h["reason"])
+    cmds = sum(len(r["commands"]) for r in h["rungs"] if r["status"] == "planned")
+    env = sum(len(r["env"]) for r in h["rungs"] if r["status"] == "planned")
+    if cmds or env:
+        parts.append(", ".join(w for w in ("%d command(s)" % cmds if cmds else "",
+                                           "%d job env setting(s)" % env if env else "") if w) + " in plan.md")
     return " | ".join(parts)
 
 

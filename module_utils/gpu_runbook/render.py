@@ -68,6 +68,8 @@ def _tag(h, job, lang):
         return text(lang, "tag_not_in_job")
     if rel == IN_JOB and logged_before_job(h, job):
         return text(lang, "tag_before_job")
+    if rel == IN_JOB and job.get("culprit_hosts"):  # sick too, but the job names another host's rank
+        return text(lang, "tag_not_culprit")
     return ""
 
 
@@ -203,7 +205,8 @@ def job_lines(analysis, lang="en"):
     """The job's verdict, where it stopped and who waited, then the culprit chain (or, with no
     culprit, the job's own most serious finding and its action)."""
     job = analysis.get("job") or {}
-    name = (job.get("slurm") or {}).get("name")  # Slurm's name of the job, when Slurm was asked
+    # Slurm's name of the job when Slurm was asked, else its output file's ('%x-%j.out')
+    name = (job.get("slurm") or {}).get("name") or job.get("job_name")
     head = text(lang, "job") + (" %s" % job["job_id"] if job.get("job_id") else "") + (" (%s)" % name if name else "")
     head += ": %s" % label(VERDICT_LABEL, lang, job.get("verdict"))
     if job.get("confidence"):

@@ -11,6 +11,7 @@ import re
 import ipaddress
 
 from .findings import small_int
+from .slurm_gres import gres_gpu_count, gres_names  # noqa: F401 (gres_names: the inventory plugin reads it here)
 from .timeutil import parse_time
 from .validate import check, shown
 
@@ -222,6 +223,7 @@ def _parse_node_record(record):
         # Slurm < 17.02 printed one `Features=`; later ones Active (in force now) and Available
         "features": _names(kv.get("ActiveFeatures") or kv.get("Features") or kv.get("AvailableFeatures")),
         "gres": None if kv.get("Gres") in (None, "", "(null)") else kv.get("Gres"),
+        "gpus": gres_gpu_count(kv.get("Gres")),
     }
 
 
@@ -263,14 +265,6 @@ def parse_scontrol_show_topology(text):
     return dict((node, switch) for node, (_level, switch) in best.items())
 
 
-def gres_names(gres):
-    """'gpu:h100:8(S:0-1),nic:2' -> ['gpu', 'nic'] (the resource names, without type and count)."""
-    if gres in (None, "(null)"):
-        return []
-    bare = re.sub(r"\([^()]*\)", "", gres)  # socket lists such as (S:0,1) hold commas
-    return [name for name in (item.split(":")[0].strip() for item in bare.split(",")) if name]
-
-
 def parse_scontrol_show_nodes(text):
     """`scontrol show node [-o]` (one or many nodes, one-liner or multi-line) -> [node dict]."""
     return [_parse_node_record(r) for r in _split_node_records(text)]
@@ -278,7 +272,7 @@ def parse_scontrol_show_nodes(text):
 
 def parse_scontrol_show_node(text):
     """`scontrol show node [-o] NAME` -> {name, state, base_state, flags, drain, drained, reason,
-    reason_user, reason_time, cpu_alloc, alloc_tres, partitions, version, node_addr, features, gres}; {} when the
+    reason_user, reason_time, cpu_alloc, alloc_tres, partitions, version, node_addr, features, gres, gpus}; {} when the
     text holds no node ('Node x not found', empty)."""
     nodes = parse_scontrol_show_nodes(text)
     return nodes[0] if nodes else {}

@@ -80,3 +80,26 @@ def action_outcome(action, rc, text):
     if kind in ("denied", "unreachable"):
         return {"outcome": kind, "said": said}
     return {"outcome": "refused" if action == "requeue" else "failed", "said": said}
+
+
+# sbatch's --output patterns: Slurm's default 'slurm-%j.out' (an array's 'slurm-%A_%a.out') and the
+# '%x-%j.out' / '%x_%j.out' / '%x.%j.out' a job script asks for (%x: the job's name, %j: its id)
+_OUTPUT_FILE_RE = re.compile(r"^(?P<name>[\w.\-]{1,200}?)[-_.](?P<id>\d{1,12})(?:_\d{1,6})?\.(?:out|err|log|txt)(?:\.gz)?$")
+
+
+def job_from_output_names(names, job_id=None):
+    """The job's id and name that its output files' names say, (id, name), each None when they do
+    not: a name is a hint, so 'slurm-<id>.out' gives an id only when nothing else named one and
+    '<name>-<id>.out' a name only when <id> is the job's own (``job_id``, from Slurm or its lines):
+    'rank-3.log' names no job 3."""
+    found = {}
+    for path in names or ():
+        m = _OUTPUT_FILE_RE.match(str(path).replace("\\", "/").rsplit("/", 1)[-1])
+        if m:
+            found.setdefault(m.group("id"), set()).add(m.group("name"))
+    if job_id is None:
+        slurm_ids = [i for i, prefixes in found.items() if "slurm" in prefixes]
+        job_id = slurm_ids[0] if len(slurm_ids) == 1 else None
+        return job_id, None
+    named = sorted(n for n in found.get(str(job_id), ()) if n != "slurm")
+    return str(job_id), named[0] if len(named) == 1 else None

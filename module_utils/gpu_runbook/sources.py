@@ -19,6 +19,7 @@ IB_SOURCES = IB_LINK_SOURCES + IB_COUNTER_SOURCES
 BUG_REPORT = "bug-report.txt"
 SLURM_NODE = "slurm-node.txt"  # `scontrol show node`: what Slurm says of a node (its state, its reason)
 DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own test of the GPUs
+PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
 JOB_LOG = "nccl.log"
 # not a source: the key under which a loader or probe hands over findings about the evidence
 # itself (a read cut at the cap, a truncated capture); analyze adds them to the host's findings
@@ -26,12 +27,12 @@ NOTES = "_notes"
 # not a source: {source name: the file it was read from, as the user named it} (capture.py); the
 # parsers cite that name, not the source's
 NAMES = "_names"
-HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, DCGMI)
+HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, DCGMI, PERFTEST)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
-                                                   (SLURM_NODE, "slurm"), (DCGMI, "gpu")])
+                                                   (SLURM_NODE, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib")])
 
 # (source, pattern searched in the first 64 KiB), most specific first
 DETECTORS = (

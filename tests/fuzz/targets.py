@@ -139,6 +139,7 @@ TARGETS = [
     # the active tier's outputs (nvbandwidth's matrices, perftest's bandwidth table)
     Target(nvbandwidth.parse_nvbandwidth, "system", returns=dict),
     Target(perftest.parse_perftest_bw, "system", returns=dict),
+    Target(perftest.parse_perftest_report, "system", returns=tuple),
     # a py-spy frame line ('func (file:line)'): None when it is not one
     Target(pyspy.parse_frame, "joblog", _each_line(pyspy.parse_frame), returns=list),
     Target(names.parse_rate, "system", _each_line(names.parse_rate), returns=list),

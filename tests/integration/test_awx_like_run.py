@@ -191,7 +191,7 @@ def test_diagnose_runs_as_an_awx_job(tmp_path, monkeypatch, project, inventory_j
     with open(os.path.join(data, reports, "report.json")) as fh:
         report = json.load(fh)
     # the survey's job log was read: it names the stuck rank
-    assert [f["name"] for f in report["inputs"]["job_logs"]["read"]] == ["slurm-4242.out"]
+    assert [f["name"] for f in report["inputs"]["job_logs"]["read"]] == ["llama-70b-pretrain-4242.out"]
     assert report["job"]["culprit_ranks"]
     stats = _artifact_data(result)
     summary = stats["gpu_runbook_summary"]

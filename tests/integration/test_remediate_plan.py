@@ -153,15 +153,22 @@ def test_demo_plan_with_allow_reboot_plans_a_reboot_that_keeps_the_node_drained(
     assert n03["final"] == "verify; resume if healthy and the drain is still ours"
 
 
-def test_demo_plan_lines_one_per_host_with_commands(demo_plan):
+def test_demo_plan_lines_one_short_line_per_host_the_commands_in_plan_md(demo_plan):
     lines = demo_plan["lines"]
     assert "plan only: nothing was changed" in lines[0]
     by_host = {ln.split(":")[0]: ln for ln in lines[1:4]}
     assert sorted(by_host) == [N03, N05, N06]
     assert "rungs: drain -> gpu_reset skipped -> reboot blocked |" in by_host[N03]
-    assert "commands: scontrol update NodeName=gpu-r3-n06 State=DRAIN 'Reason=gpu-runbook: INC-42: Xid 48" \
-        in by_host[N06]
-    assert by_host[N06].split(" && ")[-1].startswith("nvidia-smi -r -i 0000:97:00.0")
+    # the blocker an operator acts on, with how; the explanation of the skipped reset is plan.md's
+    assert "blocker: reboot not allowed here" in by_host[N03] and "-e allow_reboot=true" in by_host[N03]
+    assert "a reset cannot fix" not in by_host[N03] and "(+1 more in plan.md)" in by_host[N03]
+    n06 = host(demo_plan["plan"], N06)
+    planned = sum(len(r["commands"]) for r in n06["rungs"] if r["status"] == "planned")
+    assert planned >= 2 and by_host[N06].endswith("| %d command(s) in plan.md" % planned), by_host[N06]
+    assert "scontrol" not in by_host[N06] and max(len(ln) for ln in lines[1:4]) < 300, lines[1:4]
+    md = (demo_plan["dir"] / "plan.md").read_text()
+    assert "scontrol update NodeName=gpu-r3-n06 State=DRAIN 'Reason=gpu-runbook: INC-42: Xid 48" in md
+    assert "nvidia-smi -r -i 0000:97:00.0" in md
     assert lines[4] == "nothing to do (5): %s" % ", ".join(HEALTHY)
     assert not any(name in ln for ln in lines[:4] + lines[5:] for name in HEALTHY)
 
@@ -613,3 +620,20 @@ def test_a_plan_with_errors_but_hosts_warns_and_plans_the_rest(tmp_path):
     assert "[WARNING]: " + said in proc.stdout + proc.stderr
     planned = json.loads((tmp_path / "planned.json").read_text())
     assert planned["warnings"] == [said] and [h["host"] for h in planned["plan"]["hosts"]] == ["gpu-a"]
+
+
+def test_the_plan_ends_with_the_whole_command_that_acts_and_the_diagnosis_does_not_offer_to_plan(demo_plan):
+    text = demo_plan["out"].text
+    shown = task_result(demo_plan["out"], "Show the plan, one line per host, and the command that acts on it")["msg"]
+    assert shown.splitlines()[-1].startswith("next: act on this plan"), shown
+    cmd = shown.splitlines()[-1].split("): ", 1)[1]
+    assert cmd.startswith("ansible-playbook playbooks/remediate.yml -i ") and " -l gpu-rack3" in cmd
+    assert cmd.endswith(" -e confirm=yes"), cmd
+    # remediate.yml is the planning run: its diagnosis does not print the command that plans
+    assert "next: plan the fix" not in text
+
+
+def test_a_check_mode_plan_prints_no_command_to_act(demo_plan):
+    proc, out = remediate(*(WIDE + ["--check"]))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "next: act on this plan" not in out.text and "next: plan the fix" not in out.text

@@ -81,6 +81,8 @@ MEASURE = """
     }),
     first_fault: box(document.querySelector("svg.timeline .mark-fault line")),
     watchdog: box(document.querySelector("svg.timeline .mark-watchdog line")),
+    job_start: box(document.querySelector("svg.timeline .mark-start line")),
+    culprit: box(document.querySelector("svg.timeline .mark-culprit line")),
     first_dot_hit: hit(document.querySelector("svg.timeline circle.first-fault")),
     rate_px: rate ? [rate.getBoundingClientRect().width, rate.getBoundingClientRect().height] : null,
     rate_line: box(line), rate_points: line ? line.points.numberOfItems : 0,
@@ -128,9 +130,11 @@ def test_report_html_draws_the_timeline_and_the_rate_chart(browser, report, tmp_
     assert list(rows)[0] == "job" and "gpu-r3-n02" in rows  # the job's row, then the culprit's host
     for r in m["rows"]:
         assert r["box"][0] > 500 and r["box"][1] > 10, r
-    assert rows["job"]["dots"] == 2  # the collective that never completed, the watchdog
+    assert rows["job"]["dots"] == 3  # the job's start, the collective that never completed, the watchdog
     assert sum(r["dots"] for r in m["rows"]) >= 3
     assert m["first_fault"][1] > 50 and m["watchdog"][1] > 50  # vertical marks across the rows
+    assert m["job_start"][1] > 50  # the job's start, across the rows
+    assert m["culprit"] is None  # the culprit's host logged no fault of its own here: nothing marked as its
     assert m["first_dot_hit"] and "first-fault" in m["first_dot_hit"]
     assert m["rate_px"][0] > 600 and m["rate_px"][1] > 100
     assert m["rate_points"] == 35 and m["rate_line"][0] > 500  # one point per epoch, across the chart

@@ -2,7 +2,7 @@
 """Regenerate the demo rack's job log from its scenario, so that it tells the same incident as
 the host captures: rank -> host:pid, busId -> GPU, the one silent rank, the watchdog times.
 
-    .venv/bin/python tests/tools/make_demo.py           # rewrite job-<id>/slurm-<id>.out
+    .venv/bin/python tests/tools/make_demo.py           # rewrite job-<id>/<name>-<id>.out
     .venv/bin/python tests/tools/make_demo.py --check   # exit 1 if the committed file differs
 
 Reads inventory-examples/demo-captures/scenario.yml and runs the emulated cluster's job-log
@@ -105,7 +105,9 @@ def render(sc):
             combined = fh.read().splitlines()
     ranks, tail = label_ranks(combined, per_rank)
     lines = launch_lines(job, names, nranks) + ranks + tail
-    return "slurm-%d.out" % job["id"], "\n".join(lines) + "\n"
+    # the job script's '#SBATCH --output=%x-%j.out' (job name, job id): what sites ask for over slurm-%j.out
+    name = sc["job"].get("name")
+    return ("%s-%d.out" % (name, job["id"]) if name else "slurm-%d.out" % job["id"]), "\n".join(lines) + "\n"
 
 
 def main(argv=None):

@@ -186,3 +186,25 @@ def test_the_judges_on_the_tools_public_samples():
     # DCGM #139's JSON as pasted (cut after a test): unreadable to the end is an error, never a pass
     c = judge_dcgm(_sample("dcgmi_diag_r3_json_dcgm139.txt"), "", 0, 3)
     assert c["status"] == "error"
+
+
+def test_a_pasted_perftest_report_is_read_by_content_as_a_link_reading(tmp_path):
+    """The capture reader (not the tier's own run): ib_write_bw's report under any file name is a
+    reading of the link; its average under 85% of the port's rate, or a failure line, is a finding."""
+    from gpu_runbook.active.perftest import parse_perftest_report
+    from gpu_runbook.cli import analyze_paths
+    facts, found = parse_perftest_report(IB_WRITE_BW.format(bw=388.0), expected_gbps=400)
+    assert (facts["test"], facts["device"], facts["average_gbps"], found) == ("RDMA_Write BW Test", "mlx5_0", 388.0, [])
+    _facts, (low,) = parse_perftest_report(IB_WRITE_BW.format(bw=196.0), expected_gbps=400)
+    assert low["kind"] == "active_ib_bw_low" and low["ib"] == {"device": "mlx5_0", "port": 1}
+    assert "196.0 Gb/s, under 85% of the link's 400 Gb/s" in low["message"]
+    _facts, (failed,) = parse_perftest_report(" Couldn't connect to node02:18515\n", source="bw.log")
+    assert failed["kind"] == "active_test_failed" and failed["source"] == "bw.log:1"
+    (tmp_path / "n7").mkdir()
+    (tmp_path / "n7" / "link-check.log").write_text("some notes first\n\n" + IB_WRITE_BW.format(bw=196.0))
+    a = analyze_paths([str(tmp_path / "n7")], expected_ib_rate=400)
+    (h,) = a["hosts"]
+    assert (h["host"], h["verdict"]) == ("n7", "ib_network")
+    assert a["files"][0]["read_as"] == ["ib_write_bw (perftest)"]
+    a = analyze_paths([str(tmp_path / "n7")])  # no rate given: the figure alone is no fault
+    assert a["hosts"][0]["verdict"] == "healthy"

@@ -345,3 +345,44 @@ def test_the_cli_reads_logs_without_a_page_fault_per_block(tmp_path):
         return ru.ru_minflt
 
     assert faults(big) - faults(small) < pages / 4, pages
+
+
+XID79_BARE = "[  100.1] NVRM: Xid (PCI:0000:75:00): 79, pid=1234, GPU has fallen off the bus.\n"
+
+
+def test_a_bare_file_is_the_unnamed_host_not_its_directory_and_the_cli_says_how_to_name_it(capsys, tmp_path):
+    caps = tmp_path / "caps"
+    caps.mkdir()
+    (caps / "dmesg.txt").write_text(XID79_BARE)
+    rc, out, err = run_cli(capsys, "analyze", str(caps / "dmesg.txt"), "--format", "json")
+    hosts = [h["host"] for h in json.loads(out)["hosts"]]
+    assert hosts == ["unnamed host"] and rc == 2
+    assert "--host NAME" in err and "'unnamed host'" in err
+    rc, out, err = run_cli(capsys, "analyze", str(caps / "dmesg.txt"), "--host", "gpu-b-12", "--format", "json")
+    assert [h["host"] for h in json.loads(out)["hosts"]] == ["gpu-b-12"] and "--host" not in err
+    # the directory given is the host's: its name is the user's own choice
+    rc, out, _ = run_cli(capsys, "analyze", str(caps), "--format", "json")
+    assert [h["host"] for h in json.loads(out)["hosts"]] == ["caps"]
+
+
+def test_a_file_whose_lines_name_the_host_keeps_it_whatever_host_says(capsys, tmp_path):
+    (tmp_path / "syslog").write_text("Dec  5 06:11:17 gpu-n01 kernel: NVRM: Xid (PCI:0000:75:00): 79, pid=1234, "
+                                     "GPU has fallen off the bus.\n")
+    rc, out, err = run_cli(capsys, "analyze", str(tmp_path / "syslog"), "--host", "gpu-n99", "--format", "json")
+    assert [h["host"] for h in json.loads(out)["hosts"]] == ["gpu-n01"] and not err
+
+
+@pytest.mark.parametrize("name", ["bad host", "a;b", "gpu[01-02]", "../x", ""])
+def test_a_host_name_slurm_could_not_hold_is_refused_with_exit_3(capsys, tmp_path, name):
+    (tmp_path / "dmesg.txt").write_text(XID79_BARE)
+    rc, out, err = run_cli(capsys, "analyze", str(tmp_path / "dmesg.txt"), "--host", name)
+    assert rc == 3 and not out and err.startswith("gpu-runbook: argument --host:")
+
+
+def test_a_kernel_line_with_its_host_field_cut_out_is_the_kernels_not_a_ranks_cuda_error(capsys, tmp_path):
+    (tmp_path / "messages").write_text("Dec  5 06:11:17 kernel: NVRM: Xid (PCI:0000:75:00): 79, pid=1234, "
+                                       "GPU has fallen off the bus.\n")
+    rc, out, _ = run_cli(capsys, "analyze", str(tmp_path / "messages"), "--host", "gpu-n01", "--format", "json")
+    doc = json.loads(out)
+    assert [(h["host"], h["verdict"]) for h in doc["hosts"]] == [("gpu-n01", "gpu_hardware")]
+    assert not doc.get("job"), doc.get("job")  # no rank of any job said anything

@@ -554,3 +554,33 @@ def test_hung_dataloader_worker_is_a_dataloader_stall_not_unknown():
     by_comm = {f["evidence"].split("task ")[1].split(":")[0]: f for f in findings if f["kind"] == "hung_task"}
     assert by_comm["pt_data_worker"]["category"] == "dataloader"
     assert by_comm["kworker/3"]["category"] != "dataloader"
+
+
+def _drops(text):
+    facts, findings = parse_kernel_log(text)
+    return sum(d["drops"] for d in facts["ib_events"]["devices"].values()), findings
+
+
+@pytest.mark.parametrize("first_down, counted", [
+    ("2026-12-02T06:01:17+0000", True),    # ten hours after the boot: the port was up, it dropped
+    ("2026-12-01T19:52:00+0000", False),   # two minutes after it: the port training, not a drop
+])
+def test_a_first_link_down_is_a_drop_only_long_after_the_boot_the_log_shows(first_down, counted):
+    boot = "2026-12-01T19:50:10+0000 gpu-r3-n05 kernel: Linux version 5.15.0-125-generic (buildd@lcy02) #135-Ubuntu SMP"
+    lines = [boot, "%s gpu-r3-n05 kernel: mlx5_core 0000:9c:00.0 ibp156s0: Link down" % first_down,
+             "2026-12-02T06:01:19+0000 gpu-r3-n05 kernel: mlx5_core 0000:9c:00.0 ibp156s0: Link up",
+             "2026-12-02T06:11:17+0000 gpu-r3-n05 kernel: mlx5_core 0000:9c:00.0 ibp156s0: Link down",
+             "2026-12-02T06:11:19+0000 gpu-r3-n05 kernel: mlx5_core 0000:9c:00.0 ibp156s0: Link up"]
+    drops, findings = _drops("\n".join(lines))
+    assert drops == (2 if counted else 1)
+    (f,) = [f for f in findings if f["kind"] in ("ib_link_flap", "ib_link_dropped")]
+    assert ("between 2026-12-02 06:01:17" in f["message"]) == counted, f["message"]
+
+
+def test_dmesg_seconds_since_boot_tell_a_drop_from_a_port_training():
+    training = "[   41.2] mlx5_core 0000:0c:00.0 ibp12s0: Link down\n[   43.0] mlx5_core 0000:0c:00.0 ibp12s0: Link up\n"
+    later = "[36012.5] mlx5_core 0000:0c:00.0 ibp12s0: Link down\n[36014.0] mlx5_core 0000:0c:00.0 ibp12s0: Link up\n"
+    assert _drops(training)[0] == 0 and _drops(later)[0] == 1
+    # a reboot in the log: the ports train again, the first down after it is not a drop
+    reboot = "[    0.000000] Linux version 6.1.0 (x@y) #1 SMP\n" + training
+    assert _drops(later + reboot)[0] == 1

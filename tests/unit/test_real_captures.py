@@ -183,6 +183,27 @@ KNOWN_MISSES = {
     "x8-024-titanv-stout-rminitadapter-ipmi-bus-correctable": (
         ("category", "culprit_hosts"), "RmInitAdapter failed reads as the driver's; the thread closed without a "
                                        "cause (unknown), and the host is named only in its prose"),
+    "x9-05-pyspy-dump-megatron-deepspeed-stuck-in-broadcast": (
+        "category", "one py-spy dump of one rank waiting in broadcast names no cause and no lagging rank: unknown "
+                    "(the fixtures call a collective wait without a culprit unknown); the examiner: nccl_deadlock"),
+    "x9-10-healthy-kubeflow-fsdp-2node-llama2-epoch1-done": (
+        "category", "the excerpt ends after epoch 1 of 3 with no end marker: a log that stops is unknown (issue "
+                    "24 item 3); the source says the run was fine"),
+    "x9-11-healthy-mingpt-ddp-4gpu-torchrun-10-epochs": (
+        "category", "loss lines up to epoch 10 and no end marker: unknown by the same rule"),
+    "x9-15-healthy-fsdp-llama31-8b-4x-p5-efa-slurm-loss-lines": (
+        "category", "batches 0-5 of a run that goes on: unknown by the same rule"),
+    "x9-12-cloud-faq-a100-gpu5-err-gsp-rpc-timeout-upgrade": (
+        "category", "nvidia-smi's ERR! on one GPU reads as the GPU's; the provider's page blames the driver stack "
+                    "from a GSP timeout that is not in the capture"),
+    "x9-14-desync-debug-watchdog-rank1-never-joined-extra-allreduce-rank0": (
+        "culprit_ranks", "PyTorch's desync report names rank 1 (it did not join #3); the script's author knows "
+                         "rank 0 issued the extra collective, which the text cannot show"),
+    "x9-19-healthy-p5-nvsentinel-dcgm-imex-unhealthy-false-positive": (
+        "category", "DCGM's IMEX-unhealthy condition reads as the driver stack's; the thread shows it is a false "
+                    "positive on a p5 (no IMEX), which the capture alone does not say"),
+    "x9-22-two-node-roce-error12-vendor129-i40iw-unsettled": (
+        "category", "completion status 12 (retry exceeded) reads as the fabric's; the thread never settled it"),
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),

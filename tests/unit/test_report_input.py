@@ -44,8 +44,8 @@ def results():
 
 @pytest.fixture(scope="module")
 def job_logs():
-    with open(os.path.join(CAPTURES, "job-4242", "slurm-4242.out")) as fh:
-        return {"slurm-4242.out": fh.read()}
+    with open(os.path.join(CAPTURES, "job-4242", "llama-70b-pretrain-4242.out")) as fh:
+        return {"llama-70b-pretrain-4242.out": fh.read()}
 
 
 def _both(results, job_logs):

@@ -175,7 +175,9 @@ def test_markdown_parses_into_the_tables_the_report_promises():
     assert all(len(r) == 6 for r in suspects)
     timeline = _table_with(tables, "time (UTC)")
     assert len(timeline) == len(a["cluster"]["timeline"]) and all(len(r) == 3 for r in timeline)
-    assert timeline[0][2].startswith("first fault: ")
+    # the job's start opens it; the culprit's Xid is both the first fault and the culprit's
+    assert timeline[0][1:] == ["job", "job start"], timeline[0]
+    assert timeline[1][2].startswith("first fault, culprit's fault: "), timeline[1]
     job_findings = _table_with(tables, "severity")
     assert len(job_findings) == len(a["job"]["findings"])
     inputs = next(rows for head, rows in tables if head == ["host", "read", "not read"])
@@ -335,7 +337,8 @@ def test_the_pictures_are_svg_with_rows_marks_and_a_rate_line():
     assert svg.startswith("<svg") and svg.endswith("</svg>") and "<script" not in svg and "http" not in svg
     rows = [m for m in svg.split('<g class="tl-row" data-host="')[1:]]
     assert [x.split('"')[0] for x in rows] == ["job", "gpu-r3-n02"]
-    assert 'class="mark-fault"' in svg and 'class="mark-watchdog"' in svg and svg.count("<circle") == len(
+    assert 'class="mark-fault mark-culprit"' in svg and 'class="mark-watchdog"' in svg and 'class="mark-start"' in svg
+    assert svg.count("<circle") == len(
         a["cluster"]["timeline"])
     rate = r["job"]["rate_svg"]
     assert 'class="rate-line"' in rate and 'class="mark-fail"' in rate and rate.count('class="rate-dot"') == 35

@@ -20,9 +20,11 @@ LAYERS = {
     "xid_catalog": 2.5,
     # the one rule for "a GPU reset cannot fix this" (taxonomy rungs + Xid catalog), for plan and module
     "reset_rule": 2.7,
+    # a Slurm node's Gres line: its resource names and GPU count (slurm's node records, the inventory plugin)
+    "slurm_gres": 2.8,
     # pure parsers, one per format family
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3,
-    # one job in squeue and what requeue / scancel said (reads slurm's hostlists)
+    # one job in squeue and what requeue / scancel said (reads slurm's hostlists); its output files' names
     "slurm_jobs": 3.2,
     # the active tier: its judges read the parsers' facts; run.py runs the tools (probes' runner)
     "active": 3.3,

@@ -1,4 +1,6 @@
-from gpu_runbook.slurm import expand_hostlist, parse_sacct, parse_scontrol_show_job
+import pytest
+
+from gpu_runbook.slurm import expand_hostlist, gres_gpu_count, parse_sacct, parse_scontrol_show_job, parse_scontrol_show_node
 
 SHOW_JOB = """JobId=12345 JobName=train-llm
    UserId=alice(1000) GroupId=alice(1000) MCS_label=N/A
@@ -72,3 +74,35 @@ def test_start_time_in_the_local_zone_follows_summer_time(monkeypatch):
         monkeypatch.delenv("TZ")
         time.tzset()
     assert winter == "2026-12-01T20:00:03-05:00" and summer == "2026-07-01T20:00:03-04:00"
+
+
+@pytest.mark.parametrize("gres, count", [
+    ("gpu:h100:8(S:0-1)", 8), ("gpu:8", 8), ("gpu:a100:4(S:0),gpu:t4:2(S:1)", 6),
+    ("gpu:h100:8(S:0-1),shard:h100:32(S:0-1)", 8), ("nic:2,gpu:h100:4", 4),
+    # a gpu entry without its count (gres.conf may autodetect): not a count to hold a node to
+    ("gpu", None), ("gpu:h100", None), ("gpu:h100:8,gpu:t4", None),
+    ("shard:8", None), ("(null)", None), (None, None), ("", None)])
+def test_gres_gpu_count_sums_the_gpu_entries_that_say_their_count(gres, count):
+    assert gres_gpu_count(gres) == count
+
+
+def test_a_node_record_carries_its_gres_gpu_count():
+    text = ("NodeName=gpu-r1-n01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=2 Gres=gpu:h100:8(S:0-1) "
+            "NodeAddr=10.0.0.1 State=IDLE+DRAIN Reason=gpu-runbook: INC-1: x [root@2026-12-05T01:02:03]")
+    node = parse_scontrol_show_node(text)
+    assert (node["gres"], node["gpus"], node["drained"]) == ("gpu:h100:8(S:0-1)", 8, True)
+
+
+@pytest.mark.parametrize("names, said, want", [
+    (["job-4242/slurm-4242.out"], None, ("4242", None)),            # Slurm's default: an id, no name
+    (["llama-70b-pretrain-4242.out"], "4242", ("4242", "llama-70b-pretrain")),   # --output=%x-%j.out
+    (["llama3_1_8b-FSDP_288.out"], "288", ("288", "llama3_1_8b-FSDP")),          # --output=%x_%j.out
+    (["slurm-77_3.out"], None, ("77", None)),                      # an array task: %A_%a
+    (["rank-3.log", "rank-4.log"], None, (None, None)),            # per-rank files name no job
+    (["rank-3.log"], "4242", ("4242", None)),                      # a number that is not the job's: no name
+    (["train-99.out"], None, (None, None)),                        # no id said elsewhere: the name is no proof
+    (["a-4242.out", "b-4242.out"], "4242", ("4242", None)),        # two names for one job: neither
+])
+def test_the_output_files_names_give_the_job_id_and_name_only_when_they_agree(names, said, want):
+    from gpu_runbook.slurm_jobs import job_from_output_names
+    assert job_from_output_names(names, said) == want

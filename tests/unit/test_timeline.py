@@ -110,3 +110,39 @@ def test_demo_console_puts_the_fault_before_the_job_last_and_says_so():
         n06 = next(ln for ln in lines if ln.startswith("gpu-r3-n06"))
         assert n06.rstrip().endswith(tag)
         assert not any(ln.rstrip().endswith(tag) for ln in lines if ln.startswith(("gpu-r3-n03", "gpu-r3-n05")))
+    # n05 flapped during the job, yet the job names rank 18 on n03: every suspect says how it relates
+    for lang, tag in (("en", "not the culprit"), ("ko", "원인 호스트 아님")):
+        n05 = next(ln for ln in console_lines(a, lang) if ln.startswith("gpu-r3-n05"))
+        assert n05.rstrip().endswith(tag), n05
+
+
+def test_the_culprits_fault_and_the_job_start_are_marked_beside_the_first_fault():
+    hosts = [_host("n05", [("2026-12-02T06:01:17+00:00", "ib_link_down")]),
+             _host("n03", [("2026-12-02T06:30:00+00:00", "ib_link_up"), ("2026-12-02T07:09:51+00:00", "xid_79"),
+                           ("2026-12-02T07:10:00+00:00", "xid_45")])]
+    job = {"log_start": "2026-12-01T22:06:32", "events": [], "culprit_hosts": ["n03.cluster"]}
+    tl = build_timeline(hosts, job)
+    assert [(e["host"], e["kind"]) for e in tl if e.get("first_fault")] == [("n05", "ib_link_down")]
+    # the culprit host's first fault during the job (not its recovery, not its later Xid)
+    assert [(e["host"], e["kind"]) for e in tl if e.get("culprit_fault")] == [("n03", "xid_79")]
+    assert (tl[0]["host"], tl[0]["kind"], to_utc(tl[0]["time"])) == ("job", "job_start", to_utc("2026-12-01T22:06:32"))
+    # no culprit named, no start known: neither mark
+    tl = build_timeline(hosts, {"events": []})
+    assert not any(e.get("culprit_fault") or e["kind"] == "job_start" for e in tl)
+
+
+def test_the_demo_timeline_draws_the_job_start_the_first_fault_and_the_culprits_xid():
+    from gpu_runbook.reports.facts import report_facts
+    a = analyze_paths([os.path.join(DEMO, "nodes"), os.path.join(DEMO, "job-4242")], expected_gpus=8)
+    culprit = [(e["host"], e["kind"]) for e in a["cluster"]["timeline"] if e.get("culprit_fault")]
+    assert culprit == [("gpu-r3-n03", "xid_79")]
+    svg = report_facts(a)["timeline_svg"]
+    for cls, label in (("mark-start", "job start"), ("mark-fault", "first fault"), ("mark-culprit", "culprit's fault")):
+        assert '<g class="%s"><line' % cls in svg and ">%s</text>" % label.replace("'", "&#x27;") in svg, cls
+
+
+def test_the_demo_job_carries_its_id_and_name_in_the_analysis_and_the_console():
+    from gpu_runbook.diagnose import console_lines
+    a = analyze_paths([os.path.join(DEMO, "nodes"), os.path.join(DEMO, "job-4242")], expected_gpus=8)
+    assert (a["job"]["job_id"], a["job"]["job_name"]) == ("4242", "llama-70b-pretrain")
+    assert console_lines(a)[0].startswith("job 4242 (llama-70b-pretrain): GPU hardware")

@@ -9,8 +9,8 @@ In order:
   failure on NODE``, ``*** JOB|STEP ID ON NODE CANCELLED AT TIME DUE TO NODE FAILURE ***``),
   a job cancelled by its time limit, by preemption or by a user;
 - the markers of a run that ended well (``SUCCESS``: each with the program that prints it);
-- the emitters' vocabularies (vocab/: NCCL, PyTorch, CUDA, rdma-core, Slurm, DCGM, NHC,
-  Fabric Manager): a line one of their messages explains becomes a finding of that message's
+- the emitters' vocabularies (vocab/: NCCL, aws-ofi-nccl, PyTorch, CUDA, rdma-core, Slurm,
+  DCGM, NHC, Fabric Manager): a line one of their messages explains becomes a finding of that message's
   category (benign messages are explained and make none);
 - last, error-like lines that nothing explains (``ERROR_LIKE``): kept, counted and quoted in
   one ``unexplained_errors`` finding: not understood, so never healthy.
@@ -30,7 +30,7 @@ from .text import add
 
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
-JOB_TABLES = ("nccl", "torch", "cuda", "rdma", "slurm", "dcgm", "nhc", "fabricmanager")
+JOB_TABLES = ("nccl", "ofi", "torch", "cuda", "rdma", "slurm", "dcgm", "nhc", "fabricmanager")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")

@@ -8,7 +8,7 @@ from itertools import chain
 from datetime import datetime, timezone
 
 from ..findings import small_int, strip_ansi
-from .patterns import CAP, FILE_RANK, GLOG, ISO_TS, MAX_EVIDENCE, MAX_LINE
+from .patterns import CAP, FILE_RANK, GLOG, ISO_TS, MAX_EVIDENCE, MAX_LINE, SRUN_LABEL
 
 
 def ints(text):
@@ -241,8 +241,12 @@ MAX_JOIN = 32
 
 
 def _table_row(line):
-    """A row of aligned output (nccl-tests' results, an nvidia-smi table, '#' rules): rows of one
-    width are the table's layout, not a terminal's wrapping."""
+    """A row of aligned output (nccl-tests' results, an nvidia-smi table, '#' rules), also after
+    srun --label's 'N: ': rows of one width are the table's layout, not a terminal's wrapping."""
+    if line[:1].isdigit():
+        m = SRUN_LABEL.match(line)
+        if m:
+            line = line[m.end():]
     return line[:1] in (" ", "\t", "#", "|", "+")
 
 

@@ -177,13 +177,31 @@ def aer_findings(aer, gpu_pcis, sref, ids=None, hcas=(frozenset(), {})):
     return out
 
 
+# a port that trains at boot logs its first 'Link down' within a few minutes of it
+BOOT_SETTLE_S = 600
+
+
+def _long_after_boot(boot, ctx):
+    """True when a first 'Link down' (no state seen before it) comes long after the boot the log
+    shows (its 'Linux version' line, or dmesg's seconds since boot): the port was up, it dropped."""
+    dt, when = ctx[2], ctx[3]
+    if dt is None:
+        return isinstance(when, float) and when > BOOT_SETTLE_S and (boot is None or isinstance(boot, float))
+    if boot is None or isinstance(boot, float):
+        return False
+    try:
+        return (dt - boot).total_seconds() > BOOT_SETTLE_S
+    except TypeError:  # a naive time against an aware one: not comparable, not a drop
+        return False
+
+
 def link_transition(rec, kind, ctx):
     """Update an HCA record's link/cable state for one mlx5 event."""
     # Only up->down / plugged->unplugged transitions are faults: an unused port logs
     # 'Cable unplugged' and 'Link down' once at boot without ever having been up.
     line = ctx[1]
     if kind == "link_down":
-        if rec["last_state"] == "up":
+        if rec["last_state"] == "up" or (rec["last_state"] is None and _long_after_boot(rec.get("boot"), ctx)):
             rec["drops"] += 1
             rec["evidence"].setdefault("drop", line[:1000])
             rec["first_line"].setdefault("drop", ctx[0])

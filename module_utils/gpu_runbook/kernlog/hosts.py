@@ -268,6 +268,9 @@ class HostDemux(object):
     def _field(self, text):
         """The hostname field of a syslog / journal line, or None."""
         c = text[:1]
+        if c in " \t":  # a syslog line indented in notes or a markdown list
+            text = text[:16].lstrip(" \t") + text[16:]
+            c = text[:1]
         if not c or c in " [\t-":
             return None
         m = _SYSLOG_RE.match(text) or (_RFC5424_RE.match(text) if c == "<" else None)

@@ -84,6 +84,7 @@ class KernelLogScanner:
         self._gpu_events = {}       # (kind, pci) -> record (off the bus, init failed)
         self._drv = DriverLog(MAX_KEYS)  # driver messages without an Xid, NVSwitch SXids, EDAC
         self._ib = {}               # mlx5 pci -> counters
+        self._boot = None           # the last boot the log shows ('Linux version ...'): its time
         self._ib_names = {}         # mlx5 pci -> mlx5_N
         self._aer = {}              # (class, pci) -> record
         self._aer_header = None     # (line, source pci, record) of the last AER header line
@@ -210,6 +211,8 @@ class KernelLogScanner:
         node = node or about
         when = iso(dt.astimezone(self.zone)) if dt is not None else mono
         ctx = (lineno, line, dt, when)
+        if family == "kernel" and "Linux version " in line:
+            self._booted(ctx)
         before = len(self._events) + self.dropped_events
         self._known = False
         dedicated = self._dedicated(ctx)
@@ -218,6 +221,12 @@ class KernelLogScanner:
             self.kernel_lines += 1  # the kernel's message under a prefix no log format has ('19:14:43  NVRM: Xid ..')
         if node and not made and not self._known:
             self._node_line(ctx, dedicated)
+
+    def _booted(self, ctx):
+        """A boot: every HCA's links come up anew (a 'Link down' while a port trains is not a drop)."""
+        self._boot = ctx[2] if ctx[2] is not None else ctx[3]
+        for rec in self._ib.values():
+            rec["last_state"], rec["boot"] = None, self._boot
 
     def _dedicated(self, ctx):
         """The scanner's own readers; -> True when one of them took the line up."""
@@ -366,7 +375,7 @@ class KernelLogScanner:
             if len(self._ib) >= MAX_KEYS:
                 self._overflow += 1
                 return
-            rec = self._ib[pci] = {"pci": pci, "port": None, "netdev": None, "last_state": None,
+            rec = self._ib[pci] = {"pci": pci, "port": None, "netdev": None, "last_state": None, "boot": self._boot,
                                    "cable": None, "drops": 0, "unplugs": 0,
                                    "first_line": {}, "evidence": {}, "counts": {}, "seen": {}}
         if dev and not dev.startswith("mlx5_"):

@@ -50,9 +50,10 @@ def _tick_label(dt, step, with_date):
 
 
 def timeline_svg(events, rows, words):
-    """events: [{time, host, kind, text, first_fault?}] (cluster.build_timeline); rows: the
-    host names in display order (the job's row is 'job'); words: {"job", "first_fault",
-    "watchdog", "no_events", "axis"} in the report's language. -> '<svg ...>' or ''."""
+    """events: [{time, host, kind, text, first_fault?, culprit_fault?}] (cluster.build_timeline);
+    rows: the host names in display order (the job's row is 'job'); words: {"job", "first_fault",
+    "culprit_fault", "job_start", "watchdog", "no_events", "axis"} in the report's language.
+    -> '<svg ...>' or ''."""
     placed = []
     for e in events or []:
         if not isinstance(e, dict):
@@ -96,8 +97,8 @@ def timeline_svg(events, rows, words):
     for t, e in placed:
         by_row[e["host"]].append((t, e))
     for host in by_row:  # drawn last is on top: recoveries under faults, the first fault over all
-        by_row[host].sort(key=lambda te: (bool(te[1].get("first_fault")), _kind_class(te[1].get("kind")) != "ev-up",
-                                          te[0]))
+        by_row[host].sort(key=lambda te: (bool(te[1].get("first_fault") or te[1].get("culprit_fault")),
+                                          _kind_class(te[1].get("kind")) != "ev-up", te[0]))
     for i, host in enumerate(rows):
         y = TOP + ROW_H * i
         mid = y + ROW_H / 2
@@ -113,15 +114,26 @@ def timeline_svg(events, rows, words):
         for t, e in by_row[host]:
             x = x_of(t)
             tip = "%s %s: %s" % (t.strftime("%Y-%m-%d %H:%M:%S UTC"), name, e.get("text") or e.get("kind") or "")
-            cls = "first-fault" if e.get("first_fault") else _kind_class(e.get("kind"))
-            r = 7 if e.get("first_fault") else 5
+            cls = " ".join(c for c, on in (("first-fault", e.get("first_fault")), ("culprit-fault", e.get("culprit_fault")))
+                           if on) or _kind_class(e.get("kind"))
+            r = 7 if e.get("first_fault") or e.get("culprit_fault") else 5
             out.append('<circle class="ev %s" cx="%s" cy="%s" r="%d"><title>%s</title></circle>'
                        % (cls, _num(x), _num(mid), r, escape(tip[:400])))
         out.append('</g>')
     # the marks a reader looks for first, drawn over the rows with a label above them
     for t, e in placed:
-        if e.get("first_fault"):
+        if e.get("kind") == "job_start":
+            out.append(_marker(x_of(t), TOP, axis_y, "mark-start", words.get("job_start", "job start"), "start"))
+            break
+    for t, e in placed:
+        if e.get("first_fault") and not e.get("culprit_fault"):
             out.append(_marker(x_of(t), TOP, axis_y, "mark-fault", words.get("first_fault", "first fault"), "end"))
+            break
+    for t, e in placed:
+        if e.get("culprit_fault"):
+            # the fault that stopped the job: the first fault's own mark when it is the same event
+            cls = "mark-fault mark-culprit" if e.get("first_fault") else "mark-culprit"
+            out.append(_marker(x_of(t), TOP, axis_y, cls, words.get("culprit_fault", "culprit's fault"), "end"))
             break
     for t, e in placed:
         if "watchdog" in str(e.get("kind") or ""):

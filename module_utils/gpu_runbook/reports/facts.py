@@ -203,8 +203,8 @@ def _job_facts(job, hosts_by_name, lang, t):
         rate_picture = rate_svg(by_epoch, fa, {"title": t["rate"], "epoch": t["epoch"], "rate": t["rate_axis"],
                                                "failed": failed or t["watchdog"]})
     return {
-        "job_id": _s(job.get("job_id")) + (" (%s)" % (job.get("slurm") or {})["name"]
-                                           if (job.get("slurm") or {}).get("name") else ""),
+        "job_id": _s(job.get("job_id")) + (" (%s)" % _s((job.get("slurm") or {}).get("name") or job.get("job_name"))
+                                           if (job.get("slurm") or {}).get("name") or job.get("job_name") else ""),
         "verdict": label(VERDICT_LABEL, lang, job["verdict"]) if job.get("verdict") else "-",
         "decided_by": _decided_by(job, lang),
         "how_sure": _s(how_sure(job, lang)),
@@ -286,11 +286,14 @@ def report_facts(analysis, lang="en"):
         n for n in with_events if n in by_name and n not in names)
     quiet = [h["host"] for h in hosts if h["host"] not in rows]
     rows = rows[:TIMELINE_ROWS]  # a picture a person can read; the table below keeps every event
-    tl_words = {"job": t["job_row"], "first_fault": t["first_fault"], "watchdog": t["watchdog"],
+    tl_words = {"job": t["job_row"], "first_fault": t["first_fault"], "culprit_fault": t["culprit_fault"],
+                "job_start": t["job_start"], "watchdog": t["watchdog"],
                 "no_events": t["no_events"], "axis": t["axis"], "title": t["timeline_title"]}
     events = [{"time": _utc_text(e.get("time")), "host": t["job_row"] if e.get("host") == "job" else _s(e.get("host")),
-               "text": _event_text(e), "mark": t["first_fault"] if e.get("first_fault") else "",
-               "cls": "job" if e.get("host") == "job" else ("fault" if e.get("first_fault") else "")}
+               "text": t["job_start"] if e.get("kind") == "job_start" and e.get("host") == "job" else _event_text(e),
+               "mark": ", ".join(t[k] for k in ("first_fault", "culprit_fault") if e.get(k)),
+               "cls": "job" if e.get("host") == "job" else ("fault" if e.get("first_fault") or e.get("culprit_fault")
+                                                            else "")}
               for e in timeline]
     tool = analysis.get("tool") or {}
     return {

@@ -23,12 +23,14 @@ svg .axis line,svg line.grid{stroke:#bbb;stroke-width:1}svg line.grid{stroke-das
 svg .axis text{fill:#555}svg .muted{fill:#999}
 svg .ev{stroke:#fff;stroke-width:1}svg .ev-other{fill:#888}svg .ev-fault{fill:#d32f2f}svg .ev-down{fill:#ef6c00}
 svg .ev-up{fill:#43a047}svg .ev-job{fill:#1565c0}svg .ev-watchdog{fill:#6a1b9a}
-svg .first-fault{fill:#b00020;stroke:#000;stroke-width:2}
-svg .mark-fault line{stroke:#b00020;stroke-width:2}svg .mark-fault text{fill:#b00020;font-weight:600}
+svg .first-fault{fill:#b00020;stroke:#000;stroke-width:2}svg .culprit-fault{fill:#b00020;stroke:#000;stroke-width:3}
+svg .mark-fault line,svg .mark-culprit line{stroke:#b00020;stroke-width:2}
+svg .mark-fault text,svg .mark-culprit text{fill:#b00020;font-weight:600}
+svg .mark-start line{stroke:#1565c0;stroke-width:1.5;stroke-dasharray:2 3}svg .mark-start text{fill:#1565c0}
 svg .mark-watchdog line,svg .mark-fail line{stroke:#6a1b9a;stroke-width:2;stroke-dasharray:6 3}
 svg .mark-watchdog text,svg .mark-fail text{fill:#6a1b9a;font-weight:600}
 svg .rate-line{fill:none;stroke:#1565c0;stroke-width:2.5}svg .rate-dot{fill:#1565c0}
-svg .mark-fault,svg .mark-watchdog,svg .mark-fail{pointer-events:none}
+svg .mark-fault,svg .mark-culprit,svg .mark-start,svg .mark-watchdog,svg .mark-fail{pointer-events:none}
 </style></head><body>
 <h1>{{ t.title }}</h1>
 <p class="muted">{{ r.version }} · {{ t.generated }}: {{ r.generated }} · {{ t.hosts }}: {{ r.n_hosts }} ·

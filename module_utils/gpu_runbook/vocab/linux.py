@@ -2,10 +2,10 @@
 
 Source: Linux (Debian linux-source-6.1) 6.1.192-3 (6.1.192-3), Debian package linux-source-6.1 (its usr/src/linux-source-6.1.tar.xz), the kernel.org tree https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git v6.1.192 with Debian's patches; COMMIT is the Debian package version, not a git commit; licence GPL-2.0 (COPYING); the mlx5, InfiniBand core and IPoIB files are dual GPL-2.0 / Linux-OpenIB BSD (their SPDX headers).
 
-Read: drivers/net/ethernet/mellanox/mlx5/core/, drivers/infiniband/core/, drivers/infiniband/ulp/ipoib/, drivers/infiniband/hw/mlx5/, drivers/edac/edac_mc.c, drivers/edac/ghes_edac.c, arch/x86/kernel/cpu/mce/, mm/oom_kill.c, kernel/hung_task.c, drivers/pci/pcie/aer.c, drivers/pci/pcie/err.c, drivers/iommu/amd/iommu.c, drivers/iommu/intel/, kernel/panic.c (186 files), every print call whose format is a literal: error and
+Read: drivers/net/ethernet/mellanox/mlx5/core/, drivers/infiniband/core/, drivers/infiniband/ulp/ipoib/, drivers/infiniband/hw/mlx5/, drivers/edac/edac_mc.c, drivers/edac/ghes_edac.c, arch/x86/kernel/cpu/mce/, mm/oom_kill.c, kernel/hung_task.c, drivers/pci/pcie/aer.c, drivers/pci/pcie/err.c, drivers/iommu/amd/iommu.c, drivers/iommu/intel/, kernel/panic.c, kernel/module/ (187 files), every print call whose format is a literal: error and
 warning levels all, info/notice only the healthy states and the info lines that read like an
 error (INFO_KEEP). Left out: debug prints; the MCE injector (inject.c) and the iWARP port
-mapper (iwpm_*); info lines that report no fault (132); 84 messages whose line holds
+mapper (iwpm_*); info lines that report no fault (133); 137 messages whose line holds
 no marker at all (bare pr_* lines of the IB core such as "Couldn't init SA": the reader could
 never pick them out of a kernel log); 7 messages that literal-fragment matching cannot
 read back from their own line (a short first fragment that the line's prefix also holds, e.g.
@@ -36,7 +36,7 @@ COMMIT = '6.1.192-3'
 LICENCE = 'GPL-2.0 (COPYING); the mlx5, InfiniBand core and IPoIB files are dual GPL-2.0 / Linux-OpenIB BSD (their SPDX headers)'
 ORIGIN = "Debian package linux-source-6.1 (its usr/src/linux-source-6.1.tar.xz), the kernel.org tree https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git v6.1.192 with Debian's patches; COMMIT is the Debian package version, not a git commit"
 GENERATOR = 'tests/tools/vocab/gen_linux.py'
-MARKERS = ('mlx5', 'infiniband', 'ib_core', 'user_mad', 'RDMA CMA', '] ib', ': ib', 'EDAC', 'ghes_edac', 'mce:', '[Hardware Error]', 'Machine check', 'Out of memory', 'out of memory', 'oom', 'OOM', 'blocked for more than', 'hung_task', 'AER:', 'AMD-Vi', 'DMAR', 'Kernel panic', 'WARNING: CPU:', '---[ end')
+MARKERS = ('mlx5', 'infiniband', 'ib_core', 'user_mad', 'RDMA CMA', '] ib', ': ib', 'EDAC', 'ghes_edac', 'mce:', '[Hardware Error]', 'Machine check', 'Out of memory', 'out of memory', 'oom', 'OOM', 'blocked for more than', 'hung_task', 'AER:', 'AMD-Vi', 'DMAR', 'Kernel panic', 'WARNING: CPU:', '---[ end', 'taints kernel', 'tainting kernel')
 TEMPLATES = (
     ('drivers/net/ethernet/mellanox/mlx5/core/eswitch_offloads_termtbl.c', '[ 1234.567890] mlx5_core 0000:3b:00.0: {message}'),
     ('drivers/net/ethernet/mellanox/mlx5/core/en_accel/ipsec_offload.c', '[ 1234.567890] mlx5_core 0000:3b:00.0: handler:{line}:(pid 1234): {message}'),
@@ -92,6 +92,7 @@ TEMPLATES = (
     ('drivers/iommu/intel/', '[ 1234.567890] DMAR: {message}'),
     ('drivers/iommu/amd/', '[ 1234.567890] AMD-Vi: {message}'),
     ('drivers/pci/pcie/', '[ 1234.567890] pcieport 0000:00:03.1: AER: {message}'),
+    ('kernel/module/', '[ 1234.567890] {message}'),
     ('drivers/edac/', '[ 1234.567890] ghes_edac: {message}'),
     ('kernel/', '[ 1234.567890] {message}'),
     ('mm/', '[ 1234.567890] {message}'),
@@ -1729,6 +1730,12 @@ ROWS = (
     ('kernel/hung_task.c', 135, '      %s %s %.*s%s', 'hung_task', 'unknown', 'info', 'a line of a hung task report'),
     ('kernel/hung_task.c', 140, '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.', 'hung_task', 'unknown', 'info', 'the hint printed after a hung task report'),
     ('kernel/hung_task.c', 226, 'Kernel panic - not syncing: hung_task: blocked tasks', 'hung_task', 'unknown', 'critical', 'a task blocked in the kernel and hung_task_panic is set: the node panicked'),
+    ('kernel/module/main.c', 1535, "%s: module license '%s' taints kernel.", 'benign', 'healthy', 'ok', "the kernel marks itself tainted for a module outside its tree, proprietary or unsigned (NVIDIA's, MLNX_OFED's) or a live patch: no fault"),
+    ('kernel/module/main.c', 1823, '%s: tainting kernel with TAINT_LIVEPATCH', 'benign', 'healthy', 'ok', "the kernel marks itself tainted for a module outside its tree, proprietary or unsigned (NVIDIA's, MLNX_OFED's) or a live patch: no fault"),
+    ('kernel/module/main.c', 1989, '%s: loading out-of-tree module taints kernel.', 'benign', 'healthy', 'ok', "the kernel marks itself tainted for a module outside its tree, proprietary or unsigned (NVIDIA's, MLNX_OFED's) or a live patch: no fault"),
+    ('kernel/module/main.c', 2011, '%s: loading test module taints kernel.', 'benign', 'healthy', 'ok', "the kernel marks itself tainted for a module outside its tree, proprietary or unsigned (NVIDIA's, MLNX_OFED's) or a live patch: no fault"),
+    ('kernel/module/main.c', 2240, '%s: module license taints kernel.', 'benign', 'healthy', 'ok', "the kernel marks itself tainted for a module outside its tree, proprietary or unsigned (NVIDIA's, MLNX_OFED's) or a live patch: no fault"),
+    ('kernel/module/main.c', 2785, '%s: module verification failed: signature and/or required key missing - tainting kernel', 'benign', 'healthy', 'ok', "the kernel marks itself tainted for a module outside its tree, proprietary or unsigned (NVIDIA's, MLNX_OFED's) or a live patch: no fault"),
     ('kernel/panic.c', 200, 'Kernel panic - not syncing: %s', 'logged_node_failure', 'unknown', 'critical', 'the kernel panicked: the node is down until it reboots'),
     ('kernel/panic.c', 235, 'Kernel panic - not syncing: %s: panic_on_warn set ...', 'logged_node_failure', 'unknown', 'critical', 'the kernel panicked: the node is down until it reboots'),
     ('kernel/panic.c', 239, 'Kernel panic - not syncing: %s: system warned too often (kernel.warn_limit is %d)', 'logged_node_failure', 'unknown', 'critical', 'the kernel panicked: the node is down until it reboots'),

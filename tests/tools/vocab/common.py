@@ -155,3 +155,71 @@ def write_table(emitter_module, meta, markers, templates, rows, codes=None, code
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     return path
+
+
+# ---------------------------------------------------------------------------------------------
+# C / C++ source reading (gen_nccl.py, gen_ofi.py)
+
+def blank_comments(text):
+    """``text`` with comments blanked (newlines kept, so line numbers hold); literals kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                if text[j] == "\\":
+                    j += 1
+                j += 1
+            out.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def call_args(text, pos):
+    """The arguments of the call whose '(' is at ``pos``: (list of argument texts, end)."""
+    depth, i, cur, args, n = 0, pos, [], [], len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                if text[j] == "\\":
+                    j += 1
+                j += 1
+            cur.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+            if depth == 1:
+                i += 1
+                continue
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur))
+                return args, i
+        elif c == "," and depth == 1:
+            args.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(c)
+        i += 1
+    return args, n

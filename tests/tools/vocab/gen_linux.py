@@ -53,7 +53,7 @@ MLX5 = "drivers/net/ethernet/mellanox/mlx5/core/"
 SCOPE = (MLX5, "drivers/infiniband/core/", "drivers/infiniband/ulp/ipoib/", "drivers/infiniband/hw/mlx5/",
          "drivers/edac/edac_mc.c", "drivers/edac/ghes_edac.c", "arch/x86/kernel/cpu/mce/", "mm/oom_kill.c",
          "kernel/hung_task.c", "drivers/pci/pcie/aer.c", "drivers/pci/pcie/err.c", "drivers/iommu/amd/iommu.c",
-         "drivers/iommu/intel/", "kernel/panic.c")
+         "drivers/iommu/intel/", "kernel/panic.c", "kernel/module/")
 # left out of the scope above: the MCE error injector (a test module) and the iWARP port mapper
 # (iWARP is not used on InfiniBand/RoCE GPU clusters; its messages are all info-level)
 SKIP_FILES = ("arch/x86/kernel/cpu/mce/inject.c", "drivers/infiniband/core/iwpm_msg.c",
@@ -155,7 +155,7 @@ INFO_KEEP = re.compile(
     r"Out of memory|health|firmware version|sufficient power|power capability|enabled with IRQ|"
     r"Virtualization Technology|IOMMU enabled|Port module|Machine check|CMCI|storm|not syncing|panic|"
     r"Shutdown was called|responds to PCI|Live patch|Tasks state|oom_score_adj|Rebooting|Uncorrected|"
-    r"Corrected|hung|blocked|poison|crappy BIOS|error report", re.I)
+    r"Corrected|hung|blocked|poison|crappy BIOS|error report|taints kernel|tainting kernel", re.I)
 # informational lines that a reader might flag but that report nothing wrong
 INFO_DROP = re.compile(r"Device state = %d health sensors|wait vital counter|WQE DUMP|Self test|xfrm|"
                        r"DIMM%i size|allocate memory for EDAC|register with the EDAC|is not present|"
@@ -337,6 +337,11 @@ RULES = (
      r"Scalable Mode|Forcing|[Dd]oesn't support|^No .*support|ineligible|vulnerable", U, "info",
      "a firmware or setup note of the IOMMU driver, not a fault"),
     ("drivers/iommu/", r"", U, LVL, ""),
+    # --- modules: NVIDIA's and MLNX_OFED's are out-of-tree, proprietary or unsigned on most GPU nodes
+    ("kernel/module/", r"taints kernel|tainting kernel", "benign", "ok",
+     "the kernel marks itself tainted for a module outside its tree, proprietary or unsigned (NVIDIA's, "
+     "MLNX_OFED's) or a live patch: no fault"),
+    ("kernel/module/", r"", U, LVL, ""),
     # --- panics and warnings ---------------------------------------------------------------------
     ("kernel/panic.c", r"end trace|lock debugging", U, "info", "the end of a kernel WARN/oops report"),
     ("kernel/panic.c", r"^WARNING: CPU", U, LVL,
@@ -372,7 +377,7 @@ OVERRIDES = (
 MARKERS = ("mlx5", "infiniband", "ib_core", "user_mad", "RDMA CMA", "] ib", ": ib", "EDAC", "ghes_edac", "mce:",
            "[Hardware Error]", "Machine check", "Out of memory", "out of memory", "oom", "OOM",
            "blocked for more than", "hung_task", "AER:", "AMD-Vi", "DMAR", "Kernel panic", "WARNING: CPU:",
-           "---[ end")
+           "---[ end", "taints kernel", "tainting kernel")
 
 
 # ---------------------------------------------------------------------------------------------

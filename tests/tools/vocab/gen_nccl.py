@@ -38,13 +38,14 @@ What is read:
 - CODES: ``ncclResult_t`` (src/nccl.h.in) with ``ncclGetErrorString`` (src/init.cc), in the
   messages CODE_FORMATS lists;
 - the releases in OLDER (the newest patch of each minor release 2.18 .. 2.29): every WARN format
-  of theirs that the pin words otherwise, as a row with file "path@tag" (the line at that tag),
-  classified by the same rules; a tag the source lacks is skipped with a note.
+  of theirs, and every INFO line kept by the rules above (RAS's aside), that the pin words
+  otherwise, as a row with file "path@tag" (the line at that tag), classified by the same rules;
+  a tag the source lacks is skipped with a note.
 
 Left out: TRACE (compiled out of release builds), INFO lines that are neither error-like nor in
 INFO_KEEP (topology dumps, channel set-up, timings), VERSION, the RAS client's report text
-(ncclras; the job-log reader reads RAS sections), bindings/ and docs/, INFO lines of the older
-releases, releases before 2.18.
+(ncclras; the job-log reader reads RAS sections), bindings/ and docs/, the older releases' RAS INFO
+lines, releases before 2.18.
 
 Classification: WARN_RULES / INFO_RULES (first match wins, by source path and message, each
 group with its reason), then the ncclResult_t the code returns after the WARN at an API entry
@@ -113,69 +114,7 @@ MARKERS = ("NCCL WARN", "NCCL INFO", "NCCL error", "NCCL Error", "NCCL failure",
 # C source reading
 
 
-def blank_comments(text):
-    """``text`` with comments blanked (newlines kept, so line numbers hold); literals kept."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                if text[j] == "\\":
-                    j += 1
-                j += 1
-            out.append(text[i:j + 1])
-            i = j + 1
-            continue
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-            continue
-        if text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def call_args(text, pos):
-    """The arguments of the call whose '(' is at ``pos``: (list of argument texts, end)."""
-    depth, i, cur, args, n = 0, pos, [], [], len(text)
-    while i < n:
-        c = text[i]
-        if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                if text[j] == "\\":
-                    j += 1
-                j += 1
-            cur.append(text[i:j + 1])
-            i = j + 1
-            continue
-        if c in "([{":
-            depth += 1
-            if depth == 1:
-                i += 1
-                continue
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                args.append("".join(cur))
-                return args, i
-        elif c == "," and depth == 1:
-            args.append("".join(cur))
-            cur = []
-            i += 1
-            continue
-        cur.append(c)
-        i += 1
-    return args, n
+blank_comments, call_args = common.blank_comments, common.call_args  # shared with gen_ofi.py
 
 
 _TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\\n]|\\.)*")|(?P<hash>#\s*[A-Za-z_]\w*)|(?P<id>[A-Za-z_]\w*))')
@@ -1029,8 +968,8 @@ Lines: "host:pid:tid [dev] file.cc:line (func) NCCL WARN <message>" (2.30; befor
 "(func)"); INFO lines are "host:pid:tid [dev] NCCL INFO <message>" (TEMPLATES shows the WARN
 shape for every row). PyTorch's "Last error:" copy of a WARN has no marker: not read here.
 Left out: TRACE (not in release builds), other INFO lines (topology, channels, timings),
-VERSION, the ncclras client's report text, bindings/ and docs/, INFO lines of older releases,
-releases before 2.18.
+VERSION, the ncclras client's report text, bindings/ and docs/, the RAS INFO lines of older
+releases, releases before 2.18.
 Classification (generator rules, first match wins): CUDA failures -> unknown (the CUDA table
 reads the error text); duplicate GPU, version mismatch, NVLS/IMEX/Fabric Manager, /dev/shm
 (nccl_shm_failed), no socket interface (nccl_socket_interface), peer sockets refused / reset /
@@ -1061,7 +1000,7 @@ def site_rows(sites, suffix=""):
 
 def build(src, rev, older=None):
     """(rows, codes, notes) of the pin ``rev`` and, for the releases ``older``, their WARN
-    formats the pin words otherwise (file "path@tag")."""
+    formats and error-like INFO lines the pin words otherwise (file "path@tag")."""
     sites, unread = read_sites(src, rev)
     if unread:
         raise SystemExit("WARN formats not read:\n  " + "\n  ".join(unread))
@@ -1077,7 +1016,10 @@ def build(src, rev, older=None):
             notes.append("tag %s not in the source: skipped" % tag)
             continue
         tsites, _unread = read_sites(src, trev)  # a format not read there is one the pin has as a row or not at all
-        new = [s for s in tsites if s.level == "warn" and s.fmt not in known]
+        # their INFO lines too (an older release's wording of a handled failure is no unexplained line), but
+        # not RAS's: the job-log reader reads RAS sections itself
+        new = [s for s in tsites if (s.level == "warn" or (s.level == "info" and not s.path.startswith("src/ras/")))
+               and s.fmt not in known]
         trows = site_rows(new, "@" + tag)
         trows.extend(r for r in expand_ib(src, trev, trows, ib, "@" + tag) if r[2] not in known)
         for r in trows:
