@@ -14,7 +14,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SYSTEM_PACKAGES := openssh-server slurmctld slurmd slurm-client munge iproute2 util-linux procps chromium
 SYSTEM_BINARIES := /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/sbin/munged /usr/bin/unshare /usr/bin/chromium
 
-.PHONY: demo test unit lint cluster-test system-deps venv clean bench score fuzz
+.PHONY: demo test unit lint cluster-test system-deps venv clean bench score fuzz molecule
 
 venv: $(BASE_STAMP)
 
@@ -64,6 +64,15 @@ test: $(STAMP) system-deps lint
 	echo "=== the emulated-cluster tests (tests/cluster), run beside the others ==="; cat $$log; rm -f $$log; \
 	echo "tests/cluster: exit $$cluster_rc; the others: exit $$rest"; \
 	[ $$rest = 0 ] && [ $$cluster_rc = 0 ]
+
+# Each role's Molecule scenario on the emulated cluster (root, as the cluster tests; one testbed at
+# a time): `make molecule ROLE=rung_drain` runs one. The shared part is .config/molecule/config.yml;
+# `make test` runs them all too (tests/cluster/test_molecule.py).
+ROLE ?=
+molecule: $(STAMP) system-deps
+	@for r in $(if $(ROLE),roles/$(ROLE),$(sort $(patsubst %/molecule/,%,$(wildcard roles/*/molecule/)))); do \
+	  r=$${r%/}; [ -d "$$r/molecule" ] || { echo "$$r has no Molecule scenario"; exit 2; }; \
+	  echo "=== $$r"; (cd "$$r" && $(BIN)/molecule test) || exit 1; done
 
 # Every parser fed FUZZ_EXAMPLES generated hostile inputs (random, not the fixed CI seed);
 # `make test` runs the same tests with a small derandomized profile.

@@ -41,6 +41,10 @@ description:
     latest history remedy C({rung: verify, result: ok}) - when the ladder last saw the host
     healthy after a fix - optionally only for O(hosts). Pass it to C(gpu_health_facts)
     C(not_before) so kernel-log evidence from before a verified fix is not evidence again."
+  - "C(action=ack) acknowledges the known faults (C(known-faults.json), kept by the diagnosis with
+    C(remember)) of O(hosts), of O(kinds) when given, with O(note): a scheduled diagnosis with
+    C(fail_on_critical) then does not fail on them until they change (a severity that rises makes a fault
+    new again). Hosts are required; a fault no record names is refused, saying which faults it has."
   - "If the state directory cannot be written (read-only, disk full, no permission) the
     module fails with a message saying that the ladder must not run disruptive steps."
   - "State that cannot be poisoned. O(state_dir) must be owned by the user running Ansible and not
@@ -69,9 +73,9 @@ options:
     description: C(audit) append O(entries) to the audit log; C(record) append them to the history;
       C(decide) the next rung for each of O(items); C(resolved) when each host was last verified
       healthy; C(history) this incident's history records of O(hosts) (the rung roles' read);
-      C(show) read the lock and what it says.
+      C(ack) acknowledge the known faults of O(hosts); C(show) read the lock and what it says.
     type: str
-    choices: [audit, record, decide, resolved, history, show]
+    choices: [audit, record, decide, resolved, history, ack, show]
   state_dir:
     description: Controller-side directory of the ledger.
     type: path
@@ -116,9 +120,16 @@ options:
   hosts:
     description: For C(action=resolved) and C(action=history) - only these hosts (matched
       case-insensitively, a short name matching its FQDN; C(resolved) returns them as given).
-      Default every host in the history.
+      Default every host in the history. For C(action=ack) - the hosts whose faults are acknowledged (required).
     type: list
     elements: str
+  kinds:
+    description: For C(action=ack) - only the faults of these finding kinds (C(xid), C(ib_link_flap), ...).
+    type: list
+    elements: str
+  note:
+    description: For C(action=ack) - why (a ticket, an RMA number); stored with who acknowledged and when.
+    type: str
   policy:
     description: Overrides of C(repeat_faults), C(repeat_window), C(budget_window) (seconds),
       C(budgets) (rung to tries) and C(allow_reboot).
@@ -314,6 +325,15 @@ history:
   elements: dict
   sample: [{"type": "remedy", "host": "gpu-r1-n03", "pci": "0000:3b:00.0", "rung": "gpu_reset", "result": "ok",
             "incident": "INC-7", "when": "2024-05-01T10:00:00+00:00", "check_mode": false}]
+acknowledged:
+  description: For C(action=ack) - the faults acknowledged (key, host, kind, severity, message, first_reported, last_seen,
+    acknowledged by / at / note).
+  returned: for ack
+  type: list
+  elements: dict
+  sample: [{"key": "gpu-r3-n05|ib_link_flap|ib=mlx5_4/1", "host": "gpu-r3-n05", "kind": "ib_link_flap",
+            "severity": "warning", "acknowledged": {"by": "sre@ctl", "at": "2026-12-05T09:00:00+00:00",
+                                                    "note": "cable ticket 42"}}]
 warnings_lines:
   description: History lines that could not be read and were skipped (torn lines, records from the future).
   returned: for decide, resolved and history when there are any
@@ -484,11 +504,30 @@ def do_history(module, sd, now):
     return res
 
 
+def do_ack(module, sd, now, who):
+    """Acknowledge the known faults of ``hosts`` (of ``kinds``): a scheduled diagnosis stops failing on them."""
+    from ansible.module_utils.gpu_runbook.ledger.known import acknowledge, known_path, read_known, write_known
+    p = module.params
+    record = read_known(sd)
+    done, updated = acknowledge(record, now.replace(microsecond=0).isoformat(), who, p["note"], hosts=p["hosts"],
+                                kinds=p["kinds"])
+    if not done:
+        have = sorted("%s %s" % (f.get("host"), f.get("kind")) for f in (record.get("faults") or {}).values()
+                      if isinstance(f, dict))
+        raise LedgerError("no known fault of %s%s to acknowledge (known: %s)" % (
+            ", ".join(p["hosts"] or []), " of kind %s" % ", ".join(p["kinds"]) if p["kinds"] else "",
+            "; ".join(have[:20]) or "none: run the diagnosis with -e remember=yes first"))
+    if not module.check_mode:
+        write_known(sd, updated)
+    return dict(changed=True, acknowledged=done, file=known_path(sd),
+                msg="%d fault(s) %sacknowledged" % (len(done), "would be " if module.check_mode else ""))
+
+
 def run(module):
     p = module.params
     if bool(p["state"]) == bool(p["action"]):
         raise LedgerError("give either state (locked, unlocked, absent) or action (audit, record, decide, resolved, "
-                          "history, show)")
+                          "history, ack, show)")
     if p["stale_after"] < 1:
         raise LedgerError("stale_after must be at least 1 second")
     sd = os.path.expanduser(p["state_dir"])
@@ -510,6 +549,8 @@ def run(module):
         return do_resolved(module, sd, now)
     if p["action"] == "history":
         return do_history(module, sd, now)
+    if p["action"] == "ack":
+        return do_ack(module, sd, now, who)
     held = read_lock(sd)
     return dict(changed=False, file=os.path.join(sd, LOCK_FILE), lock=held,
                 stale=is_stale(held, now, p["stale_after"]) if held else None,
@@ -520,7 +561,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["locked", "unlocked", "absent"]),
-            action=dict(type="str", choices=["audit", "record", "decide", "resolved", "history", "show"]),
+            action=dict(type="str", choices=["audit", "record", "decide", "resolved", "history", "ack", "show"]),
             state_dir=dict(type="path", default="~/.gpu-runbook/state"),
             incident=dict(type="str"),
             lock_id=dict(type="str"),
@@ -530,13 +571,16 @@ def main():
             entries=dict(type="list", elements="dict", default=[]),
             items=dict(type="list", elements="dict", default=[]),
             hosts=dict(type="list", elements="str"),
+            kinds=dict(type="list", elements="str"),
+            note=dict(type="str"),
             policy=dict(type="dict", default={}),
             now=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     refused = problems(module.params, {"state_dir": "path", "incident": "incident", "lock_id": "text",
-                                       "job_id": "text", "hosts": "text", "now": "text"})
+                                       "job_id": "text", "hosts": "text", "now": "text", "kinds": "text",
+                                       "note": "text"})
     if refused:
         module.fail_json(msg="; ".join(refused), changed=False)
     try:

@@ -76,6 +76,16 @@ options:
     type: str
     choices: [all, suspects]
     default: all
+  known_faults_dir:
+    description:
+      - The state directory whose C(known-faults.json) records what earlier runs reported (created 0700, the
+        record 0600). Given, each host's warning and critical findings are compared with it, keyed by host,
+        kind, Xid, GPU and IB port (never by wording) - RV(summary.faults) says which are new - and the
+        record is updated (not in check mode). A fault whose severity rose is new again; one gone from a
+        host whose evidence was read is cleared; a host not read this time keeps its faults.
+      - A record that cannot be read is said (RV(summary.faults.error)); every fault is then new and the
+        record is left as it is. Acknowledge faults with M(ansible.legacy.gpu_runbook_ledger) C(action=ack).
+    type: path
 extends_documentation_fragment:
   - action_common_attributes
   - action_common_attributes.flow
@@ -167,6 +177,9 @@ analysis:
           C(source), C(xid), C(gpu), C(ib), C(rank); one that aggregates log lines has C(count), C(first) and
           C(last); counter findings have C(counters) (numbers, not strings).
         - With O(analysis_findings=suspects) only the suspect hosts' C(findings) are filled (report.json has all).
+        - With a job, each host also says how it stands to it - C(job_relation) (culprit_host, named_by_job, in_job,
+          not_in_job) and C(fault_before_job) (every timed fault of it predates the job) - which the console, the
+          reports and AWX read as they are.
       type: list
       returned: always
       elements: dict
@@ -243,6 +256,25 @@ summary:
       elements: str
       returned: when O(report_dir) is set and not in check mode
       sample: ["/var/tmp/inc42/report.json", "/var/tmp/inc42/report.md", "/var/tmp/inc42/report.html"]
+    faults:
+      description: This run's faults against what earlier runs reported (O(known_faults_dir)).
+      type: dict
+      returned: when O(known_faults_dir) is set
+      sample: {"new_critical": ["gpu-r3-n03|xid|xid=79|gpu=0000:75:00.0"], "new_warning": [], "new": 1, "known": 3,
+               "acknowledged": 1, "cleared": 0, "error": null}
+      contains:
+        new_critical: {description: "Keys (host|kind|xid=..|gpu=..|ib=..) of critical faults new this run, not acknowledged (50 at most).",
+                       returned: always, type: list, elements: str, sample: ["gpu-r3-n03|xid|xid=79|gpu=0000:75:00.0"]}
+        new_warning: {description: Keys of warning faults new this run (50 at most)., returned: always, type: list,
+                      elements: str, sample: []}
+        new: {description: Faults new this run., returned: always, type: int, sample: 1}
+        known: {description: "Faults an earlier run reported, still there.", returned: always, type: int, sample: 3}
+        acknowledged: {description: "Of the known ones, those an operator acknowledged.", returned: always, type: int,
+                       sample: 1}
+        cleared: {description: Faults no longer seen on a host whose evidence was read., returned: always, type: int,
+                  sample: 0}
+        error: {description: Why the record could not be read or written (null when it was)., returned: always,
+                type: str, sample: null}
 """
 
 from ansible.module_utils.basic import AnsibleModule

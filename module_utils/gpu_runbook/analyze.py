@@ -20,7 +20,7 @@ from .verdict import host_verdict, sort_findings
 SCHEMA = "gpu-runbook/analysis/v1"
 
 # Findings that say a source was there but gave nothing usable.
-_UNUSABLE_KINDS = ("parser_error", "nvsmi_empty", "nvsmi_unparseable", "kernlog_unparseable", "unparseable",
+_UNUSABLE_KINDS = ("parser_error", "nvsmi_empty", "nvsmi_unparseable", "kernlog_unparseable", "ib_unparseable",
                    "capture_unreadable")
 
 

@@ -13,68 +13,14 @@ The rules only ADD findings (to the cluster, and to the hosts they concern); the
 edit a host's own findings. Each host's verdict is then decided once, from all of them.
 """
 
-from .analyze import SCHEMA, unreachable_host
+from .analyze import SCHEMA
 from .confidence import host_confidence, job_confidence
 from .findings import SEVERITY_RANK, finding
-from .hostresult import malformed_message, result_problem
+from .hostresult import host_from_result
 from .joblog.culprits import SETUP_EVIDENCE
 from .taxonomy import RUNG_TABLE
 from .timeutil import to_utc
 from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
-
-
-def host_from_result(host, result, everyone_unreachable=False):
-    """A registered gpu_health_facts result (or an unreachable/failed one) -> host analysis.
-    When no host of the run answered, the controller's access is the suspect, not each node:
-    nothing is listed for remediation on that evidence. A result the report cannot read is
-    that host's gather failure (hostresult.result_problem), not the run's."""
-    why = result_problem(result)
-    result = {"msg": malformed_message(why)} if why else (result or {})
-    facts = (result.get("ansible_facts") or {}).get("gpu_health")
-    if facts:
-        h = dict(facts)
-        h["host"] = host
-        h["findings"] = [dict(f) for f in facts.get("findings") or []]  # cross_host edits copies
-        return h
-    if result.get("unreachable") and everyone_unreachable:
-        f = finding("unreachable_everywhere", "host did not answer, nor did any other host of the run: %s"
-                    % str(result.get("msg") or "unreachable").strip()[:300], source="ansible",
-                    evidence=str(result.get("msg") or "")[:300])
-        return {"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
-                "findings": [f], "facts": {}, "probes": {}}
-    if result.get("unreachable"):
-        return unreachable_host(host, result.get("msg"))
-    msg = result.get("msg") or result.get("module_stderr") or "no result (host skipped or gather failed)"
-    f = finding("gather_failed", "health gather failed on this host: %s" % str(msg).strip()[:300],
-                evidence=str(msg).strip()[:300], source="ansible")
-    return {"host": host, "verdict": "unknown", "severity": f["severity"], "rung": f["rung"],
-            "findings": [f], "facts": {}, "probes": {}}
-
-
-def report_input(result):
-    """What the report reads of one host's registered result, and nothing else: build_cluster
-    (host_from_result, the cross-host rules, the verdict, the timeline) and
-    reports.describe_inputs. A gathered host keeps its findings, probes, timings, mode,
-    window and its kernel log's events; the rest of its facts (``facts.gpu``, ``facts.ib``:
-    ~90% of the bytes) is for the plan and the ladder, which read it from hostvars. Any
-    other result keeps what says why it has no facts (unreachable, msg, module_stderr).
-    ``diagnose(results)`` and ``diagnose({h: report_input(r)})`` give the same analysis.
-    The gpu_runbook_report action plugin calls it on each host's registered result
-    (report_step.host_results); tests/integration/test_report_input.py checks that its report
-    is the one the whole results give."""
-    why = result_problem(result)
-    if why:
-        return {"unreachable": False, "msg": malformed_message(why), "module_stderr": None}
-    result = result if isinstance(result, dict) else {}
-    facts = (result.get("ansible_facts") or {}).get("gpu_health")
-    if isinstance(facts, dict) and facts:
-        kernel_log = (facts.get("facts") or {}).get("kernel_log") or {}
-        return {"ansible_facts": {"gpu_health": {
-            "findings": facts.get("findings", []), "probes": facts.get("probes", {}),
-            "timings": facts.get("timings", {}), "mode": facts.get("mode"), "window": facts.get("window"),
-            "facts": {"kernel_log": {"events": kernel_log.get("events", [])}}}}}
-    return {"unreachable": result.get("unreachable", False), "msg": result.get("msg"),
-            "module_stderr": result.get("module_stderr")}
 
 
 def _app_xids(h):
@@ -178,6 +124,15 @@ def decide(hosts):
 # the job's logs name (a peer with IB or connection errors), another of the job's nodes (or any
 # host when the job's nodes are unknown), a host outside the job.
 CULPRIT_HOST, NAMED_BY_JOB, IN_JOB, NOT_IN_JOB = 3, 2, 1, 0
+# what the analysis writes of each host (job_relation): words a report or AWX reads as they are
+RELATION_NAME = {CULPRIT_HOST: "culprit_host", NAMED_BY_JOB: "named_by_job", IN_JOB: "in_job", NOT_IN_JOB: "not_in_job"}
+RELATION_OF = dict((v, k) for k, v in RELATION_NAME.items())
+
+
+def relation_of(h, job):
+    """How host ``h`` stands to the job: the analysis's word for it when it has one, else worked out."""
+    said = RELATION_OF.get(h.get("job_relation"))
+    return said if said is not None else job_relation(h, job)
 
 
 def _shorts(names):
@@ -265,6 +220,9 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
     decide(hosts)
     if job:
         job.update(job_confidence(job, hosts))
+        for h in hosts:  # said once, here: the console, the reports and AWX read it, never work it out again
+            h["job_relation"] = RELATION_NAME[job_relation(h, job)]
+            h["fault_before_job"] = logged_before_job(h, job)
     timeline = build_timeline(hosts, job)
     hosts.sort(key=lambda h: suspect_order(h, job), reverse=True)
     suspects = [h["host"] for h in hosts if SEVERITY_RANK[h["severity"]] >= SEVERITY_RANK["warning"]]
@@ -273,7 +231,8 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
                  if h["severity"] == "critical" and RUNG_TABLE[h["rung"]]["scope"] in ("gpu", "host")]
     if not keep_facts:
         hosts = [{k: h[k] for k in ("host", "verdict", "confidence", "confidence_reason", "confidence_basis",
-                                    "severity", "rung", "findings")} for h in hosts]
+                                    "severity", "rung", "findings", "job_relation", "fault_before_job") if k in h}
+                 for h in hosts]
     return {
         "schema": SCHEMA,
         "generated": generated,

@@ -46,6 +46,9 @@ TEXT = {
         "tag_not_in_job": "not in job",
         "tag_before_job": "fault before the job",
         "tag_not_culprit": "not the culprit",
+        "faults_new": "new since the last run: {n} fault(s): {faults}",
+        "faults_known": "reported before, not new: {n} fault(s) ({acked} acknowledged); cleared since: {cleared}",
+        "faults_unread": "known faults not read ({why}): every fault is reported as new",
     },
     "ko": {
         "summary": "호스트 {n}대: 심각 {crit}, 경고 {warn}, 정상 {ok}",
@@ -76,6 +79,9 @@ TEXT = {
         "tag_not_in_job": "작업 외 호스트",
         "tag_before_job": "작업 시작 전 장애",
         "tag_not_culprit": "원인 호스트 아님",
+        "faults_new": "지난 실행 이후 새 장애 {n}건: {faults}",
+        "faults_known": "이미 보고된 장애 {n}건 (확인됨 {acked}건); 그 후 해소됨: {cleared}건",
+        "faults_unread": "알려진 장애 기록을 읽지 못함 ({why}): 모든 장애를 새 장애로 보고함",
     },
 }
 

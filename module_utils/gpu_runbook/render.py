@@ -8,7 +8,7 @@ how much they explain the failure, the cluster's own findings, the healthy hosts
 one summary count line and the report's path. Columns are padded by display width, so Korean
 lines align; long text is wrapped between words, never cut."""
 
-from .cluster import CULPRIT_HOST, IN_JOB, NAMED_BY_JOB, NOT_IN_JOB, job_relation, logged_before_job
+from .cluster import CULPRIT_HOST, IN_JOB, NAMED_BY_JOB, NOT_IN_JOB, logged_before_job, relation_of
 from .findings import SEVERITY_RANK
 from .i18n import (CONFIDENCE_LABEL, RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, display_width, finding_message,
                    how_sure, label, numbers_text, pad, text, wrap, xid_label)
@@ -57,7 +57,7 @@ def rung_finding(h):
 def _tag(h, job, lang):
     if not job:
         return ""
-    rel = job_relation(h, job)
+    rel = relation_of(h, job)  # the analysis says it (cluster.build_cluster)
     if rel == CULPRIT_HOST:
         ranks = [c.get("rank") for c in job.get("culprits") or []
                  if isinstance(c, dict) and str(c.get("host") or "").split(".")[0] == str(h.get("host")).split(".")[0]]
@@ -66,7 +66,7 @@ def _tag(h, job, lang):
         return text(lang, "tag_named")
     if rel == NOT_IN_JOB:
         return text(lang, "tag_not_in_job")
-    if rel == IN_JOB and logged_before_job(h, job):
+    if rel == IN_JOB and h.get("fault_before_job", logged_before_job(h, job)):
         return text(lang, "tag_before_job")
     if rel == IN_JOB and job.get("culprit_hosts"):  # sick too, but the job names another host's rank
         return text(lang, "tag_not_culprit")

@@ -14,7 +14,7 @@ import os
 import re
 
 from . import validate
-from .cluster import report_input
+from .hostresult import report_input
 from .diagnose import console_lines, diagnose, summary as make_summary
 from .reports import annotate, describe_inputs, describe_window, write_reports
 from .safewrite import WriteRefused
@@ -32,6 +32,7 @@ ARGUMENT_SPEC = dict(
     job_log_dir=dict(type="path"),
     job_log_files=dict(type="list", elements="path", default=[]),
     analysis_findings=dict(type="str", choices=["all", "suspects"], default="all"),
+    known_faults_dir=dict(type="path"),
 )
 REQUIRED_ONE_OF = [["results", "hosts"]]
 MUTUALLY_EXCLUSIVE = [["results", "hosts"]]
@@ -118,9 +119,58 @@ def host_results(hosts, lookup):
     return {str(h): report_input(lookup(h)) for h in hosts}
 
 
+MAX_LISTED = 50  # fault keys a summary lists (AWX shows them); the counts are whole
+
+
+def remember(analysis, state_dir, now, check_mode=False):
+    """This run's faults against the known-faults record in ``state_dir``, the record updated
+    (not in check mode) -> {"summary", "new", "still", "cleared", "written"}. A record that cannot be
+    read is said, every fault is new, and it is left as it is (never overwritten by this run)."""
+    from .ledger import LedgerError
+    from .ledger.known import compare, read_known, write_known
+    error = None
+    try:
+        record = read_known(os.path.expanduser(state_dir))
+    except LedgerError as exc:
+        record, error = None, exc.msg
+    new, still, cleared, updated = compare(record or {}, analysis["hosts"], now)
+    written = False
+    if error is None and not check_mode:
+        try:
+            write_known(os.path.expanduser(state_dir), updated)
+            written = True
+        except LedgerError as exc:
+            error = exc.msg
+    fresh = [f for f in new if not f.get("acknowledged")]
+    summary = {
+        "new_critical": [f["key"] for f in fresh if f["severity"] == "critical"][:MAX_LISTED],
+        "new_warning": [f["key"] for f in fresh if f["severity"] == "warning"][:MAX_LISTED],
+        "new": len(new), "known": len(still), "acknowledged": sum(1 for f in still if f.get("acknowledged")),
+        "cleared": len(cleared), "error": error,
+    }
+    return {"summary": summary, "new": new, "still": still, "cleared": cleared, "written": written}
+
+
+def known_lines(known, lang):
+    """The console's lines on what was reported before: new ones first, by host."""
+    from .i18n import text
+    s = known["summary"]
+    out = []
+    if s["error"]:
+        out.append(text(lang, "faults_unread", why=s["error"]))
+    if known["new"]:
+        shown = ", ".join("%s %s" % (f["host"], f["kind"]) for f in known["new"][:8])
+        more = len(known["new"]) - 8
+        out.append(text(lang, "faults_new", n=len(known["new"]), faults=shown + (" +%d" % more if more > 0 else "")))
+    if known["still"] or known["cleared"]:
+        out.append(text(lang, "faults_known", n=len(known["still"]), acked=s["acknowledged"], cleared=len(known["cleared"])))
+    return out
+
+
 def refused(params):
     """Why these (validated) parameters cannot be used, or None."""
-    why = validate.problems(params, {"report_dir": "path", "job_log_dir": "path", "job_log_files": "path"})
+    why = validate.problems(params, {"report_dir": "path", "job_log_dir": "path", "job_log_files": "path",
+                                     "known_faults_dir": "path"})
     return "; ".join(why) if why else None
 
 
@@ -152,8 +202,15 @@ def run(params, results, check_mode=False):
             raise StepFailed("cannot write reports to %s: %s" % (report_dir, exc))
         report_path = next((p for p in summary["report_files"] if p.endswith(".html")), None)
         changed = True
+    lines = console_lines(analysis, lang, report_path=report_path)
+    if params.get("known_faults_dir"):
+        # what an earlier run reported: a scheduled run says a fault is new once (ledger/known.py)
+        known = remember(analysis, params["known_faults_dir"], now, check_mode)
+        summary["faults"] = known["summary"]
+        changed = changed or known["written"]
+        lines += known_lines(known, lang)
     # the play prints these: a log's terminal escapes are shown escaped, never acted on
-    lines = [printable(line) for line in console_lines(analysis, lang, report_path=report_path)]
+    lines = [printable(line) for line in lines]
     if params["analysis_findings"] == "suspects":
         suspects = set(analysis["cluster"]["suspects"])
         analysis = dict(analysis, hosts=[h if h["host"] in suspects else dict(h, findings=[])

@@ -75,7 +75,7 @@ class ActionModule(ActionBase):
             value = reader.get(host, var)
             if value is MISSING:
                 return None
-            # anything else is reported as that host's malformed result (cluster.report_input)
+            # anything else is reported as that host's malformed result (hostresult.report_input)
             return dict(value) if isinstance(value, Mapping) else value
 
         return step.host_results(hosts, lookup), None

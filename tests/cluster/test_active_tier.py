@@ -100,6 +100,11 @@ def test_active_dcgm_memory_failure_keeps_the_node_drained_and_a_passing_node_is
     assert "memory" in reason.lower() and ("GPU 3" in reason or "0000:" in reason), reason
     audit = [json.loads(line) for line in (d / "state" / "audit.jsonl").read_text().splitlines()]
     assert [a["result"] for a in audit if a["host"] == N02 and a["rung"] == "verify"][0] == "failed"
+    # the failure is a fault in GPU 3's history: three in a week make it a lemon (RMA), as Xids do
+    history = [json.loads(line) for line in (d / "state" / "history.jsonl").read_text().splitlines()]
+    faults = [h for h in history if h["type"] == "fault" and h["host"] == N02]
+    assert faults and all(h.get("pci") for h in faults), faults  # the GPU DCGM named, by its bus id
+    assert not [h for h in history if h["type"] == "fault" and h["host"] == N01]
 
 
 def test_active_dcgm_absent_is_not_a_pass(cluster_factory, tmp_path):

@@ -37,8 +37,9 @@ def scenario():
 
 
 def job_log_path():
-    job_id = scenario()["job"]["id"]
-    return os.path.join(CAPTURES, "job-%d" % job_id, "slurm-%d.out" % job_id)
+    """The job script's --output=%x-%j.out: the job's name and id (make_demo.py writes it so)."""
+    job = scenario()["job"]
+    return os.path.join(CAPTURES, "job-%d" % job["id"], "%s-%d.out" % (job["name"], job["id"]))
 
 
 def pci_of_nccl_bus_id(bus_id):
@@ -165,6 +166,15 @@ def console(out):
 def test_demo_prints_no_warning(demo):
     for needle in ("[WARNING]", "Unable to parse", "DEPRECATION", "Traceback"):
         assert needle not in demo["out"] and needle not in demo["err"], needle
+
+
+def test_demo_console_keeps_to_the_story(demo):
+    # no grouping line per node, no argument check per host, no installed package's Python warning
+    for needle in ("item=", "Validating arguments", "gpu_runbook_in_scope", "Warning:"):
+        assert needle not in demo["out"] and needle not in demo["err"], needle
+    job = [ln for ln in console(demo["out"]) if ln.startswith("job 4242")]
+    assert job and job[0].startswith("job 4242 (llama-70b-pretrain): GPU hardware"), job
+    assert demo["report"]["job"]["job_name"] == "llama-70b-pretrain"
 
 
 def test_demo_prints_each_task_header_once(demo):

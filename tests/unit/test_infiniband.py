@@ -541,7 +541,7 @@ PARSERS = [ib.parse_ib_sysfs, ib.parse_ibstat, ib.parse_ibv_devinfo, ib.parse_pe
 def test_garbage_is_info_unparseable(parser, junk):
     facts, findings = parser(junk, source="x.txt")
     assert facts["ports"] == [] and facts["devices"] == []
-    assert [(f["severity"], f["kind"]) for f in findings] == [("info", "unparseable")]
+    assert [(f["severity"], f["kind"]) for f in findings] == [("info", "ib_unparseable")]
     assert findings[0]["source"] == "x.txt"
 
 
@@ -590,7 +590,7 @@ def test_detect_and_dispatch(case, fmt):
     assert ib.detect_ib_format(text) == fmt
     assert ib.parse_ib(text)[0]["format"] == fmt
     assert ib.detect_ib_format("hello") is None
-    assert ib.parse_ib("hello")[1][0]["kind"] == "unparseable"
+    assert ib.parse_ib("hello")[1][0]["kind"] == "ib_unparseable"
 
 
 def test_demo_sysfs_capture_flapping_port():
@@ -712,7 +712,7 @@ def test_empty_sysfs_with_expected_devices_means_they_are_missing():
     assert facts["ports"] == []
     assert [(f["severity"], f["kind"], f["ib"]["device"]) for f in findings] == \
         [("critical", "ib_device_missing", "mlx5_0"), ("critical", "ib_device_missing", "mlx5_1")]
-    assert [f["kind"] for f in ib.parse_ib_sysfs("")[1]] == ["unparseable"]
+    assert [f["kind"] for f in ib.parse_ib_sysfs("")[1]] == ["ib_unparseable"]
 
 
 # ---- iproute2's `rdma link` (infiniband/rdma_link.py)

@@ -1,5 +1,5 @@
 """The report step passes each host's result trimmed to what the report reads
-(cluster.report_input; the diagnosis_report role's template builds the same): the analysis,
+(hostresult.report_input; the diagnosis_report role's template builds the same): the analysis,
 the inputs read and the report files are the same as from the whole results. The demo rack's
 real gathers (capture mode, as gpu_health_facts makes them), one host made a straggler by its
 nvidia-smi time, job 4242's log joined, an unreachable host, a failed gather, a skipped one and
@@ -13,7 +13,7 @@ import pytest
 
 from gpu_runbook.analyze import analyze_host
 from gpu_runbook.capture import load_capture_dir, stream_large_sources
-from gpu_runbook.cluster import report_input
+from gpu_runbook.hostresult import report_input
 from gpu_runbook.diagnose import console_lines, diagnose, summary
 from gpu_runbook.reports import describe_inputs, render_html, render_markdown, report_facts, write_reports
 from tests.conftest import REPO

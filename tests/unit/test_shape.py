@@ -31,9 +31,11 @@ LAYERS = {
     # what a text holds, by content: its structured blocks (a parser's own opening, as dcgm's) and
     # the rest for the line readers
     "content": 3.5,
-    "verdict": 4, "hostresult": 4,
+    "verdict": 4,
     # one host: dispatch, probe errors, capture loading
     "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,
+    # the edge where Ansible's registered results meet the engine (their shape is read only there)
+    "hostresult": 6.5,
     "cluster": 7,
     # words and reports, then the one orchestration and the command line
     "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11, "plan_step": 11,

@@ -155,3 +155,13 @@ def test_nobody_builds_findings_the_old_way():
 def test_the_kinds_that_mark_unusable_evidence_exist():
     from gpu_runbook.analyze import _UNUSABLE_KINDS
     assert sorted(set(_UNUSABLE_KINDS) - set(T.KINDS)) == []
+
+
+def test_a_reader_s_words_about_its_input_carry_the_readers_name():
+    # 'unparseable' alone said nothing of whose input it was (the IB parsers'); each reader prefixes its own
+    from gpu_runbook.taxonomy import KINDS
+    bare = [k for k in KINDS if k in ("unparseable", "empty", "parse_error", "unreadable")]
+    assert bare == []
+    for k in KINDS:
+        if k.endswith(("_unparseable", "_empty")):
+            assert k.split("_")[0] in ("nvsmi", "kernlog", "ib", "dcgm", "joblog", "slurm", "perftest"), k

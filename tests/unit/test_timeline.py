@@ -146,3 +146,12 @@ def test_the_demo_job_carries_its_id_and_name_in_the_analysis_and_the_console():
     a = analyze_paths([os.path.join(DEMO, "nodes"), os.path.join(DEMO, "job-4242")], expected_gpus=8)
     assert (a["job"]["job_id"], a["job"]["job_name"]) == ("4242", "llama-70b-pretrain")
     assert console_lines(a)[0].startswith("job 4242 (llama-70b-pretrain): GPU hardware")
+
+
+def test_the_analysis_says_each_hosts_relation_to_the_job_once_for_every_reader():
+    a = analyze_paths([os.path.join(DEMO, "nodes"), os.path.join(DEMO, "job-4242")], expected_gpus=8)
+    rel = {h["host"]: (h["job_relation"], h["fault_before_job"]) for h in a["hosts"]}
+    assert rel["gpu-r3-n03"] == ("culprit_host", False)
+    assert rel["gpu-r3-n06"] == ("in_job", True) and rel["gpu-r3-n05"] == ("in_job", False)
+    without_job = analyze_paths([os.path.join(DEMO, "nodes")], expected_gpus=8)
+    assert not any("job_relation" in h for h in without_job["hosts"])

@@ -97,7 +97,7 @@ def detect_ib_format(text):
 
 
 def parse_ib(text, source="ib.txt", **kwargs):
-    """Sniff the format and dispatch; unknown text -> info 'unparseable'. Each parser
+    """Sniff the format and dispatch; unknown text -> info 'ib_unparseable'. Each parser
     guards itself (never raises)."""
     fmt = detect_ib_format(text)
     if fmt not in _PARSERS:

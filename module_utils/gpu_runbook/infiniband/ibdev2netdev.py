@@ -45,7 +45,7 @@ def _parse(text, source, expected_rate=None, expected_devices=None):
     facts, findings = finish(h, text, expected_rate, expected_devices, None)
     if facts.get("ports") and not any(p["state"] for p in facts["ports"]):
         # the interfaces' state says nothing of the ports': no health is claimed from it
-        findings.append(finding("unparseable", "%s shows the network interfaces' state (Up/Down), not the IB ports': "
+        findings.append(finding("ib_unparseable", "%s shows the network interfaces' state (Up/Down), not the IB ports': "
                                                "run `ibstat` or `ibdev2netdev -v` for the ports" % source,
                                 evidence=text.strip().split("\n", 1)[0][:200], source=source))
     return facts, findings

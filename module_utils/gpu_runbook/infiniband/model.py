@@ -71,12 +71,12 @@ def unparseable(fmt, source, text, why=None):
                 sample = line.strip()[:200]
                 break
     return ({"format": fmt, "ports": [], "devices": []},
-            [finding("unparseable", msg, evidence=sample, source=source)])
+            [finding("ib_unparseable", msg, evidence=sample, source=source)])
 
 
 def guarded(fmt, impl, text, source, **kwargs):
     """Run ``impl(text, source, **kwargs)`` for a public entry point: bytes are decoded,
-    anything that is not text is 'unparseable', and a bug becomes a parser_error finding
+    anything that is not text is 'ib_unparseable', and a bug becomes a parser_error finding
     (never_raise), never a traceback."""
     src = source or "%s.txt" % fmt
     if isinstance(text, bytes):

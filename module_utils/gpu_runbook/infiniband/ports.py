@@ -295,7 +295,7 @@ def analyze(h, expected_rate=None, expected_devices=None, thresholds=None, check
 
 
 def finish(h, text, expected_rate, expected_devices, thresholds, check_ports=True):
-    """(facts, findings) of a parsed host; 'unparseable' when nothing at all was recognised."""
+    """(facts, findings) of a parsed host; 'ib_unparseable' when nothing at all was recognised."""
     if h.empty():
         return unparseable(h.fmt, h.source, text)
     analyze(h, expected_rate=expected_rate, expected_devices=expected_devices,

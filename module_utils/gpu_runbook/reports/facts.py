@@ -5,7 +5,7 @@ writers only escape and lay them out, so both say the same things."""
 import re
 
 from .. import __version__
-from ..cluster import NOT_IN_JOB, job_relation
+from ..cluster import NOT_IN_JOB, relation_of
 from ..i18n import RUNG_LABEL, SEVERITY_LABEL, VERDICT_LABEL, finding_message, how_sure, label
 from ..korean import render
 from ..timeutil import span_text, to_utc
@@ -272,7 +272,7 @@ def report_facts(analysis, lang="en"):
     for name in names:
         h = by_name[name]
         step = _next_step(name, plan.get(name), t)
-        outside = bool(job) and job_relation(h, job) == NOT_IN_JOB  # the console's rule, not a copy
+        outside = bool(job) and relation_of(h, job) == NOT_IN_JOB  # the analysis's word, as the console reads it
         suspects.append({
             "host": name, "sev": h.get("severity") or "info", "verdict": label(VERDICT_LABEL, lang, h.get("verdict")),
             "how_sure": _s(how_sure(h, lang)), "severity": label(SEVERITY_LABEL, lang, h.get("severity")),

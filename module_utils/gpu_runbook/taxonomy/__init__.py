@@ -15,6 +15,12 @@ A kind is declared once, in the table of its domain (``kinds_*.py``), with
   ``xid``, ``rank`` and ``name`` fields.
 
 Every module that needs a rung, a label or an action reads it here.
+
+Names say who speaks: a parser's own words about its input carry the parser's prefix
+(``nvsmi_empty``, ``nvsmi_unparseable``, ``kernlog_unparseable``, ``ib_unparseable``); a probe's
+about running the command carry the command's (``nvidia_smi_hang``, ``nvidia_smi_missing``: the
+run, not the output); an emitter's messages read through its vocabulary are ``logged_*``; the
+active tier's checks ``active_*``. No kind is a bare word another reader could mean.
 """
 
 from . import kinds_active, kinds_gpu, kinds_host, kinds_ib, kinds_job, kinds_kernel, kinds_probe, kinds_vocab

@@ -122,7 +122,7 @@ KINDS = {
         "unknown", "info", "none", ("ib_run_tool_as_root",),
         "an InfiniBand tool reported an error",
         "InfiniBand 도구가 오류를 보고함"),
-    "unparseable": kind(
+    "ib_unparseable": kind(
         "unknown", "info", "none", ("ib_check_probe_ran",),
         "an InfiniBand capture is empty or not the expected tool's output",
         "InfiniBand 캡처가 비었거나 예상한 도구의 출력이 아님"),
