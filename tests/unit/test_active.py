@@ -208,3 +208,12 @@ def test_a_pasted_perftest_report_is_read_by_content_as_a_link_reading(tmp_path)
     assert a["files"][0]["read_as"] == ["ib_write_bw (perftest)"]
     a = analyze_paths([str(tmp_path / "n7")])  # no rate given: the figure alone is no fault
     assert a["hosts"][0]["verdict"] == "healthy"
+
+
+def test_a_finding_that_names_its_gpu_by_index_gets_the_bus_id_the_inventory_read():
+    from gpu_runbook.active.run import with_pci
+    found = [{"kind": "logged_gpu_error", "gpu": {"pci": None, "index": 3, "uuid": None}},
+             {"kind": "x", "gpu": {"pci": "0000:1b:00.0", "index": 0, "uuid": None}},
+             {"kind": "y", "gpu": {"pci": None, "index": 9, "uuid": None}}, {"kind": "z", "gpu": None}]
+    with_pci(found, {3: "00000000:9A:00.0", 0: "00000000:18:00.0"})
+    assert [f["gpu"] and f["gpu"]["pci"] for f in found] == ["0000:9a:00.0", "0000:1b:00.0", None, None]

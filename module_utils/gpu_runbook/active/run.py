@@ -12,17 +12,30 @@ process group started here was ours."""
 import os
 import time
 
-from ..findings import finding
+from ..findings import finding, normalize_pci
 from ..probes import find_tool, run_argv
 from . import (CHECKS, DEFAULT_TIMEOUTS, judge_dcgm, judge_ib_pair, judge_inventory, judge_nccl,
                judge_nvbandwidth, not_run, summarize, timed_out)
+
+
+def with_pci(findings, pcis):
+    """A finding that names its GPU by index only (DCGM's GPU ids, a test's device number) gets the bus
+    id the inventory read for that index: the ledger keeps a GPU's history (the lemon rule) by its
+    identity, and an index can change across a reboot."""
+    for f in findings:
+        g = f.get("gpu")
+        if isinstance(g, dict) and not g.get("pci") and g.get("index") is not None:
+            pci = (pcis or {}).get(g["index"]) or (pcis or {}).get(str(g["index"]))
+            if pci:
+                f["gpu"] = dict(g, pci=normalize_pci(pci))
+    return findings
 
 
 def _shipped():  # pragma: no cover -- never called
     """The vocabulary tables the judges read on the node (DCGM's codes, the job-log reader's
     emitters for all_reduce_perf's output), imported where Ansible's module_utils finder sees
     them (it follows imports, not importlib), so they travel with the module."""
-    from ..vocab import cuda, dcgm, nccl, rdma, torch  # noqa: F401
+    from ..vocab import cuda, dcgm, nccl, ofi, rdma, torch  # noqa: F401
 
 
 NVBW_TESTS = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "device_to_device_memcpy_read_ce")
@@ -152,6 +165,7 @@ def run_tier(opts):
             c = judge_ib_pair(out, err, rc, opts.get("expected_ib_gbps"), opts.get("ib_pair_peer"),
                               opts.get("ib_device"), cmd)
         c["seconds"] = round(took, 1)
+        with_pci(c["findings"], pcis)
         left = _left_running(argv[0]) if rc is None else []
         if left:
             c["findings"].append(finding("active_left_running", "%s: %s still running after its deadline (pid %s)"
