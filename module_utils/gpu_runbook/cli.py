@@ -256,7 +256,7 @@ def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, 
                 source=", ".join(sorted(files)))])}}
     from .joblog.parallel import job_log_workers  # here: the other commands never read a job log
     analysis = diagnose(results, job_logs=job_files, since=since, keep_facts=include_facts,
-                        job_workers=job_log_workers(), loose_lines=loose_lines)
+                        job_workers=job_log_workers(), loose_lines=loose_lines, offline=True)
     job = analysis.get("job") or {}
     cited = set(str(f.get("source") or "").rsplit(":", 1)[0] for f in job.get("findings") or [])
     for key, n in (job.get("files_read") or {}).items():

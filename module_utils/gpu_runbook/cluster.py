@@ -207,7 +207,7 @@ def suspect_order(h, job=None):
             SUSPICION.get(h["verdict"], 0))
 
 
-def build_cluster(results, job=None, generated=None, keep_facts=False):
+def build_cluster(results, job=None, generated=None, keep_facts=False, offline=False):
     """results: {host: registered result}; job: parse_job_logs() output (plus Slurm fields)
     -> analysis dict (schema v1) with ``job`` joined and a ``cluster`` section."""
     everyone = len(results) >= 2 and all(isinstance(r, dict) and r.get("unreachable") for r in results.values())
@@ -216,7 +216,7 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
     if job:
         job = dict(job)
         job.update(join_job(hosts, job))  # adds job_culprit findings to the culprits' hosts
-        cluster_findings.extend(_unchecked_job_nodes(hosts, job))
+        cluster_findings.extend(_unchecked_job_nodes(hosts, job, offline))
     decide(hosts)
     if job:
         job.update(job_confidence(job, hosts))
@@ -245,6 +245,7 @@ def build_cluster(results, job=None, generated=None, keep_facts=False):
             "healthy": [h["host"] for h in hosts if h["host"] not in suspects],
             "findings": cluster_findings,
             "timeline": timeline,
+            "offline": bool(offline),  # read from captures (the CLI), not gathered by a play
         },
     }
 
@@ -394,7 +395,7 @@ def _job_logs_read(job):
                 or tests.get("complete") or (tests.get("result_rows") and not tests.get("wrong_rows")))
 
 
-def _unchecked_job_nodes(hosts, job):
+def _unchecked_job_nodes(hosts, job, offline=False):
     """The job's nodes (Slurm, or the culprit hosts the logs name) that this run did not
     check: not in the inventory, or left out by --limit. Never dropped silently."""
     checked = {_short(h["host"]) for h in hosts}
@@ -405,11 +406,13 @@ def _unchecked_job_nodes(hosts, job):
         if _short(node) in checked:
             continue
         culprit = node in (job.get("culprit_hosts") or [])
+        # the CLI reads captures only: an inventory and a --limit are the playbooks'
+        why = ("no captures given for it" if offline else
+               "no evidence of it: not in the inventory, outside --limit, or no capture of it given")
         out.append(finding(
             "job_culprit_node_not_checked" if culprit else "job_node_not_checked",
-            "%s ran this job%s but was not checked (no evidence of it: not in the inventory, outside --limit, or no "
-            "capture of it given)"
-            % (node, " and hosts a culprit rank" if culprit else ""), source="cluster", name=node))
+            "%s ran this job%s but was not checked (%s)" % (node, " and hosts a culprit rank" if culprit else "", why),
+            source="cluster", name=node))
     return out
 
 

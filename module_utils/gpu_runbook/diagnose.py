@@ -8,7 +8,7 @@ from .render import render_lines, summary_counts
 
 
 def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=None, generated=None,
-             keep_facts=False, job_workers=None, loose_lines=None):
+             keep_facts=False, job_workers=None, loose_lines=None, offline=False):
     """results: {host: registered gpu_health_facts result (or unreachable/failed)};
     job_logs: {name: text or line source (textio.TextLines: streamed, never held whole)} of
     the job's logs; slurm_job: gpu_runbook_job's ``job``; job_workers: processes that read the
@@ -34,7 +34,7 @@ def diagnose(results, job_logs=None, slurm_job=None, log_problems=None, since=No
             job = dict(parsed, findings=job_findings, job_id=said or job_id,
                        job_name=slurm_job.get("name") or job_name,
                        slurm=slurm_job or None, log_problems=list(log_problems or []))
-    return build_cluster(results, job=job, generated=generated, keep_facts=keep_facts)
+    return build_cluster(results, job=job, generated=generated, keep_facts=keep_facts, offline=offline)
 
 
 def console_lines(analysis, lang="en", report_path=None):

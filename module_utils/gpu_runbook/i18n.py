@@ -41,6 +41,7 @@ TEXT = {
         "no_explanation": "no finding on this host explains it",
         "not_checked": "host not checked (no evidence of it: not in the inventory, outside --limit, or no capture "
                        "of it given)",
+        "not_checked_offline": "no captures given for this host (give its directory, or its files with --host)",
         "tag_culprit": "culprit's host (rank {ranks})",
         "tag_named": "named in the job's logs",
         "tag_not_in_job": "not in job",
@@ -74,6 +75,7 @@ TEXT = {
         "why": "이유",
         "no_explanation": "이 호스트의 어떤 발견도 이를 설명하지 못함",
         "not_checked": "호스트를 점검하지 못함 (근거 없음: 인벤토리에 없거나 --limit 밖이거나 캡처가 주어지지 않음)",
+        "not_checked_offline": "이 호스트의 캡처가 주어지지 않음 (호스트 디렉터리를 주거나 --host로 파일을 지정)",
         "tag_culprit": "원인 랭크의 호스트 (랭크 {ranks})",
         "tag_named": "작업 로그에 언급됨",
         "tag_not_in_job": "작업 외 호스트",

@@ -188,13 +188,13 @@ def _finding_short(f, lang):
     return finding_message(f, lang)[0]
 
 
-def culprit_chain(culprit, hosts, lang="en"):
+def culprit_chain(culprit, hosts, lang="en", offline=False):
     """'rank 18 -> gpu-r3-n03 GPU 2 (0000:75:00.0) -> Xid 79 (GPU has fallen off the bus) once at ...'."""
     name = culprit.get("host")
     host = next((h for h in hosts if name and str(h.get("host")).split(".")[0] == str(name).split(".")[0]), None)
     where = " ".join(x for x in (str(name or "-"), _gpu_text(host, culprit.get("gpu_pci"))) if x)
     if host is None:
-        why = text(lang, "not_checked")
+        why = text(lang, "not_checked_offline" if offline else "not_checked")
     else:
         f = _explaining_finding(host, culprit) if culprit.get("explained_by") else None
         why = _finding_short(f, lang) if f is not None else text(lang, "no_explanation")
@@ -228,8 +228,8 @@ def job_lines(analysis, lang="en"):
         out += wrap(line, WIDTH, INDENT, HANG)
     culprits = [c for c in job.get("culprits") or [] if isinstance(c, dict)]
     for c in culprits:
-        out += wrap("%s: %s" % (text(lang, "culprit"), culprit_chain(c, analysis.get("hosts") or [], lang)),
-                    WIDTH, INDENT, HANG)
+        chain = culprit_chain(c, analysis.get("hosts") or [], lang, (analysis.get("cluster") or {}).get("offline"))
+        out += wrap("%s: %s" % (text(lang, "culprit"), chain), WIDTH, INDENT, HANG)
     own = _serious(job.get("findings"))
     decided = job.get("decided_by") if isinstance(job.get("decided_by"), dict) else None
     # the finding the verdict was decided from, when it is the job's own (a host's that explains

@@ -386,3 +386,17 @@ def test_a_kernel_line_with_its_host_field_cut_out_is_the_kernels_not_a_ranks_cu
     doc = json.loads(out)
     assert [(h["host"], h["verdict"]) for h in doc["hosts"]] == [("gpu-n01", "gpu_hardware")]
     assert not doc.get("job"), doc.get("job")  # no rank of any job said anything
+
+
+def test_a_culprits_host_without_captures_is_said_in_the_clis_words_not_the_playbooks(capsys, tmp_path):
+    # the CLI has no inventory and no --limit: what is missing is that host's captures
+    n07 = tmp_path / "gpu-r3-n07"
+    n07.mkdir()
+    for name in os.listdir(os.path.join(CAPS, "gpu-r3-n07")):
+        with open(os.path.join(CAPS, "gpu-r3-n07", name), "rb") as src:
+            (n07 / name).write_bytes(src.read())
+    rc, out, _ = run_cli(capsys, "analyze", str(n07), os.path.join(os.path.dirname(CAPS), "job-4242"))
+    assert "culprit: rank 18 -> gpu-r3-n03 GPU 0000:75:00.0 -> no captures given for this host" in " ".join(out.split())
+    assert "--limit" not in out and "inventory" not in out
+    flat = " ".join(out.split())  # the console wraps its lines
+    assert "gpu-r3-n03 ran this job and hosts a culprit rank but was not checked (no captures given for it)" in flat
