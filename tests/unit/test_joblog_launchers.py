@@ -321,3 +321,18 @@ def test_a_rank_whose_watchdog_detected_the_timeout_is_not_the_silent_one():
            "timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.\n")
     job, _f = parse_job_logs({"job.log": wd % (1, 0, 0) + wd % (2, 4, 4) + det % (3, 3, 3)})
     assert job["timed_out_ranks"] == [0, 3, 4] and 3 not in job["culprit_ranks"]
+
+
+def test_an_emitters_message_raised_as_an_exception_is_the_emitters_not_a_bare_exception():
+    """PyTorch's DataLoader says 'Too many open files ...' through a RuntimeError at the end of a
+    traceback: the DataLoader's message (its table: dataloader) decides, the exception that only
+    restates it does not (it was the other way round: the message was dropped as quoted)."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3/site-packages/torch/utils/data/dataloader.py", line 1017, in _try_get_data\n'
+            "    raise RuntimeError(\n"
+            "RuntimeError: Too many open files. Communication with the workers is no longer possible. Please "
+            "increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling "
+            "`torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code\n")
+    job, findings = parse_job_logs({"log.txt": text})
+    kinds = [f["kind"] for f in findings]
+    assert "logged_dataloader_error" in kinds and "python_exception" not in kinds, kinds

@@ -584,3 +584,17 @@ def test_dmesg_seconds_since_boot_tell_a_drop_from_a_port_training():
     # a reboot in the log: the ports train again, the first down after it is not a drop
     reboot = "[    0.000000] Linux version 6.1.0 (x@y) #1 SMP\n" + training
     assert _drops(later + reboot)[0] == 1
+
+
+def test_an_ib_stack_restart_long_after_boot_is_no_drop_but_a_down_then_up_is():
+    # openibd restart: the driver unloads (the port's first 'Link down' in the window), reloads
+    # ('firmware version'), the port trains: no drop. The same down followed by an up is one.
+    boot = "2026-12-01T19:50:10+0000 n1 kernel: Linux version 5.15.0-125-generic (buildd@lcy02) #135-Ubuntu SMP"
+    down = "2026-12-02T06:01:17+0000 n1 kernel: mlx5_core 0000:9c:00.0 ibp156s0: Link down"
+    load = "2026-12-02T06:01:18+0000 n1 kernel: mlx5_core 0000:9c:00.0: firmware version: 28.39.1002"
+    up = "2026-12-02T06:01:25+0000 n1 kernel: mlx5_core 0000:9c:00.0 ibp156s0: Link up"
+    assert _drops("\n".join([boot, down, load, up]))[0] == 0
+    assert _drops("\n".join([boot, down, up]))[0] == 1
+    # a port that went down and stayed down, long after boot: a drop (it was up)
+    drops, findings = _drops("\n".join([boot, down]))
+    assert drops == 1 and [f["severity"] for f in findings if f["kind"] == "ib_link_dropped"] == ["critical"]

@@ -202,7 +202,19 @@ RUN_ENDS = {
     "megatron-exit-duration": "[exiting program after 239.5 minutes] datetime: 2026-12-02 07:10:00\n",
     "fairseq": "2026-12-02 07:10:00 | INFO | fairseq_cli.train | done training in 8123.4 seconds\n",
     "torchtitan": "[rank0]:[titan] 2026-12-02 07:10:00,123 - root - INFO - Training completed\n",
+    # deepspeed/launcher/launch.py, each rank that returned 0
+    "deepspeed-launcher": "[2026-12-02 07:10:00,424] [INFO] [launch.py:460:main] Process 10393 exits successfully.\n"
+                          "[2026-12-02 07:10:01,426] [INFO] [launch.py:460:main] Process 10388 exits successfully.\n",
 }
+
+
+def test_every_run_end_marker_reaches_the_reader_past_both_prefilters():
+    # three lists must agree: the markers (SUCCESS), the quiet prefilter's words, might_read's gate
+    from gpu_runbook.joblog.emitter_lines import SUCCESS, might_read
+    for end, text in RUN_ENDS.items():
+        line = text.splitlines()[0]
+        assert any(rx.search(line) for rx, _who in SUCCESS), end
+        assert might_read(line), end
 
 
 @pytest.mark.parametrize("end", sorted(RUN_ENDS))

@@ -68,6 +68,9 @@ SUCCESS = (
     (re.compile(r"\bdone training in \d+(?:\.\d+)? seconds"), "fairseq"),
     # pytorch/torchtitan torchtitan/train.py: logger.info("Training completed"), the last words of its line
     (re.compile(r"\bTraining completed\.?\s*$"), "torchtitan"),
+    # microsoft/DeepSpeed deepspeed/launcher/launch.py: logger.info(f"Process {process.pid} exits successfully.")
+    # for each rank that returned 0 (one that did not: "exits with return code = N", and the others killed)
+    (re.compile(r"\bProcess \d+ exits successfully\."), "DeepSpeed launcher"),
 )
 
 # A training run's own progress lines, with no NCCL in them: a step/iteration/epoch counter and
@@ -93,7 +96,7 @@ def might_read(text):
     global _GATE
     if _GATE is None:
         words = ["srun", "***", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
-                 "after training is done", "exiting program", "done training", "oss", "OSS", "rror", "RROR", "xception", "atal", "ATAL", "ailed",
+                 "after training is done", "exiting program", "done training", "exits successfully", "oss", "OSS", "rror", "RROR", "xception", "atal", "ATAL", "ailed",
                  "AILED", "ailure", "AILURE", "bort", "anic", "egmentation", "dumped", "illed", "imed out",
                  "TIMEOUT"] + list(emitter_markers())
         _GATE = re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
@@ -282,7 +285,9 @@ def findings(st, existing):
     quotes is not said twice."""
     from ..findings import finding
     from .text import evidence
-    quoted = set(f.get("evidence") for f in existing)
+    # a Python exception that raised an emitter's message quotes it, but only restates it: the
+    # emitter's own meaning is said (job_findings drops the exception then)
+    quoted = set(f.get("evidence") for f in existing if f.get("kind") != "python_exception")
     out = []
     for rec in st.slurm:
         if rec["kind"] == "node_failure":

@@ -38,7 +38,12 @@ def job_findings(st, job, last_prog):
     findings.extend(nccl_tests.findings(st))
     findings.extend(launch_findings(st))
     findings.extend(pyspy.findings(st))             # where each dumped process stood (py-spy dump)
-    findings.extend(emitter_lines.findings(st, findings))  # what only an emitter's vocabulary explains
+    said = emitter_lines.findings(st, findings)  # what only an emitter's vocabulary explains
+    # 'RuntimeError: Too many open files. ...' is PyTorch's DataLoader speaking through an exception:
+    # its message, classified, replaces the bare exception that raised it
+    restated = set(f.get("evidence") for f in said if f.get("severity") in ("warning", "critical"))
+    findings = [f for f in findings if not (f["kind"] == "python_exception" and f.get("evidence") in restated)]
+    findings.extend(said)
     _devices_skipped(findings, st)
     findings.extend(emitter_lines.sacct_findings(st)[0])
     if trend == "falling":

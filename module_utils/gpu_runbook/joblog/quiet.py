@@ -43,7 +43,7 @@ NEEDLES = (
     "Traceback", "GLOBAL_RANK", "[rank", "](",                                      # error_lines, read_line
     # emitter_lines: Slurm's words, a run's end, the words of a failure (vocab/reading.py ERROR_LIKE)
     "srun", "***", "JobID", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
-    "after training is done", "exiting program", "done training",
+    "after training is done", "exiting program", "done training", "exits successfully",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
 ) + emitter_markers()

@@ -95,6 +95,7 @@ def ib_findings(ib, ib_names, sref):
     """-> (findings, facts per HCA) from the mlx5 records {pci: record}."""
     findings, devices = [], {}
     for pci, r in sorted(ib.items(), key=lambda kv: min(kv[1]["first_line"].values())):
+        settle(r)
         name = ib_names.get(pci) or pci
         devices[name] = {"pci": pci, "device": ib_names.get(pci), "netdev": r["netdev"],
                          "port": r["port"], "last_state": r["last_state"], "drops": r["drops"],
@@ -195,20 +196,40 @@ def _long_after_boot(boot, ctx):
         return False
 
 
+def _drop(rec, ctx):
+    rec["drops"] += 1
+    rec["evidence"].setdefault("drop", ctx[1][:1000])
+    rec["first_line"].setdefault("drop", ctx[0])
+    count_line(rec["seen"], "drop", ctx, SEEN_KEYS, {})
+
+
+def settle(rec):
+    """The end of the log: a first 'Link down' still pending (no up, no reload after it) was a drop."""
+    if rec.get("pending_down"):
+        _drop(rec, rec.pop("pending_down"))
+
+
 def link_transition(rec, kind, ctx):
     """Update an HCA record's link/cable state for one mlx5 event."""
     # Only up->down / plugged->unplugged transitions are faults: an unused port logs
     # 'Cable unplugged' and 'Link down' once at boot without ever having been up.
     line = ctx[1]
     if kind == "link_down":
-        if rec["last_state"] == "up" or (rec["last_state"] is None and _long_after_boot(rec.get("boot"), ctx)):
-            rec["drops"] += 1
-            rec["evidence"].setdefault("drop", line[:1000])
-            rec["first_line"].setdefault("drop", ctx[0])
-            count_line(rec["seen"], "drop", ctx, SEEN_KEYS, {})
+        if rec["last_state"] == "up":
+            _drop(rec, ctx)
+        elif rec["last_state"] is None and _long_after_boot(rec.get("boot"), ctx):
+            # a drop unless the driver is going away: what follows decides (an up, a reload, the end)
+            rec["pending_down"] = ctx
         rec["last_state"] = "down"
     elif kind == "link_up":
+        if rec.get("pending_down"):
+            _drop(rec, rec.pop("pending_down"))
         rec["last_state"] = "up"
+    elif kind == "driver_load":
+        # the driver (re)loaded (openibd restart, modprobe): the down before it was its unloading, and
+        # the ports train anew
+        rec.pop("pending_down", None)
+        rec["last_state"] = None
     elif kind == "cable_plugged":
         rec["cable"] = "plugged"
     elif kind == "cable_unplugged":

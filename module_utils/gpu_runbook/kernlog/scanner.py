@@ -368,6 +368,9 @@ class KernelLogScanner:
             self._ib_names[pci] = dev
         msg = m.group("msg")
         kind = mlx5_event(msg)
+        if kind is None and "firmware version" in msg and pci in self._ib:
+            derive.link_transition(self._ib[pci], "driver_load", ctx)  # the driver (re)loaded: ports train anew
+            return
         if kind is None or not self._in_window(ctx):
             return
         rec = self._ib.get(pci)
