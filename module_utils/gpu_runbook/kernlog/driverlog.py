@@ -195,15 +195,15 @@ def _driver_finding(kind, pci, r, ids, xid_codes):
             seen_text(r), vers), **kw)
     if kind == "driver_conflict":
         m = PROBE_COUNT_RE.search(text)
-        return finding(kind, "the NVIDIA driver could not claim %s device(s): another driver (nouveau?) owns them" % (
-            m.group("n") if m else "its"), **kw)
+        return finding(kind, "the NVIDIA driver could not claim %s device(s): another driver (nouveau?) owns them, "
+                             "reported %s" % (m.group("n") if m else "its", seen_text(r)), **kw)
     if kind == "gpu_probe_failed":
         m = PROBE_COUNT_RE.search(text)
         if m is None and pci:
             return finding(kind, "the NVIDIA driver's probe of %s failed (%s), reported %s" % (
                 where, text, seen_text(r)), **kw)
-        return finding(kind, "the NVIDIA driver's probe failed (%s device(s)): no GPU initialised" % (
-            m.group("n") if m else "?"), **kw)
+        return finding(kind, "the NVIDIA driver's probe failed (%s device(s)): no GPU initialised, reported %s" % (
+            m.group("n") if m else "?", seen_text(r)), **kw)
     if kind == "gpu_unsupported":
         low = text.lower()
         if "open" in low and ("nvidia.ko" in low or "gsp" in low):
