@@ -356,7 +356,11 @@ def _job_verdict(job, culprits, explanations):
         return "memory_leak", None
     if trend == "erratic":
         return "dataloader", None
-    waited = job.get("timed_out_ranks")
+    dumps = job.get("pyspy") or {}
+    # ranks that waited: their watchdogs timed out, or py-spy found them in a collective; a culprit
+    # may be a rank, or a dumped process elsewhere whose rank no line names
+    waited = job.get("timed_out_ranks") or dumps.get("waiting")
+    culprits = culprits or dumps.get("elsewhere")
     failing = [f for f in found if f["severity"] in ("warning", "critical")]
     # early is a phase of a failure: a log that only stops early (no error, no rank waiting) is not one
     if job.get("phase") == "early" and (waited or culprits or [f for f in failing if f["kind"] != "job_end_unknown"]):

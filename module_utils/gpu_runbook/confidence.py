@@ -67,6 +67,8 @@ RULES = {
     "job_states_it": (HIGH, "the job's own log states it: {what}", "작업 자체 로그가 명시함: {what_ko}"),
     "job_warning": (MEDIUM, "one warning-level job finding: {what}", "경고 수준 작업 발견 하나: {what_ko}"),
     "job_ended_well": (HIGH, "the job's logs say it ended well ({who})", "작업 로그가 정상 종료를 밝힘 ({who})"),
+    "job_reached_last_step": (MEDIUM, "the run counted its steps to their total ({who}); its exit is not in the logs",
+                              "실행 자체의 스텝 수가 총계에 도달함 ({who}); 종료는 로그에 없음"),
     "job_nccl_only": (MEDIUM, "NCCL's own lines (setup, tests) show nothing wrong; they do not say the run ended",
                       "NCCL 자체 출력(설정, 테스트)에 이상이 없음; 실행이 끝났다고 밝히지는 않음"),
     "job_inferred": (LOW, "inferred from {why}; no finding states the cause",
@@ -233,8 +235,11 @@ def job_confidence(job, hosts=()):
     if verdict == "unknown":
         return _result("job_unknown")
     if verdict == "healthy":
-        if job.get("success"):
-            return _result("job_ended_well", who=", ".join(sorted(set(s["who"] for s in job["success"]))))
+        said = [s for s in job.get("success") or () if s.get("end") != "step_count"]
+        if job.get("success") and not said:
+            return _result("job_reached_last_step", who=", ".join(s["who"] for s in job["success"][:2]))
+        if said:
+            return _result("job_ended_well", who=", ".join(sorted(set(s["who"] for s in said))))
         return _result("job_nccl_only")
     by_name = dict((h.get("host"), h) for h in hosts or [] if isinstance(h, dict))
     for c in job.get("culprits") or []:

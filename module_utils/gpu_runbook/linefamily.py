@@ -11,13 +11,18 @@ _MONTH = r"(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월])"  # 'Dec', 'déc.', 'Okt', 'sep'
 GREP_FILE = r"(?:[\w./\-]{0,200}(?:messages|syslog|kern|\.log)[\w.\-]{0,16}:)?"
 # a syslog / journal line up to its hostname field (group 1) and its tag: kernlog/hostscan
 # searches whole chunks for it, kernlog/hosts' demultiplexer matches it per line
-SYSLOG_HOST = (
-    # a paste indented in notes or a markdown list keeps its lines whole after the indent
-    r"[ \t]{0,8}" + GREP_FILE + r"(?:<\d{1,3}>)?"
+_TIME_HOST_TAG = (
     r"(?:" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,9})?"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
     r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:(?: |$)")
+SYSLOG_HOST = (
+    # a paste indented in notes or a markdown list keeps its lines whole after the indent
+    r"[ \t]{0,8}" + GREP_FILE + r"(?:<\d{1,3}>)?" + _TIME_HOST_TAG)
 _SYSLOG_RE = re.compile(SYSLOG_HOST)
+# a syslog / journal line quoted whole after another tool's words, as an alert carries it ('Xid errors
+# on instance: node7, Error: May 19 07:08:57 node7 kernel: [680111.6] NVRM: Xid ..'): after a separator
+_EMBEDDED_RE = re.compile(r"[\s,;|>\"'(=](?=" + _TIME_HOST_TAG + ")")
+EMBEDDED_SYSLOG_HOST = r"[\s,;|>\"'(=]" + _TIME_HOST_TAG  # the same, its group 1 the host (hostscan's)
 # the kernel's line heads: dmesg (seconds since boot, -T, --time-format iso: a T, a comma and
 # an offset), --decode's 'kern  :warn  : ', a syslog / journal line tagged 'kernel'
 _KERNEL_HEAD_RE = re.compile(
@@ -70,6 +75,16 @@ def is_kernel_line(line):
 def syslog_line(line):
     """True when ``line`` carries a syslog / journal head (a time, the node's name, a tag)."""
     return bool(_SYSLOG_RE.match(line))
+
+
+def embedded_syslog(line):
+    """Where a syslog / journal line quoted whole inside ``line`` starts (after another tool's
+    words: an alert, a ticket), or 0 when there is none. Only a line that holds a tag's colon
+    after a time is searched (the first character is never a start: that line is syslog's own)."""
+    if ":" not in line[8:] or not (" kernel" in line or "]: " in line):
+        return 0
+    m = _EMBEDDED_RE.search(line, 1)
+    return m.end() if m else 0
 
 
 def line_family(line):

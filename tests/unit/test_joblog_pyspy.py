@@ -351,3 +351,28 @@ def test_checkpoint_io_words():
                                       ("write_data", "torch/distributed/checkpoint/filesystem.py", 600)]})[1] == 1
     assert pyspy.classify({"frames": [("save_for_backward", "torch/autograd/function.py", 30)]}) is None
     assert pyspy.classify({"frames": [("checkpoint", "torch/utils/checkpoint.py", 495)]}) is None  # activation
+
+
+UNKNOWN_FRAMES = """\
+Thread {pid} (active): "MainThread"
+    train (megatron/training.py:915)
+    pretrain (megatron/training.py:187)
+    <module> (pretrain_gpt.py:239)
+"""
+
+
+def test_dumps_with_one_process_elsewhere_and_the_rest_in_collectives_are_a_hang(tmp_path, capsys):
+    # the ranks that waited are the dumps in a collective; the one elsewhere is the culprit even
+    # when no line names its rank (py-spy printed pids only): a hang, not 'unknown'
+    from gpu_runbook import cli
+    text = "\n".join(dump(r, UNKNOWN_FRAMES if r == 3 else ALL_REDUCE) for r in range(4))
+    text = text.replace("--rank ", "--seed ")  # no rank on the command lines
+    (tmp_path / "py-spy.txt").write_text(text)
+    assert cli.main(["analyze", "--format", "json", str(tmp_path)]) == 1
+    job = json.loads(capsys.readouterr().out)["job"]
+    assert job["verdict"] == "nccl_deadlock" and job["pyspy"] == {"waiting": 3, "elsewhere": 1}
+    # an even split names nobody: unknown, as a watchdog timeout with no culprit is
+    text = "\n".join(dump(r, UNKNOWN_FRAMES if r < 2 else ALL_REDUCE) for r in range(4))
+    (tmp_path / "py-spy.txt").write_text(text.replace("--rank ", "--seed "))
+    cli.main(["analyze", "--format", "json", str(tmp_path)])
+    assert json.loads(capsys.readouterr().out)["job"]["verdict"] == "unknown"

@@ -227,6 +227,30 @@ def test_a_run_that_says_it_ended_is_healthy_and_one_that_stops_unsaid_is_not(tm
     assert doc["job"]["verdict"] == "unknown" and "job_end_unknown" in [f["kind"] for f in doc["job"]["findings"]]
 
 
+@pytest.mark.parametrize("last", ["step:4740/4740 val_loss:2.9165 train_time:1041071ms step_avg:219.64ms",
+                                  " iteration      500/     500 | consumed samples: 512000 | lm loss: 2.1E+00 |",
+                                  "0: global_step 1000/1000 loss=1.92"])
+def test_a_run_that_counted_its_steps_to_their_total_ended_its_work(tmp_path, capsys, last):
+    # its own count says N of N, whatever follows that is not an error (a memory summary):
+    # healthy, medium (the exit is not in the log); one step short, or an error after it, is not
+    (tmp_path / "train.log").write_text(TRAIN_LINES + last + "\npeak memory allocated: 57397 MiB\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert rc == 0 and doc["job"]["verdict"] == "healthy" and doc["job"]["confidence"] == "medium", err
+    assert [s["end"] for s in doc["job"]["success"]] == ["step_count"]
+    short = last.replace("4740/4740", "4739/4740").replace("500/     500", "499/     500").replace("1000/1000", "999/1000")
+    (tmp_path / "train.log").write_text(TRAIN_LINES + short + "\n")
+    assert analyze_json(capsys, tmp_path)[1]["job"]["verdict"] == "unknown"
+    (tmp_path / "train.log").write_text(TRAIN_LINES + last + "\nRuntimeError: CUDA error: an illegal memory access\n")
+    assert analyze_json(capsys, tmp_path)[1]["job"]["verdict"] != "healthy"
+
+
+def test_a_step_count_outside_a_training_run_is_no_end(tmp_path, capsys):
+    # 'Step 3/3' is also a Docker build's; with no loss line the log is no training run's
+    (tmp_path / "build.log").write_text("Step 1/3 : FROM nvcr.io/nvidia/pytorch:24.01-py3\nStep 3/3 : CMD [\"bash\"]\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert not (doc and doc.get("job") and doc["job"].get("verdict") == "healthy"), err
+
+
 def test_megatrons_sigterm_exit_is_no_end_of_the_run(tmp_path, capsys):
     # training.py prints it when the job was signalled (a cancel, a preemption): the run did not end
     (tmp_path / "train.log").write_text(TRAIN_LINES + "[exiting program after receiving SIGTERM.] datetime: "
@@ -506,3 +530,42 @@ def test_a_mig_gpus_ecc_is_the_sum_of_its_instances_whatever_their_order():
     assert g["ecc"]["volatile"]["uncorrectable"] == 5  # 3 + 0 + 2: a later clean instance hides nothing
     (f,) = [f for f in findings if f["severity"] == "critical"]
     assert f["source"] == "nvidia-smi.txt:5"  # the first instance with errors
+
+
+def _networkd(host, t, dev, what):
+    return "Aug 17 %s %s systemd-networkd[5398]: %s: %s carrier\n" % (t, host, dev, what)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_networkd_carrier_losses_of_an_ipoib_link_are_its_drops(tmp_path, capsys, name):
+    # networkd says 'Lost carrier' only when the link had one (networkd-link.c link_update): each is a
+    # drop, whatever the log shows before it; a gained carrier leaves it up (a flap, a warning)
+    lines = "".join(_networkd("vm-0", "06:18:0%d" % i, "ib6", "lost") + _networkd("vm-0", "06:18:0%d" % i, "ib6", "Gained")
+                    for i in range(3))
+    (tmp_path / name).write_text("Aug 17 00:00:24 vm-0 systemd[1]: Finished Rotate log files.\n" + lines)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    (f,) = [f for f in h["findings"] if f["kind"] == "ib_link_flap"]
+    assert h["host"] == "vm-0" and h["verdict"] == "ib_network" and f["severity"] == "warning", err
+    assert "ib6 (IPoIB netdev)" in f["message"] and "3x" in f["message"] and "last state up" in f["message"]
+    # one loss, never regained: a dropped link that is still down (critical)
+    (tmp_path / name).write_text(_networkd("vm-0", "06:18:01", "ib6", "Lost"))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (f,) = [f for f in doc["hosts"][0]["findings"] if f["kind"] == "ib_link_dropped"]
+    assert f["severity"] == "critical", err
+    # an Ethernet netdev's carrier is no IB link's
+    (tmp_path / name).write_text(_networkd("vm-0", "06:18:01", "eth0", "Lost"))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert not [f for h in doc["hosts"] for f in h["findings"] if f["kind"].startswith("ib_link")], err
+
+
+def test_a_syslog_line_an_alert_quotes_whole_names_its_host(tmp_path, capsys):
+    # an alerting tool's line that carries the syslog line after its own words: each host is its own
+    (tmp_path / "xid-alerts.txt").write_text(
+        "Xid errors on instance: ip-26-0-146-100, Error: May 19 07:08:57 ip-26-0-146-100 kernel: [680111.646286] "
+        "NVRM: Xid (PCI:0000:10:1c): 63, pid=1850, Row Remapper: New row marked for remapping, reset gpu to activate\n"
+        "Xid errors on instance: ip-26-0-147-135, Error: May 29 01:37:38 ip-26-0-147-135 kernel: [257087.812628] "
+        "NVRM: Xid (PCI:0000:90:1c): 79, pid=0, GPU has fallen off the bus.\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    hosts = {h["host"]: sorted(f.get("xid") for f in h["findings"] if f["kind"] == "xid") for h in doc["hosts"]}
+    assert hosts == {"ip-26-0-146-100": [63], "ip-26-0-147-135": [79]}, err

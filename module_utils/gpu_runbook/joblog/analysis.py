@@ -9,6 +9,7 @@ from datetime import timedelta
 from . import culprits as C
 from . import emitter_lines
 from . import nccl_tests
+from . import pyspy
 from .launch_lines import ras_culprits
 from .nccl_words import fill_process_ranks, settle_nvls
 from .job_findings import job_findings
@@ -84,10 +85,12 @@ def analyse(st):
         "nccl": {"transport": transport(st), "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
                  "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},
         # the run ended well, as its trainer or launcher says (emitter_lines.SUCCESS)
-        "success": [{"who": s["who"], "src": s["src"]} for s in st.success[:8]]
-        + ([{"who": "sacct (COMPLETED)", "src": st.sacct[0]["src"]}] if emitter_lines.sacct_findings(st)[2] else []),
+        "success": [{"who": s["who"], "src": s["src"], "end": s.get("end", "said")} for s in st.success[:8]]
+        + ([{"who": "sacct (COMPLETED)", "src": st.sacct[0]["src"], "end": "said"}] if emitter_lines.sacct_findings(st)[2] else []),
         # a training run's own lines were seen (progress bars, epochs): its end must be said
         "training": bool(st.progress or st.hf_epoch is not None or st.training_lines),
+        # py-spy's dumps: how many processes wait in a collective, how many are elsewhere (culprits)
+        "pyspy": pyspy.summary(st),
         # the Slurm job its own lines name (slurmstepd's '*** STEP 4242.0 ON ...' banner, sacct's rows)
         "logged_job_id": emitter_lines.logged_job_id(st),
     }

@@ -81,6 +81,32 @@ _LOSS = re.compile(r"(?i)\b(?:lm |train(?:ing)?[ _/]|val(?:id(?:ation)?)?[ _/])?
                    r"(?:\d{1,12}\.?\d{0,12}|\.\d{1,12})(?:[eE][-+]?\d{1,3})?")
 
 
+# a run's own count of its steps against the steps it was told to run ('step:4740/4740',
+# Megatron's 'iteration      500/     500 |', 'global_step 1000/1000'): steps and iterations
+# count the whole run (an epoch's or a batch's count does not: 'Epoch 10/10' starts the last one)
+STEP_OF = re.compile(r"(?i)\b(?:global[ _])?(?:step|iter(?:ation)?)s?\b['\"]?\s{0,4}[:=#]?\s{0,4}\[?\s{0,12}"
+                     r"(\d{1,10})\s{0,2}/\s{0,12}(\d{1,10})\b")
+
+
+def run_end(name, tail, st):
+    """A training run that counted its steps to their total ended its work: the last step count
+    among a file's last lines (``tail``) says N of N (N > 1), and no error-like line follows it.
+    Only in a training run's logs (a loss line was read: 'Step 3/3' is also a Docker build's)."""
+    if not st.training_lines:
+        return
+    for i in range(len(tail) - 1, -1, -1):
+        m = STEP_OF.search(tail[i])
+        if m is None:
+            if error_like(tail[i]):
+                return
+            continue
+        done, total = int(m.group(1)), int(m.group(2))
+        if done == total > 1:
+            add(st.success, {"who": "its step count: step %d of %d" % (done, total),
+                             "src": "%s (its end)" % name, "evidence": tail[i], "end": "step_count"})
+        return
+
+
 def emitter_markers():
     """The literals one of which every line of the job's emitters holds (their tables' MARKERS):
     the prefilter (quiet.py) must let those lines through to this reader."""

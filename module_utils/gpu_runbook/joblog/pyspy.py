@@ -371,6 +371,16 @@ def culprit_ranks(st):
     return sorted(set(r["rank"] for r in _culprits(st, wheres)[0] if r["rank"] is not None))
 
 
+def summary(st):
+    """What the dumps say of a hang, ranks known or not: {"waiting": dumped processes that wait in
+    a collective, "elsewhere": the likely culprits (findings)}; {} without a dump."""
+    if not st.pyspy:
+        return {}
+    wheres = {id(r): where(r) for r in st.pyspy}
+    culprits, waiting = _culprits(st, wheres)
+    return {"waiting": len(waiting), "elsewhere": len(culprits)}
+
+
 def _who(recs):
     ranks = sorted(set(r["rank"] for r in recs if r["rank"] is not None))
     pids = [r["pid"] for r in recs if r["pid"] is not None]

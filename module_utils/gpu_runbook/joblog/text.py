@@ -3,7 +3,7 @@
 bounded lists. Pure functions; nothing here knows a log format beyond its own regex."""
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from itertools import chain
 from datetime import datetime, timezone
 
@@ -105,6 +105,8 @@ class FileLines(object):
     def __init__(self, source):
         self.source, self.cut, self.lines = source, 0, 0
         self.starts = []  # the first lineno of each block blocks() yielded (parallel.Ahead: a line's block)
+        self._last = deque((), TAIL_LINES)  # the last lines read (a line source)
+        self._last_blocks = deque((), 2)     # ... or the last two blocks (a block holds many lines)
 
     @property
     def has_blocks(self):
@@ -129,7 +131,9 @@ class FileLines(object):
                     line = strip_ansi(line)
                 if "\x00" in line:
                     line = line.replace("\x00", "")
-                yield n, line.rstrip("\r")
+                line = line.rstrip("\r")
+                self._last.append(line)
+                yield n, line
         finally:
             self.lines, self.cut = n, cut + (getattr(source, "cut", 0) or 0)  # and what the source cut
 
@@ -153,6 +157,7 @@ class FileLines(object):
                         cut += len(long)
                         block = "\n".join(parts)
                 block = clean_block(block)
+                self._last_blocks.append(block)
                 items = split(block) if split is not None else None
                 if count:
                     starts.append(n + 1)
@@ -163,6 +168,22 @@ class FileLines(object):
             self.lines, self.cut = n, cut + (getattr(source, "cut", 0) or 0)
             if own:
                 source.lines = n  # what it yielded: it left the count to this reader
+
+
+    def tail(self):
+        """The file's last TAIL_LINES lines (cleaned), once it was read: what a reader of the
+        run's end looks at whatever the prefilter skipped."""
+        if not self.has_blocks:
+            return list(self._last)
+        out = []
+        for block in reversed(self._last_blocks):
+            out[:0] = block.split("\n")[-(TAIL_LINES - len(out)):]
+            if len(out) >= TAIL_LINES:
+                break
+        return out
+
+
+TAIL_LINES = 64  # lines FileLines.tail keeps
 
 
 def _lines(block):

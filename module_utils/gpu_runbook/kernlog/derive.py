@@ -97,7 +97,7 @@ def ib_findings(ib, ib_names, sref):
     for pci, r in sorted(ib.items(), key=lambda kv: min(kv[1]["first_line"].values())):
         settle(r)
         name = ib_names.get(pci) or pci
-        devices[name] = {"pci": pci, "device": ib_names.get(pci), "netdev": r["netdev"],
+        devices[name] = {"pci": r["pci"], "device": ib_names.get(pci), "netdev": r["netdev"],
                          "port": r["port"], "last_state": r["last_state"], "drops": r["drops"],
                          "unplugs": r["unplugs"], "counts": dict(r["counts"])}
         findings.extend(_hca_findings(name, pci, r, sref))
@@ -113,7 +113,7 @@ def ib_findings(ib, ib_names, sref):
 def _hca_findings(name, pci, r, sref):
     c, ev, fl = r["counts"], r["evidence"], r["first_line"]
     ib = ib_ref(name, r["port"])
-    label = name if name == pci else "%s (%s)" % (name, pci)
+    label = "%s (IPoIB netdev)" % name if r["pci"] is None else name if name == pci else "%s (%s)" % (name, pci)
 
     def add(kind, msg, key, counted=True, **kw):
         nums = seen(r["seen"][key]) if counted and key in r["seen"] else {}
@@ -196,7 +196,8 @@ def _long_after_boot(boot, ctx):
         return False
 
 
-def _drop(rec, ctx):
+def drop(rec, ctx):
+    """One drop of the record's link, at ``ctx``."""
     rec["drops"] += 1
     rec["evidence"].setdefault("drop", ctx[1][:1000])
     rec["first_line"].setdefault("drop", ctx[0])
@@ -206,7 +207,7 @@ def _drop(rec, ctx):
 def settle(rec):
     """The end of the log: a first 'Link down' still pending (no up, no reload after it) was a drop."""
     if rec.get("pending_down"):
-        _drop(rec, rec.pop("pending_down"))
+        drop(rec, rec.pop("pending_down"))
 
 
 def link_transition(rec, kind, ctx):
@@ -216,14 +217,14 @@ def link_transition(rec, kind, ctx):
     line = ctx[1]
     if kind == "link_down":
         if rec["last_state"] == "up":
-            _drop(rec, ctx)
+            drop(rec, ctx)
         elif rec["last_state"] is None and _long_after_boot(rec.get("boot"), ctx):
             # a drop unless the driver is going away: what follows decides (an up, a reload, the end)
             rec["pending_down"] = ctx
         rec["last_state"] = "down"
     elif kind == "link_up":
         if rec.get("pending_down"):
-            _drop(rec, rec.pop("pending_down"))
+            drop(rec, rec.pop("pending_down"))
         rec["last_state"] = "up"
     elif kind == "driver_load":
         # the driver (re)loaded (openibd restart, modprobe): the down before it was its unloading, and

@@ -27,7 +27,7 @@ import itertools
 import re
 
 from ..findings import strip_ansi, unpaste
-from ..linefamily import _MONTH, SYSLOG_HOST  # noqa: F401 (SYSLOG_HOST: hostscan's)
+from ..linefamily import _MONTH, SYSLOG_HOST, embedded_syslog  # noqa: F401 (SYSLOG_HOST: hostscan's)
 
 MAX_HOSTS = 4096
 _MAX_SET = 4096  # names one node-set header may expand to
@@ -251,6 +251,12 @@ class HostDemux(object):
                 self.prefixed += 1
         if own is None:
             own = self._field(text)
+        if own is None:
+            at = embedded_syslog(text)  # a syslog line quoted in an alert: the line is its own
+            if at:
+                own = self._field(text[at:])
+                if own is not None:
+                    text = text[at:]
         if own is None and "| " in text[:260]:
             m = _PIPE_RESULT_RE.match(text)
             if m and _hostlike(m.group(1)):

@@ -15,6 +15,7 @@ import re
 
 from ..findings import finding
 from ..textio import TextChunks
+from ..linefamily import EMBEDDED_SYSLOG_HOST
 from .hosts import _NOT_HOSTS, _PIPE_RESULT_RE, MAX_HOSTS, SLURM_NODE_RE, SYSLOG_HOST, HostDemux, field_host
 from .prefilter import MAX_LINE, SAMPLE_LINES, has_needle
 from .scanner import KernelLogScanner
@@ -22,6 +23,7 @@ from .timestamps import TS_RE
 
 _CHUNK = 16 * 1024 * 1024
 _SYSLOG_HOST_RE = re.compile(r"^" + SYSLOG_HOST, re.M)
+_EMBEDDED_HOST_RE = re.compile(EMBEDDED_SYSLOG_HOST)
 # any line that could be a pdsh/clush prefix, a prompt, a block header or RFC 5424
 _MARK_RE = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}: |[^\s@]{1,80}@[A-Za-z0-9]|\[[^\s@\]]{1,64}@|-{3}|<\d{1,3}>\d"
@@ -42,16 +44,26 @@ def survey_hosts(paths, limit=MAX_HOSTS):
                     continue
                 block, pending = pending + text[:cut + 1], text[cut + 1:][-MAX_LINE:]
                 marked = marked or _marked(block)
-                names.update(_SYSLOG_HOST_RE.findall(block))
+                names.update(_hosts_of(block))
                 if marked or len(names) > 1 and len(_real(names)) > 1:
                     return _real(names), True
             if pending:
                 marked = marked or _marked(pending)
-                names.update(_SYSLOG_HOST_RE.findall(pending))
+                names.update(_hosts_of(pending))
         except (OSError, ValueError):
             continue
     names = _real(names)
     return names, marked or len(names) > 1
+
+
+def _hosts_of(block):
+    """The syslog hostnames of a block's lines; in a block with none, those of kernel lines quoted
+    whole after other words (an alert's 'Error: May 19 07:08:57 node7 kernel: ..'; a syslog or a
+    dmesg file holds no ' kernel: ' mid-line, so they never pay for that search)."""
+    found = _SYSLOG_HOST_RE.findall(block)
+    if not found and " kernel: " in block:
+        found = _EMBEDDED_HOST_RE.findall(block)
+    return found
 
 
 # a per-host result heads its line: anchored, a long run of name characters is not tried from

@@ -39,6 +39,10 @@ PORT_RE = re.compile(r"\bport:? ?(\d{1,2})\b", re.I)
 _LINK_DOWN_RE = re.compile(r"\blink (?:is )?down\b", re.I)
 _LINK_UP_RE = re.compile(r"\blink (?:is )?(?:up|active)\b", re.I)
 
+# systemd-networkd (src/network/networkd-link.c, link_update: log_link_info(link, "Gained carrier") /
+# "Lost carrier", older releases "lost carrier") about an IPoIB netdev: said only on a change of the
+# link's carrier (had it, lost it), so each 'Lost carrier' is a drop of a link that was up
+CARRIER_RE = re.compile(r"systemd-networkd\[\d{1,10}\]: (?P<dev>ib[\w.]{0,15}): (?P<what>[Ll]ost|Gained) carrier\b")
 # Kernels before 6.x say 'Corrected' / 'Uncorrected (Fatal) error received: 0000:..' (or ': id=0010'),
 # 6.x 'Correctable error message received from 0000:..' and 'severity=Correctable'.
 AER_RE = re.compile(r"AER: (?:Multiple )?(?P<sev>Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-Fatal|Fatal)\))"

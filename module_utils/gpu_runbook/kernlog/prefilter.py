@@ -26,7 +26,8 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # "invoked oom-killer" the head of an OOM report whose kill line was cut or rate-limited,
 # "[nvidia" a call-trace frame in the NVIDIA driver (a hung task stuck inside it, an oops in it),
 # "IO_PAGE_FAULT"/"DMAR: [DMA" the IOMMU refusing a device's DMA (AMD, Intel), "Linux version " a boot
-# (the ports train anew: a first 'Link down' long after it is a drop, one while they train is not).
+# (the ports train anew: a first 'Link down' long after it is a drop, one while they train is not),
+# " carrier" systemd-networkd's 'ib0: Lost carrier' / 'Gained carrier' (an IPoIB link's drops).
 # The last ones are the words of a failure (vocab/reading.py ERROR_LIKE) and the line heads of the
 # node's other emitters (ib_core, ipoib, mlx4): a node line no dedicated reader takes is read
 # against the emitters' vocabularies, or quoted when nothing explains it (nodelines.py).
@@ -35,7 +36,8 @@ _BASE = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than"
          "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA",
          "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
          "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4",
-         "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError", "Linux version ")
+         "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError", "Linux version ",
+         " carrier")
 
 
 def _with_markers(base):

@@ -19,7 +19,7 @@ from .aer import read_aer
 from .xidread import read_plugin_xid, read_xid, read_xid_continued
 from .hosts import slurm_nodes
 from .nodelog import NodeLog, count_line
-from .patterns import AER_DETAIL_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, XID_WORD_RE, mlx5_event, nvrm_gpu_event
+from .patterns import AER_DETAIL_RE, CARRIER_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, XID_WORD_RE, mlx5_event, nvrm_gpu_event
 from .prefilter import MAX_LINE, SAMPLE_LINES, clean, has_needle, own, prefilter, same_type
 from ..linefamily import line_family
 from .timestamps import TS_RE, line_format, parse_since, ts_from_match
@@ -239,6 +239,8 @@ class KernelLogScanner:
             taken = False
         elif "mlx5" in line:
             self._mlx5(ctx)
+        elif " carrier" in line and "systemd-networkd" in line:
+            taken = self._carrier(ctx)
         elif "probe" in line:
             self._note(ctx, self._drv.kprobe(ctx, self._in_window))
         elif "recovery action" in line:
@@ -393,6 +395,36 @@ class KernelLogScanner:
             rec["evidence"][kind] = line[:1000]
         derive.link_transition(rec, kind, ctx)
         self._event(ctx, "ib_" + kind)
+
+    def _carrier(self, ctx):
+        """systemd-networkd's carrier change of an IPoIB netdev (patterns.CARRIER_RE): a lost
+        carrier is a drop (networkd says it only when the link had one), a gained one an up."""
+        m = CARRIER_RE.search(ctx[1])
+        if m is None:
+            return False
+        if not self._in_window(ctx):
+            return True
+        dev = m.group("dev")
+        rec = self._ib.get(dev)
+        if rec is None:
+            if len(self._ib) >= MAX_KEYS:
+                self._overflow += 1
+                return True
+            rec = self._ib[dev] = {"pci": None, "port": None, "netdev": dev, "last_state": None, "boot": self._boot,
+                                   "cable": None, "drops": 0, "unplugs": 0,
+                                   "first_line": {}, "evidence": {}, "counts": {}, "seen": {}}
+        kind = "link_up" if m.group("what") == "Gained" else "link_down"
+        rec["counts"][kind] = rec["counts"].get(kind, 0) + 1
+        count_line(rec["seen"], kind, ctx, derive.SEEN_KEYS, {})
+        if kind not in rec["first_line"]:
+            rec["first_line"][kind] = ctx[0]
+            rec["evidence"][kind] = ctx[1][:1000]
+        if kind == "link_down":
+            derive.drop(rec, ctx)
+        rec.pop("pending_down", None)
+        rec["last_state"] = "up" if kind == "link_up" else "down"
+        self._event(ctx, "ib_" + kind)
+        return True
 
     def _hca(self, pci):
         if len(self._hcas) < MAX_KEYS:
