@@ -280,7 +280,8 @@ def _kernel_read(facts, inputs):
     """Mark the files a kernel-log scan found the kernel's lines in."""
     files = (facts or {}).get("files") or []
     for f in files:
-        n = f.get("kernel_lines", (facts or {}).get("kernel_lines")) or f.get("node_lines")
+        # per file (filescan), or the host's totals (hostscan: one host's lines of several files)
+        n = f.get("kernel_lines", (facts or {}).get("kernel_lines")) or f.get("node_lines", (facts or {}).get("node_lines"))
         label = "kernel log" if n else "Slurm daemon log" if f.get("slurm_lines") else None
         if label and f.get("path") in inputs and label not in inputs[f["path"]]["read_as"]:
             inputs[f["path"]]["read_as"].append(label)

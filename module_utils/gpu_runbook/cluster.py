@@ -315,8 +315,32 @@ def join_job(hosts, job):
                             evidence=_job_evidence(job, rank), source="job", rank=int(rank), gpu=gpu)
             host["findings"].append(f)
         culprits.append(entry)
+    if not culprits:
+        why = _one_host_gpu_fault(hosts, job, rank_map)
+        if why is not None:
+            explanations.append(why)
     verdict, decided_by = _job_verdict(job, culprits, explanations)
     return {"culprits": culprits, "verdict": verdict, "decided_by": decided_by}
+
+
+# the job's CUDA errors that a GPU or driver fault on its host explains (a sticky error ends the kernel
+# that ran when the GPU fell off the bus or its memory failed)
+_CUDA_KINDS = ("cuda_error", "cuda_unknown_error", "cuda_launch_failure", "cuda_hardware_error")
+
+
+def _one_host_gpu_fault(hosts, job, rank_map):
+    """The host finding that explains the job's CUDA error when no rank is named: the captures
+    hold one host, the job names no other, and that host has a critical GPU or driver fault (an Xid
+    79 beside 'unspecified launch failure' in one paste). None otherwise."""
+    if len(hosts) != 1 or not any(f.get("kind") in _CUDA_KINDS for f in job.get("findings") or ()):
+        return None
+    host = hosts[0]
+    named = set((v or {}).get("host") for v in rank_map.values()) - {None}
+    if named and _match_host({host["host"]: host}, next(iter(named))) is None or len(named) > 1:
+        return None
+    faults = [f for f in host.get("findings") or () if f.get("severity") == "critical"
+              and f.get("category") in ("gpu_hardware", "driver")]
+    return max(faults, key=rank_key) if faults else None
 
 
 def _job_evidence(job, rank):
@@ -362,8 +386,11 @@ def _job_verdict(job, culprits, explanations):
     waited = job.get("timed_out_ranks") or dumps.get("waiting")
     culprits = culprits or dumps.get("elsewhere")
     failing = [f for f in found if f["severity"] in ("warning", "critical")]
-    # early is a phase of a failure: a log that only stops early (no error, no rank waiting) is not one
-    if job.get("phase") == "early" and (waited or culprits or [f for f in failing if f["kind"] != "job_end_unknown"]):
+    # early is a phase of a failure: a log that only stops early (no error, no rank waiting) is not one;
+    # a failure that began inside NCCL (its error trail) is NCCL's or the network's, not the code's
+    nccl_own = any(f["kind"] == "nccl_error_trace" for f in found)
+    if job.get("phase") == "early" and not nccl_own and (
+            waited or culprits or [f for f in failing if f["kind"] != "job_end_unknown"]):
         return "application", None
     if culprits and waited:
         return "nccl_deadlock", None

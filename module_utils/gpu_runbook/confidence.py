@@ -268,6 +268,15 @@ def job_confidence(job, hosts=()):
             c.get("rank"), c.get("host") or "?", c.get("explained_by") or "no host finding"),
             what_ko="%s의 원인 랭크 %s (%s)" % (c.get("host") or "?", c.get("rank"),
                                             c.get("explained_by") or "호스트 발견 없음"))
+    # no rank named: the one captured host's own fault decided (cluster._one_host_gpu_fault)
+    decided = job.get("decided_by")
+    if isinstance(decided, dict) and decided.get("category") == verdict and decided.get("family") != "job":
+        cuda = next((f for f in job.get("findings") or [] if isinstance(f, dict)
+                     and str(f.get("kind", "")).startswith("cuda_")), None)
+        host = next((h for h in hosts or [] if isinstance(h, dict) and decided in (h.get("findings") or [])), None)
+        if cuda is not None and host is not None:
+            return _result("job_host_evidence", what=_job_what(cuda), what_ko=_job_what(cuda, "ko"),
+                           host=host.get("host"), what2=_what(decided))
     why, why_ko = _INFERRED.get(verdict, ("the run's shape", "실행 양상"))
     return _result("job_inferred", why=why, why_ko=why_ko)
 

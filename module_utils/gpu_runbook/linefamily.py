@@ -29,6 +29,8 @@ _KERNEL_HEAD_RE = re.compile(
     r"^(?:kernel: )?(?:[a-z]{1,8} *:[a-z]{1,8} *: )?(?:\[ *\+?\d{1,12}\.\d{1,9}\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} "
     r"{1,2}\d{1,2} \d\d:\d\d(?::\d\d \d{4})?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )")
 _KERNEL_TAG_RE = re.compile(SYSLOG_HOST.replace(r"[^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:", r"kernel(?:\[\d{1,10}\])?:"))
+# UCX's own log head (src/ucs/debug/log.c: '[%lu.%06lu] [%s:%-5d:%s]'): a Unix time, never dmesg's uptime
+_UCX_HEAD_RE = re.compile(r"\[\d{9,12}\.\d{6}\] \[[^\]\s:]{1,256}:")
 # the same line with its host field cut out (a paste with the node's name removed): time, then 'kernel:'
 _KERNEL_TAG_NO_HOST_RE = re.compile(SYSLOG_HOST.replace(r" {1,4}([A-Za-z0-9][^\s:\[\]<>]{0,252}) [^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:",
                                                         r" {1,4}kernel(?:\[\d{1,10}\])?:"))
@@ -38,11 +40,19 @@ KERNEL_MSG_RE = re.compile(r"^(?:<\d{1,2}>)?(?:kernel: )?(?:NVRM: |nvidia(?:-nvs
                            r"oom-kill|INFO: task |mce: |\[Hardware Error\]|DMAR: |AMD-Vi: |ib_\w{1,20}: |ipoib)")
 # a node daemon's own log file: Fabric Manager's '[Feb 27 2025 15:10:02] [ERROR] [tid N] ..',
 # slurmd's / slurmctld's '[2026-12-02T07:10:01.123] error: ..', NHC's 'ERROR:  nhc:  Health check failed:  ..'
+# (and the pass lines and the exit code of Azure's NHC checks)
 DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(?:ERROR|WARNING|WARN|INFO|"
-                           r"DEBUG|FATAL)\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] )|ERROR: {1,2}nhc: |"
-                           r"Node Health Check (?:starting|completed successfully))")
+                           r"DEBUG|FATAL)\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] )|"
+                           # NHC's own log, with TS=1 each line after '[$SECONDS] - ' (nhc's log functions)
+                           r"(?:\[\d{1,12}\] - )?(?:ERROR: {1,2}nhc: |DEBUG: {2})|"
+                           r"Node Health Check (?:starting|completed successfully)|"
+                           # Azure's NHC checks (azurehpc-health-checks customTests/azure_common.nhc, and
+                           # its container's entrypoint): 'SUCCESS:  nhc:  Health check passed:  ..'
+                           r"SUCCESS: {1,2}nhc: {1,2}Health check passed:|Health checks completed with exit code: \d)")
 # Slurm's daemons' own log lines ('[2026-12-02T07:10:01.123] ...'): slurmctld's are the controller's,
 # about every node; a node's health is not read from them
+# NHC's dbg() (nhc: echo "${PREFIX}DEBUG:  $*" with -d): its debug output, no finding of a check
+NHC_DEBUG_RE = re.compile(r"^(?:\[\d{1,12}\] - )?DEBUG: {2}")
 SLURM_DAEMON_RE = re.compile(r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] ")
 # NVIDIA's k8s-device-plugin (internal/rm/health.go): 'XidCriticalError: Xid=%d on Device=%s, ...': an
 # Xid the node's NVML reported, as the plugin logs it
@@ -62,6 +72,8 @@ def is_kernel_line(line):
     s = line.lstrip()
     c = s[:1]
     if c in ("[", "<") or c.isdigit() or s.startswith("kern"):  # ('kern  :warn  : ', 'kernel: [ 1.2]')
+        if c == "[" and _UCX_HEAD_RE.match(s):
+            return False  # UCX's log head: an epoch time, then [host:pid:thread] (no seconds since boot)
         if _KERNEL_HEAD_RE.match(s):
             return True
     if "kernel" in line and (_KERNEL_TAG_RE.match(line) or _KERNEL_TAG_NO_HOST_RE.match(line)):

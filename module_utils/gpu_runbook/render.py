@@ -234,7 +234,7 @@ def job_lines(analysis, lang="en"):
     decided = job.get("decided_by") if isinstance(job.get("decided_by"), dict) else None
     # the finding the verdict was decided from, when it is the job's own (a host's that explains
     # a culprit is in the chain above); else, with no culprit, the job's most serious finding
-    top = decided if decided is not None and decided.get("family") == "job" else (
+    top = decided if decided is not None and (decided.get("family") == "job" or not culprits) else (
         max(own, key=_key) if not culprits and own else None)
     if top is not None:
         msg, act = finding_message(top, lang)

@@ -80,7 +80,6 @@ UNREAD = {
     # lines of a known program that say nothing the vocabularies hold (NHC's own progress lines, a
     # validator's wait, slurmd/slurmctld info lines)
     "gpu_operator/01-gpuop448-toolkit-validation-waiting", "nhc/02-mej-readme-nhc-log-cpuinfo-fail",
-    "nhc/05-deepops660-nhc-v-gpu-count-fail",
     "slurmctld_log/03-parallelcluster5919-resume-timeout", "slurmd_log/01-trixie45-stepd-terminated-not-ending-with-signals",
 }
 

@@ -202,6 +202,12 @@ RUN_ENDS = {
     "megatron-exit-duration": "[exiting program after 239.5 minutes] datetime: 2026-12-02 07:10:00\n",
     "fairseq": "2026-12-02 07:10:00 | INFO | fairseq_cli.train | done training in 8123.4 seconds\n",
     "torchtitan": "[rank0]:[titan] 2026-12-02 07:10:00,123 - root - INFO - Training completed\n",
+    "hf-trainer-metrics": "{'train_runtime': 5421.3, 'train_samples_per_second': 11.8, 'train_steps_per_second': "
+                          "0.37, 'train_loss': 1.92, 'epoch': 3.0}\n",
+    "hf-log-metrics": "***** train metrics *****\n  epoch                    =        3.0\n",
+    "ultralytics": "\n300 epochs completed in 12.482 hours.\n",
+    "llama-recipes-max-steps": "max training steps reached, stopping training, total_train_steps:  6\n",
+    "llama-recipes-results": "Key: avg_train_prep, Value: 1.2784380912780762\nKey: avg_train_loss, Value: 0.2456\n",
     # deepspeed/launcher/launch.py, each rank that returned 0
     "deepspeed-launcher": "[2026-12-02 07:10:00,424] [INFO] [launch.py:460:main] Process 10393 exits successfully.\n"
                           "[2026-12-02 07:10:01,426] [INFO] [launch.py:460:main] Process 10388 exits successfully.\n",
@@ -212,7 +218,7 @@ def test_every_run_end_marker_reaches_the_reader_past_both_prefilters():
     # three lists must agree: the markers (SUCCESS), the quiet prefilter's words, might_read's gate
     from gpu_runbook.joblog.emitter_lines import SUCCESS, might_read
     for end, text in RUN_ENDS.items():
-        line = text.splitlines()[0]
+        line = next(part for part in text.splitlines() if part.strip())
         assert any(rx.search(line) for rx, _who in SUCCESS), end
         assert might_read(line), end
 
@@ -569,3 +575,155 @@ def test_a_syslog_line_an_alert_quotes_whole_names_its_host(tmp_path, capsys):
     rc, doc, err = analyze_json(capsys, tmp_path)
     hosts = {h["host"]: sorted(f.get("xid") for f in h["findings"] if f["kind"] == "xid") for h in doc["hosts"]}
     assert hosts == {"ip-26-0-146-100": [63], "ip-26-0-147-135": [79]}, err
+
+
+SRUN_STEP_DOWN = ("srun: error: node-a: task 5: Exited with exit code 1\n"
+                  "srun: launch/slurm: _step_signal: Terminating StepId=4357.0\n"
+                  "slurmstepd: error: *** STEP 4357.0 ON node-a CANCELLED AT 2021-07-14T08:00:36 ***\n"
+                  "srun: error: node-a: tasks 3,7: Killed\n"
+                  "srun: error: node-b: tasks 8-15: Killed\n"
+                  "srun: Force Terminated StepId=4357.0\n")
+
+
+def test_the_task_whose_exit_brought_the_step_down_is_named_and_the_job_is_not_healthy(tmp_path, capsys):
+    # srun (launch.c) kills the other tasks when one exits non-zero: that one is the culprit, the
+    # kills are its consequence; the step's cancel is no scancel's
+    (tmp_path / "slurm.out").write_text(SRUN_STEP_DOWN)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    job = doc["job"]
+    assert job["verdict"] == "unknown" and job["culprit_ranks"] == [5], err
+    by_kind = {}
+    for f in job["findings"]:
+        by_kind.setdefault(f["kind"], []).append(f)
+    (exited,) = [f for f in by_kind["logged_error"] if "exited non-zero" in f["message"]]
+    assert exited["severity"] == "warning"
+    assert all(f["severity"] == "info" and "task 5 exited with exit code 1" in f["message"]
+               for f in by_kind["worker_sigkill"])
+    # every task killed at once (no first exit): no culprit
+    (tmp_path / "slurm.out").write_text(SRUN_STEP_DOWN.replace("task 5: Exited with exit code 1", "task 5: Killed"))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["culprit_ranks"] == [] and doc["job"]["verdict"] != "healthy", err
+
+
+def test_a_watchdog_stuck_in_the_process_groups_abort_is_a_teardown_hang_not_the_driver(tmp_path, capsys):
+    log = ("100%|####| 50/50 [00:01<00:00, 40.67it/s]\n"
+           "[rank0]:[E ProcessGroupNCCL.cpp:1025] [PG 0 Rank 0] Future for ProcessGroup abort timed out after 600000 ms\n"
+           "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Heartbeat monitor timed out! Process will be terminated "
+           "after dumping debug info. workMetaList_.size()=0\n")
+    (tmp_path / "output.log").write_text(log)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    kinds = [f["kind"] for f in doc["job"]["findings"]]
+    assert "nccl_abort_hang" in kinds and "nccl_watchdog_stuck" not in kinds, err
+    assert doc["job"]["verdict"] == "unknown"
+    # without the abort, a heartbeat timeout is the watchdog stuck in a CUDA/NCCL call (the driver)
+    (tmp_path / "output.log").write_text(log.splitlines()[0] + "\n" + log.splitlines()[2] + "\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert "nccl_watchdog_stuck" in [f["kind"] for f in doc["job"]["findings"]], err
+
+
+NCCL_TRAIL = ("Steps:   0%|          | 1/500000 [12:44<14459:40:43, 104.11s/it, loss=0.36, lr=5e-6]"
+              "n124:312247:326969 [0] NCCL INFO misc/socket.cc:829 -> 3\n"
+              "n124:312247:319408 [0] NCCL INFO misc/socket.cc:881 -> 3\n"
+              "n124:312248:319407 [1] NCCL INFO misc/socket.cc:881 -> 3\n"
+              "n124:312247:326969 [0] NCCL INFO transport/net_socket.cc:563 -> 3\n"
+              "[rank6]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 6] Some NCCL operations have failed or timed out. "
+              "Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/"
+              "incomplete data.\n")
+
+
+def test_nccls_error_trail_says_where_a_failure_began_and_is_no_early_code_bug(tmp_path, capsys):
+    # checks.h's 'file:line -> res' lines, innermost first: the first of a process is where it began
+    (tmp_path / "train.log").write_text(NCCL_TRAIL)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    job = doc["job"]
+    (f,) = [f for f in job["findings"] if f["kind"] == "nccl_error_trace"]
+    assert "socket layer" in f["message"] and "misc/socket.cc:829" in f["message"], f["message"]
+    assert "an internal error (3)" in f["message"] and "2 processes" in f["message"]
+    assert job["verdict"] == "unknown" and "early_phase_failure" not in [g["kind"] for g in job["findings"]], err
+    assert job["decided_by"]["kind"] == "nccl_error_trace"
+    # NCCL's own WARN says what failed: the trail adds nothing
+    warn = "n124:312247:326969 [0] NCCL WARN Net : Connection closed by remote peer n125<43602>\n"
+    (tmp_path / "train.log").write_text(warn + NCCL_TRAIL)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert "nccl_error_trace" not in [g["kind"] for g in doc["job"]["findings"]], err
+
+
+PASTED_CRASH = ("pcieport 0000:00:1b.0: PCIe Bus Error: severity=Correctable,\n"
+                "  type=Physical Layer, (Receiver ID)  [ 0] RxErr (First)\n"
+                "NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus.\n"
+                "NVRM: Xid: 154, GPU recovery action changed to 0x2 (Node Reboot Required)\n\n"
+                "CUDA error: unspecified launch failure\n")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_cuda_error_beside_its_hosts_xid_is_that_gpus_fault(tmp_path, capsys, name):
+    # one paste: the kernel's Xid 79 and the job's sticky CUDA error; no rank names a host, the
+    # captures hold one: the host's fault explains the job's error (not 'an application bug')
+    (tmp_path / name).write_text(PASTED_CRASH)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    job, (h,) = doc["job"], doc["hosts"]
+    assert job["verdict"] == "gpu_hardware" and job["confidence"] == "high", err
+    assert job["decided_by"]["kind"] == "xid" and job["decided_by"]["xid"] == 79
+    # a pasted Xid line whose GPU was cut out is still that Xid
+    assert sorted(f["xid"] for f in h["findings"] if f["kind"] == "xid") == [79, 154]
+    # the same CUDA error with no host fault stays the application's
+    (tmp_path / name).write_text("CUDA error: unspecified launch failure\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "application", err
+
+
+def test_nhcs_debug_lines_are_no_finding_and_its_timestamped_errors_are_read(tmp_path, capsys):
+    # nhc -d prints 'DEBUG:  ...' (dbg()), TS=1 puts '[$SECONDS] - ' before every line (nhc's log functions)
+    (tmp_path / "health.log").write_text(
+        "DEBUG:  Debugging activated via -d option.\n"
+        "[0] - DEBUG:  Restarting via setsid:  setsid /usr/sbin/nhc -v -d TIMEOUT=500 FORCE_SETSID=0\n"
+        "[1705939176] - ERROR:  nhc:  Health check failed:  check_hw_ib:  No IB port mlx5_0:1 is ACTIVE "
+        "(LinkUp 200 Gb/sec).\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "ib_network", err
+    assert not [f for f in h["findings"] if f["kind"] == "unexplained_errors"], h["findings"]
+
+
+def test_an_azure_nhc_run_that_passed_every_check_is_read_and_healthy(tmp_path, capsys):
+    (tmp_path / "health.log").write_text(
+        "root@gpu7:/azure-nhc# bash run-health-checks.sh\n"
+        "SUCCESS:  nhc:  Health check passed:  check_gpu_count: Expected 8 and found 8\n"
+        "SUCCESS:  nhc:  Health check passed:  check_gpu_xid:  GPU XID error check passed.\n"
+        "Health checks completed with exit code: 0.\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert (h["host"], h["verdict"]) == ("gpu7", "healthy") and "nothing in it was recognised" not in err, err
+    (tmp_path / "health.log").write_text("Health checks completed with exit code: 1.\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["hosts"][0]["verdict"] != "healthy", err
+
+
+def test_a_kernels_failed_assert_is_the_applications_cuda_error(tmp_path, capsys):
+    # the CUDA device assert's own line (CUDA C++ Programming Guide, 'Assertion'), as ATen's index checks print it
+    (tmp_path / "train.log").write_text(
+        "../aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: block: [316,0,0], thread: [62,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.\nFatal Python error: Aborted\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (f,) = [f for f in doc["job"]["findings"] if f["kind"] == "cuda_error"]
+    assert doc["job"]["verdict"] == "application" and "srcIndex < srcSelectDimSize" in f["message"], err
+
+
+@pytest.mark.parametrize("name", ["job.err", "dmesg.txt", "output.log"])
+def test_ucx_lines_are_a_jobs_not_the_kernels(tmp_path, capsys, name):
+    # UCX's log head is a Unix time then [host:pid:thread] (log.c), no dmesg uptime: its lines reach
+    # the job's readers and UCX's table (an IB async event it logs is the network's)
+    (tmp_path / name).write_text(
+        "[1700000000.123456] [gpu-a-01:1234 :0]     ib_device.c:520  UCX  DIAG  IB Async event on mlx5_0: port error "
+        "on port 1\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "ib_network", err
+    assert [f["name"] for f in doc["job"]["findings"] if f["category"] == "ib_network"] == ["UCX"]
+
+
+def test_a_ucx_completion_error_alone_is_no_healthy_run(tmp_path, capsys):
+    (tmp_path / "job.err").write_text(
+        "[jwb0296:32182:0:32182] ib_mlx5_log.c:145  Transport retry count exceeded on mlx5_2:1/IB (synd 0x15 vend 0x81 "
+        "hw_synd 0/0)\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "ib_network" and "nothing in it was recognised" not in err, err

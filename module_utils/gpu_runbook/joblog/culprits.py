@@ -53,7 +53,21 @@ def culprits(st, world, coll, timed_out, behind):
     found = _gpu_fault(st) or _silent_ranks(st, world, coll, timed_out, behind)
     if found:
         return found
-    return _last_completed(st) or _first_error(st) or _setup_failed_rank(st) or ([], None)
+    return _last_completed(st) or _first_error(st) or _setup_failed_rank(st) or _srun_first_exit(st) or ([], None)
+
+
+def _srun_first_exit(st):
+    """srun's account of a step that one task brought down: the first task that exited with a
+    non-zero code (srun's --kill-on-bad-exit, or the launcher) before srun killed the others
+    ('task 5: Exited with exit code 1', then 'tasks 0-4,6-15: Killed'): that task's own output says why."""
+    exits = st.srun_exits
+    for i, rec in enumerate(exits):
+        if rec["code"] and len(rec["tasks"]) == 1:
+            later = exits[i + 1:]
+            if any(r["code"] is None and "Killed" in r["how"] for r in later):
+                return list(rec["tasks"]), "srun_first_exit"
+            return None
+    return None
 
 
 HW_CUDA_WORDS = ("ECC", "NVLink", "fallen off the bus")

@@ -9,7 +9,7 @@ In order:
   failure on NODE``, ``*** JOB|STEP ID ON NODE CANCELLED AT TIME DUE TO NODE FAILURE ***``),
   a job cancelled by its time limit, by preemption or by a user;
 - the markers of a run that ended well (``SUCCESS``: each with the program that prints it);
-- the emitters' vocabularies (vocab/: NCCL, aws-ofi-nccl, PyTorch, CUDA, rdma-core, Slurm,
+- the emitters' vocabularies (vocab/: NCCL, aws-ofi-nccl, PyTorch, Gloo, CUDA, rdma-core, UCX, Slurm,
   DCGM, NHC, Fabric Manager): a line one of their messages explains becomes a finding of that message's
   category (benign messages are explained and make none);
 - last, error-like lines that nothing explains (``ERROR_LIKE``): kept, counted and quoted in
@@ -30,7 +30,7 @@ from .text import add
 
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
-JOB_TABLES = ("nccl", "ofi", "torch", "cuda", "rdma", "slurm", "dcgm", "nhc", "fabricmanager")
+JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")
@@ -52,6 +52,18 @@ CANCEL_REASONS = {
 SUCCESS = (
     # huggingface/transformers src/transformers/trainer.py (_inner_training_loop)
     (re.compile(r"Training completed\. Do not forget to share your model"), "Hugging Face Trainer"),
+    # ... which then logs the run's speed metrics (speed_metrics("train", ...): 'train_runtime' is
+    # logged once, when training ended; its callbacks print the dict), and the example scripts'
+    # trainer.log_metrics("train", metrics): print(f"***** {split} metrics *****")
+    (re.compile(r"""['"]train_runtime['"]: ?\d|\*\*\*\*\* train metrics \*\*\*\*\*"""), "Hugging Face Trainer"),
+    # ultralytics (YOLOv5/v8 train.py, engine/trainer.py): LOGGER.info(f"\n{epoch - start_epoch + 1} epochs
+    # completed in {...:.3f} hours.") after the last epoch
+    (re.compile(r"\b\d+ epochs completed in \d+(?:\.\d+)? hours\."), "Ultralytics YOLO"),
+    # meta-llama/llama-recipes (llama-cookbook) src/llama_recipes/utils/train_utils.py train(): print("max
+    # training steps reached, stopping training, total train steps finished: ", ...) (older: ..., total_train_steps:
+    # ...), and finetuning.py main() printing train()'s results: [print(f'Key: {k}, Value: {v}') ...]
+    (re.compile(r"\bmax training steps reached, stopping training\b|^Key: avg_train_prep, Value: "),
+     "llama-recipes"),
     # Lightning src/lightning/pytorch/loops/fit_loop.py: rank_zero_info(f"`Trainer.fit` stopped: ...")
     (re.compile(r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"), "PyTorch Lightning"),
     # torch/distributed/elastic/agent/server/api.py: '[%s] worker group successfully finished.' and
@@ -122,6 +134,7 @@ def might_read(text):
     global _GATE
     if _GATE is None:
         words = ["srun", "***", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
+                 "train_runtime", "epochs completed in", "max training steps reached", "Key: avg_train_prep",
                  "after training is done", "exiting program", "done training", "exits successfully", "oss", "OSS", "rror", "RROR", "xception", "atal", "ATAL", "ailed",
                  "AILED", "ailure", "AILURE", "bort", "anic", "egmentation", "dumped", "illed", "imed out",
                  "TIMEOUT"] + list(emitter_markers())
@@ -256,10 +269,8 @@ def read(line, fs, st):
     if "srun" in text or "***" in text:
         if _slurm(line, st):
             return True
-    for rx, who in SUCCESS:
-        if rx.search(text):
-            add(st.success, {"who": who, "src": line.src, "evidence": line.raw})
-            return True
+    if ended(line, st):
+        return True
     if ("oss" in text or "OSS" in text) and _LOSS.search(text) and _STEP.search(text):
         st.training_lines += 1
         return True
@@ -267,6 +278,15 @@ def read(line, fs, st):
         return True
     if error_like(text):
         st.seen.line(text, line.src, line.raw)
+    return False
+
+
+def ended(line, st):
+    """True (and recorded) when the line is a trainer's or launcher's word that the run ended well (SUCCESS)."""
+    for rx, who in SUCCESS:
+        if rx.search(line.text):
+            add(st.success, {"who": who, "src": line.src, "evidence": line.raw})
+            return True
     return False
 
 

@@ -5,9 +5,10 @@ PyTorch raises them, world-size hints, and the exception line that ends a Python
 
 A handler takes (line, file state, job state) and returns True when the line is fully read."""
 
-from .patterns import (COLL_MISMATCH, COLL_MISMATCH_OTHER, CUDA_DRIVER_OLD, CUDA_ERR, CUDA_OOM, DL_BUS, DL_EXITED, DL_KILLED, DL_TIMEOUT, ELASTIC_HOST, ELASTIC_RANK,
-                       EXC_LINE, HOST_OOM, MSG_GLOBAL_RANK, NCCL_ERROR_IN, NCCL_ERROR_NAME, SRUN_ERR, STORE_BARRIER, TRACEBACK, WORLD)
+from .patterns import (COLL_MISMATCH, COLL_MISMATCH_OTHER, CUDA_DRIVER_OLD, CUDA_ERR, CUDA_OOM, DEVICE_ASSERT, DL_BUS, DL_EXITED, DL_KILLED, DL_TIMEOUT, ELASTIC_HOST, ELASTIC_RANK,
+                       EXC_LINE, HOST_OOM, MSG_GLOBAL_RANK, NCCL_ERROR_IN, NCCL_ERROR_NAME, SRUN_ERR, SRUN_EXIT, STORE_BARRIER, TRACEBACK, WORLD)
 from .text import add, task_list
+from .emitter_lines import read_vocabulary
 
 _DATALOADER = ((DL_KILLED, "dataloader_worker_killed"), (DL_EXITED, "dataloader_worker_exited"),
                (DL_TIMEOUT, "dataloader_timeout"), (DL_BUS, "dataloader_shm_bus_error"))
@@ -35,13 +36,17 @@ def memory_and_cuda(line, fs, st):
         m = CUDA_OOM.search(text)
         if m:
             add(st.events, dict(base, kind="cuda_oom", alloc=m.group(1)))
-    if "CUDA" in text or "cuda" in text or "GPU" in text or "NVLink" in text:
+    if "CUDA" in text or "cuda" in text or "GPU" in text or "NVLink" in text or "Assertion `" in text:
         m = CUDA_ERR.search(text)
+        what = m.group(1) if m else None
+        if m is None and "Assertion `" in text:
+            m = DEVICE_ASSERT.search(text)
+            what = "device-side assert triggered (%s)" % m.group(1)[:120] if m else None
         if m:
             # NCCL-prefixed lines (which carry host and pid) never reach this handler; the rank a
             # watchdog names ('[PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog thread
             # terminated with exception: CUDA error: ...') when the line has no prefix of its own
-            ev = dict(base, kind="cuda_error", what=m.group(1), host=None, pid=None)
+            ev = dict(base, kind="cuda_error", what=what, host=None, pid=None)
             if not line.prefixed and "Rank" in text:
                 mr = MSG_GLOBAL_RANK.search(text)
                 if mr:
@@ -87,9 +92,14 @@ def srun_and_elastic(line, fs, st):
             for t in tasks:
                 st.rank_host_weak.setdefault(t, m.group(1))
                 st.ranks_seen.add(t)
-            if "Out Of Memory" in m.group(3) and len(tasks) == 1:
+            if "Out Of Memory" in m.group(3) and tasks:  # the tasks Slurm's cgroup OOM killer ended, on that node
                 add(st.events, {"kind": "host_oom", "rank": tasks[0], "host": m.group(1), "src": line.src,
                                 "evidence": line.raw})
+            ex = SRUN_EXIT.match(m.group(3))
+            add(st.srun_exits, {"tasks": tasks, "host": m.group(1), "code": int(ex.group(1)) if ex else None,
+                                "how": m.group(3)[:80], "src": line.src, "evidence": line.raw})
+            # srun's own words (launch.c: an exit code, a signal): the vocabulary says what they are
+            read_vocabulary(line, st, quote=False)
     elif ": " in text and (text.lstrip().startswith("host") or text.lstrip().startswith("rank")):
         m = ELASTIC_HOST.match(text)
         if m:

@@ -4,6 +4,8 @@ stuck watchdog, NCCL's transport configuration, a falling iteration rate, an ear
 failure) and last the collective timeout itself, which names its cause. Kinds:
 taxonomy/kinds_job.py."""
 
+import re
+
 from collections import Counter
 
 from ..findings import finding, gpu_ref, rank_key
@@ -45,6 +47,8 @@ def job_findings(st, job, last_prog):
     findings = [f for f in findings if not (f["kind"] == "python_exception" and f.get("evidence") in restated)]
     findings.extend(said)
     _devices_skipped(findings, st)
+    _killed_by_srun(findings, st, job)
+    findings[:0] = _nccl_trail(st, findings)  # first: where the failure began, before what it took down
     findings.extend(emitter_lines.sacct_findings(st)[0])
     if trend == "falling":
         findings.append(_falling_rate(st, job["iteration_rate"]["by_epoch"]))
@@ -56,7 +60,71 @@ def job_findings(st, job, last_prog):
     if job["training"] and not job["success"] and not any(f["severity"] in ("warning", "critical")
                                                            for f in findings):
         findings.append(_end_unknown(st))
+    _exits_are_consequences(findings)
     return dedupe(findings)
+
+
+# ncclResult_t (src/nccl.h.in)
+NCCL_RESULTS = {1: "an unhandled CUDA error", 2: "a system error", 3: "an internal error", 4: "an invalid argument",
+                5: "an invalid usage", 6: "a remote error", 7: "in progress"}
+# where in NCCL a failure began, by its source file: the part of NCCL it names
+_NCCL_PARTS = (("misc/socket", "its socket layer (TCP between ranks: bootstrap or the socket transport)"),
+               ("bootstrap", "its bootstrap (the TCP rendezvous between ranks)"),
+               ("net_ib", "its InfiniBand transport"), ("ibvwrap", "its InfiniBand transport (verbs)"),
+               ("net_socket", "its socket transport"), ("net.cc", "its network transport"),
+               ("proxy", "its proxy thread (network progress)"), ("p2p", "its intra-node P2P transport"),
+               ("shm", "its shared-memory transport"), ("cudawrap", "its CUDA calls"))
+
+
+def _nccl_trail(st, findings):
+    """NCCL's error trail ('misc/socket.cc:829 -> 3'), when no message of NCCL's says what failed:
+    where the failure began (the first line of a process's trail) and the result it returned."""
+    if not st.nccl_traces or any((f.get("name") == "NCCL" or f["kind"].startswith(("nccl_", "logged_nccl")))
+                                 and f["severity"] in ("warning", "critical") for f in findings):
+        return []
+    t = st.nccl_traces[0]
+    part = next((what for key, what in _NCCL_PARTS if key in t["file"]), "NCCL")
+    n = len(st.nccl_traces)
+    return [finding(
+        "nccl_error_trace",
+        "NCCL failed in %s: %s:%d returned %s (%d)%s%s; no NCCL WARN line here says why (look for one above "
+        "the trail in the full log)." % (
+            part, t["file"], t["line"], NCCL_RESULTS.get(t["res"], "result"), t["res"],
+            " (%s)" % t["why"] if t["why"] else "", " on %s" % t["host"] if t["host"] else "")
+        + (" %d processes printed such a trail." % n if n > 1 else ""),
+        evidence=evidence(t["evidence"]), source=t["src"], rank=t["rank"])]
+
+
+# a launcher's report that a worker or task exited non-zero: torchrun's elastic agent
+# ('failed (exitcode: -6) local_rank: 0 ...'), srun ('task 5: Exited with exit code 1')
+_EXIT_REPORT = re.compile(r"failed \(exitcode: -?\d{1,3}\)|Exited with exit code \d{1,3}")
+
+
+def _exits_are_consequences(findings):
+    """When the job's failure is explained (a watchdog timeout, a critical finding of a cause), a
+    launcher's report that a worker exited is its consequence (the watchdog aborts the process;
+    a CUDA error ends it): information, not a second failure."""
+    if not any(f["kind"].startswith("nccl_watchdog_timeout")
+               or (f["severity"] == "critical" and f["category"] not in ("unknown", "healthy")) for f in findings):
+        return
+    for f in findings:
+        if f["kind"] == "logged_error" and f.get("name") and f["severity"] != "info" and \
+                _EXIT_REPORT.search(f.get("evidence") or ""):
+            f["severity"] = "info"
+            f["message"] += " (a consequence of the failure found above)"
+
+
+def _killed_by_srun(findings, st, job):
+    """The tasks srun killed after one task exited non-zero (culprits._srun_first_exit) were killed
+    because of that exit: srun's 'Killed' lines are its consequence, information beside it."""
+    if job.get("culprit_evidence") != "srun_first_exit":
+        return
+    first = next(r for r in st.srun_exits if r["code"] and r["tasks"] == job["culprit_ranks"])
+    for f in findings:
+        if f["kind"] == "worker_sigkill" and f.get("name") == "Slurm" and f["severity"] != "info":
+            f["severity"] = "info"
+            f["message"] += (" srun killed these tasks when task %d exited with exit code %d (%s): they are not "
+                             "the cause." % (first["tasks"][0], first["code"], first["src"]))
 
 
 def _devices_skipped(findings, st):
@@ -94,6 +162,17 @@ def _drop_restated_exceptions(findings, st):
 
 
 def _stuck_watchdog(st):
+    if st.abort_hung:
+        # the watchdog was stuck in the abort it called (ProcessGroupNCCL waits for ncclCommAbort): the
+        # communicator's teardown hung, after an error or at the end of the run; no sign of the driver
+        a = st.abort_hung[0]
+        return [finding(
+            "nccl_abort_hang",
+            "%s: the process group's abort timed out (ncclCommAbort did not return), so its watchdog "
+            "stalled%s: a hang in the communicator's teardown, not a CUDA call in the driver." % (
+                "rank %d" % a["rank"] if a["rank"] is not None else "a process",
+                " and the heartbeat monitor ended the process" if st.stuck else ""),
+            evidence=evidence(a["evidence"]), source=a["src"], rank=a["rank"])]
     return [finding(
         "nccl_watchdog_stuck",
         "rank %s: the NCCL watchdog itself got stuck, which means a CUDA/NCCL call hung inside the "
@@ -141,6 +220,8 @@ def _early_failure(st, job, last_prog, findings):
                    any(f["severity"] == "critical" for f in findings))
     if job["phase"] != "early" or not failure or any(f["category"] in _HW_CATEGORIES for f in findings):
         return None
+    if any(f["kind"] == "nccl_error_trace" for f in findings):
+        return None  # the failure began inside NCCL (its error trail): NCCL's or the network's, not the code's
     if _first_collective(job) and not any(f["severity"] == "critical" for f in findings):
         return None  # no data ever moved: the transport's question (nccl_watchdog_timeout_first), not the code's
     fa = job["failed_at"] or {}
@@ -217,13 +298,14 @@ def _timeout(st, job, findings):
 
 
 def dedupe(findings):
-    """One finding per (kind, rank) -- per message for network errors, per traceback for
-    exceptions -- and at most MAX_FINDINGS_PER_KIND of a kind."""
+    """One finding per (kind, rank) -- per message for network errors and for an emitter's
+    messages of a generic kind (logged_*: Slurm's cancel and a task's exit are both logged_error),
+    per traceback for exceptions -- and at most MAX_FINDINGS_PER_KIND of a kind."""
     out, seen, per_kind = [], set(), Counter()
     for f in findings:
         key = (f["kind"], f["rank"], f["evidence"][:200] if f["kind"] == "python_exception" else None,
                f["message"] if f["kind"] in ("ib_completion_error", "nccl_peer_connection_error")
-               or f.get("name") == "py-spy" else None)
+               or (f.get("name") and f["kind"].startswith("logged_")) else None)
         if key in seen:
             continue
         seen.add(key)

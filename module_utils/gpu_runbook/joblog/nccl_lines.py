@@ -9,7 +9,7 @@ A handler takes (line, file state, job state) and returns True when the line is 
 
 from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE, LOOPBACK_IP,
                        IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX,
-                       NCCL_VERSION,
+                       NCCL_TRACE, NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
 from .nccl_words import peer_gone, read_bare, read_warn
 from .emitter_lines import read_vocabulary
@@ -99,7 +99,7 @@ def bare_ib_completion(line, fs, st):
 def nccl_body(body, line, host, pid, dev, st, level=None):
     """One NCCL message body (``level``: INFO, WARN, ...). Returns the IB completion event it
     recorded, if any."""
-    for reader in (_comm, _net_ib, _bootstrap, _net_socket, _network_choice):
+    for reader in (_comm, _trace, _net_ib, _bootstrap, _net_socket, _network_choice):
         done = reader(body, line, host, pid, dev, st)
         if done:
             return None
@@ -140,6 +140,22 @@ def _comm(body, line, host, pid, dev, st):
     # src/init.cc: '... commId 0x%llx - Init COMPLETE': this communicator came up
     rec["init_complete"] = "Init COMPLETE" in body
     st.comm.append(rec)
+    return True
+
+
+def _trace(body, line, host, pid, dev, st):
+    """A line of NCCL's error trail (patterns.NCCL_TRACE): the first of a process is where the
+    failure began; the rest only pass it up."""
+    if " -> " not in body:
+        return False
+    m = NCCL_TRACE.match(body)
+    if not m:
+        return False
+    key = (host, pid)
+    if not any(t["key"] == key for t in st.nccl_traces):
+        add(st.nccl_traces, {"key": key, "host": host, "rank": line.rank, "file": m.group("file"),
+                             "line": int(m.group("line")), "res": int(m.group("res")), "why": m.group("why"),
+                             "src": line.src, "evidence": line.raw})
     return True
 
 

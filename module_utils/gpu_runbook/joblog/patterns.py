@@ -38,6 +38,11 @@ ISO_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})")
 NCCL_PREFIX = re.compile(
     r"(?:^|[\s\]:])(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
     r"(?:[\w./\-]+:\d+ )?NCCL (?P<lvl>INFO|WARN|ERROR|ABORT|TRACE)\b ?")
+# NCCL's error trail (src/include/checks.h NCCLCHECK and its kin: INFO_LOC(NCCL_ALL, "-> %d", res),
+# "-> %d (%s)" with strerror(errno)): each function a failure returns through prints its file:line and
+# the ncclResult_t, innermost first
+NCCL_TRACE = re.compile(r"^\s{0,4}(?P<file>[\w./+\-]{1,120}\.(?:cc|cu|cpp|c|h)):(?P<line>\d{1,6}) -> (?P<res>\d{1,2})"
+                        r"(?: \((?P<why>[^)]{0,200})\))?(?: \[Async thread\])?\s*$")
 NCCL_BARE = re.compile(r"\bNCCL (INFO|WARN|ERROR|ABORT)\b ?")
 
 COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+) rank (\d+) n[Rr]anks (\d+)"
@@ -141,9 +146,16 @@ CUDA_ERR = re.compile(r"(uncorrectable ECC error encountered|an illegal memory a
                        r"unspecified launch failure|uncorrectable NVLink error|misaligned address|"
                        r"an illegal instruction was encountered|GPU has fallen off the bus|"
                        r"(?<=CUDA error: )unknown error|(?<=Cuda failure 999 ')unknown error|(?<=Cuda failure ')unknown error)")
+# a kernel's failed assert() (the CUDA C++ Programming Guide, 'Assertion': the device prints
+# '<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion `<condition>` failed.'),
+# e.g. ATen's index checks ('Indexing.cu:1146: indexSelectLargeIndex: ... `srcIndex < srcSelectDimSize`')
+DEVICE_ASSERT = re.compile(r":\d{1,6}: [^\s:]{1,200}: block: \[\d{1,6},\d{1,6},\d{1,6}\], thread: "
+                           r"\[\d{1,6},\d{1,6},\d{1,6}\] Assertion `([^`]{1,300})` failed")
 HOST_OOM = re.compile(r"(oom[-_]kill event|OOM Killed|Out of memory: Killed process|"
                        r"task \S+: Out Of Memory|Killed process \d+ \(\S+\)[^(]*oom|oom-kill:)", re.I)
 SRUN_ERR = re.compile(r"srun: error: ([\w.\-]+): tasks? ([\d,\- ]+): (.*)$")
+# srun (src/srun/launch.c, _task_finish): 'error: %s: %s %s: Exited with exit code %d'
+SRUN_EXIT = re.compile(r"Exited with exit code (\d{1,3})")
 LIGHTNING_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER: (\d+)/(\d+)")
 WORLD = re.compile(r"\bworld[_ ]size\s*[=:]\s*(\d{1,6})\b", re.I)
 STORE_BARRIER = re.compile(r"Rank (\d+): Completed store-based barrier for key:\S+ with (\d+) nodes")

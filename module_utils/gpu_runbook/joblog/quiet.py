@@ -36,14 +36,15 @@ NEEDLES = (
     "Watchdog caught", "last completed", "watchdog got stuck", "Heartbeat monitor", "imed out",  # torch_lines
     "lagging", "collective #", "Timeout at collective", "Not all ranks joining", "collective_seq_id",
     "profiling_name", "state", "is_p2p", '"rank"',
-    "DataLoader", "bus error encountered", "CUDA", "cuda", "GPU", "NVLink", "driver", "HW",  # error_lines
+    "DataLoader", "bus error encountered", "CUDA", "cuda", "GPU", "NVLink", "driver", "HW", "Assertion `",  # error_lines
     "Detected mismatch", "srun: error:", "orld", "barrier",
     "heckpoint", "socket", "C10d", "Rendezvous", "TCPStore", "key-value store", "exitcode", "SIGKILL",  # launch_lines
     "INCOMPLETE", "DEAD", "ERROR", "MISMATCH", "TIMEOUT",
     "Traceback", "GLOBAL_RANK", "[rank", "](",                                      # error_lines, read_line
     # emitter_lines: Slurm's words, a run's end, the words of a failure (vocab/reading.py ERROR_LIKE)
     "srun", "***", "JobID", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
-    "after training is done", "exiting program", "done training", "exits successfully",
+    "after training is done", "exiting program", "done training", "exits successfully", "train_runtime",
+    "epochs completed in", "max training steps reached", "Key: avg_train_prep",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
 ) + emitter_markers()

@@ -40,6 +40,8 @@ class JobState(object):
         self.held = []             # Line: read as context of lines that may follow; the vocabulary's
         # when the job has no finding of warning or above (emitter_lines.findings)
         self.stuck = []
+        self.nccl_traces = []      # the innermost line of NCCL's error trail per process ('socket.cc:829 -> 3')
+        self.abort_hung = []       # 'Future for ProcessGroup abort timed out': ncclCommAbort did not return
         self.desync_missing = []
         self.desync_lagging = []
         self.desync_timeout = []
@@ -59,6 +61,7 @@ class JobState(object):
         self.ras = []              # NCCL RAS report records (launch_lines.py)
         self.shapes = {}           # line shape -> quiet.shape_kind (the prefilter's cache)
         # what the last reader (emitter_lines.py) found in lines no dedicated handler read
+        self.srun_exits = []       # srun's 'task N: Exited with exit code C' / 'Killed' lines, in order
         self.slurm = []            # Slurm's words: a node failure, a cancellation and its reason
         self.success = []          # a run that ended well, as its launcher or trainer says
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)

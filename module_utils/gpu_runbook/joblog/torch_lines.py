@@ -24,6 +24,9 @@ def watchdog(line, fs, st):
     if "Some NCCL operations have failed or timed out" in text:
         st.some_failed.append((line.msg_rank(MSG_RANK.search(text)), line.src, line.raw))
         add(st.held, line)
+    if "ProcessGroup abort timed out" in text:
+        # ProcessGroupNCCL's abort waits for ncclCommAbort with a timeout: the communicator's teardown hung
+        st.abort_hung.append({"rank": line.msg_rank(MSG_RANK.search(text)), "src": line.src, "evidence": line.raw})
     if "watchdog got stuck" in text or "Heartbeat monitor timed out" in text:
         st.stuck.append({"rank": line.msg_rank(MSG_RANK.search(text)), "src": line.src, "evidence": line.raw})
     if BLOCKING_TIMEOUT.search(text) and "Watchdog" not in text:

@@ -17,6 +17,7 @@ and is left alone.
 import re
 
 from .. import vocab
+from ..linefamily import NHC_DEBUG_RE
 from ..vocab.reading import error_like
 
 HOST_TABLES = ("nvrm", "xid", "linux", "slurm", "nhc", "dcgm", "fabricmanager")
@@ -45,6 +46,8 @@ def read(text, dedicated):
     line (a detail line of an AER report or a machine check, an mlx5 command's chatter): it is
     no line nothing explains. (A message of a kind a dedicated reader found for the host is
     said once, by that reader: the scanner leaves those records out of its findings.)"""
+    if NHC_DEBUG_RE.match(text):
+        return None  # NHC's debug output (nhc -d): what it runs, not what it found
     m = vocab.match_line(text, HOST_TABLES)
     if m is not None:
         return m

@@ -45,10 +45,19 @@ def count_line(table, key, ctx, limit, init):
         if rec["first"] is None:
             rec["first"] = when
         rec["last"] = when
-        if isinstance(when, str):
-            rec["first_wall"] = rec["first_wall"] or when
-            rec["last_wall"] = when
+        if isinstance(when, str):  # the earliest and the latest: a paste need not keep the log's order
+            fw, lw = rec["first_wall"], rec["last_wall"]
+            rec["first_wall"] = when if fw is None or _before(when, fw) else fw
+            rec["last_wall"] = when if lw is None or _before(lw, when) else lw
     return rec
+
+
+def _before(a, b):
+    """True when ISO time ``a`` is earlier than ``b`` (as text when both have one offset and shape)."""
+    if len(a) == len(b) and a[-6:] == b[-6:]:
+        return a < b
+    ta, tb = to_utc(a), to_utc(b)
+    return ta is not None and tb is not None and ta < tb
 
 
 def seen(rec):

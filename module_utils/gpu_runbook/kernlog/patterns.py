@@ -11,7 +11,8 @@ PCI_FULL_RE = re.compile(r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7
 # The parenthesis holds the GPU's address in every driver since the 3xx era ('PCI:0000:3b:00',
 # '0000:3b:00', '0000:3b:00.0'), but shared logs elide it ('PCI:...', 'PCI:<redacted>'): the code
 # after it counts whatever the parenthesis holds; the address is read from it only when it is one.
-XID_RE = re.compile(r"NVRM: Xid ?\((?P<inside>[^()\n]{0,80})\):? *(?P<code>\d{1,6})(?![\d.])(?P<rest>.*)")
+# 'NVRM: Xid (PCI:0000:3b:00): 79, ...'; a paste that dropped the GPU ('NVRM: Xid: 154, ...') is still that Xid
+XID_RE = re.compile(r"NVRM: Xid(?: ?\((?P<inside>[^()\n]{0,80})\))?:? *(?P<code>\d{1,6})(?![\d.])(?P<rest>.*)")
 XID_PCI_RE = re.compile(r"(?:PCI:)?(?P<pci>" + _PCI + r")\s*$")
 # NVIDIA/k8s-device-plugin internal/rm/health.go: 'XidCriticalError: Xid=%d on Device=%s, the device will go
 # unhealthy.' (older) / '...; marking device as unhealthy.'

@@ -30,9 +30,10 @@ def _xid_one(sc, ctx, line, joined=False):
     if not sc._in_window(ctx):
         return
     code = int(m.group("code"))
-    pm = XID_PCI_RE.search(m.group("inside"))
+    inside = m.group("inside") or ""
+    pm = XID_PCI_RE.search(inside)
     pci = normalize_pci(pm.group("pci")) if pm else None
-    odd = [] if pm else ["PCI address not in the line (%r)" % m.group("inside")[:40]]
+    odd = [] if pm else ["PCI address not in the line (%r)" % inside[:40]]
     if joined:
         odd.append("several Xids joined on one line")
     if pci:

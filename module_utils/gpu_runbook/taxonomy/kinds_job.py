@@ -300,6 +300,15 @@ KINDS = {
         "driver", "critical", "drain", ("drain_node", "job_read_xid"),
         "the NCCL watchdog of rank {rank} got stuck: a CUDA/NCCL call hung inside the driver",
         "랭크 {rank}의 NCCL watchdog이 멈춤: CUDA/NCCL 호출이 드라이버 안에서 멈춤"),
+    "nccl_error_trace": kind(
+        "unknown", "critical", "none", ("read_rank_log", "check_nccl_config"),
+        "NCCL failed inside (its error trail names where), with no message saying why",
+        "NCCL 내부에서 실패함 (오류 경로가 위치를 밝힘), 이유를 밝힌 메시지 없음"),
+    "nccl_abort_hang": kind(
+        "unknown", "warning", "none", ("read_rank_log", "check_follow_up"),
+        "rank {rank}'s process group abort hung (ncclCommAbort did not return): a teardown hang, after an "
+        "error or at the run's end",
+        "랭크 {rank}의 프로세스 그룹 abort가 멈춤 (ncclCommAbort가 반환되지 않음): 오류 뒤나 실행 끝의 정리 단계 멈춤"),
     # ---- memory, data, application
     "cuda_oom": kind(
         "application", "critical", "fix_application", ("job_fix_gpu_memory",),

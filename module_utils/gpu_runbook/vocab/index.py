@@ -5,6 +5,7 @@ MARKERS = {
     'nccl': ('NCCL WARN', 'NCCL INFO', 'NCCL error', 'NCCL Error', 'NCCL failure', 'NCCL_DEBUG=', 'remote process exited or there was a network error', 'internal error - please report this issue to the NCCL developers', 'NCCL operation in progress'),
     'ofi': ('NET/OFI',),
     'torch': ('NCCL', 'nccl', 'c10d', 'atchdog', 'Store', 'store', 'ocket', 'endezvous', 'DataLoader', 'dataloader', 'orker', 'rank', 'Rank', 'ProcessGroup', 'rocess group', 'timed out', 'Timed out', 'imeout', 'ollective', 'Flight Recorder', 'ensor', 'CUDA', 'exitcode', 'received by PID', 'GIL', 'debug info', 'signal', 'backend', 'group', 'etcd', 'mismatch', 'device', 'remote server', 'Pin memory', 'Distributed package', 'barrier', 'nvironment variable', 'already in use', 'FileTimer', 'elastic'),
+    'gloo': ('enforce fail at', 'gloo/', 'gloo\\', 'Application timeout caused pair closure'),
     'cuda': ('CUDA', 'cudaError', 'Cuda failure'),
     'nvrm': ('NVRM', 'SXid', 'nvidia-peermem'),
     'xid': ('NVRM',),
@@ -13,5 +14,6 @@ MARKERS = {
     'dcgm': ('"warning" : "', '"error_id" : ', 'GPU', 'DCGM', 'NvSwitch', 'NvLink', 'NVLink', 'NVVS', 'NVML', 'CUDA', 'Fabric Manager', 'IMEX', 'Overall Health', 'Health Monitor Report', 'health watches', 'Health watches', 'Health monitor', 'diagnostic', 'Diagnostic', 'host engine', '-> PCIe system', '-> NVLINK system', '-> PMU system', '-> MCU system', '-> Memory system', '-> SM system', '-> InfoROM system', '-> Thermal system', '-> Power system', '-> Driver', '-> ConnectX system'),
     'fabricmanager': ('[tid ', 'NVSwitch', 'nv-fabricmanager', 'fabric manager'),
     'rdma': ('status=', 'with error', 'Failed status', 'async event', 'async fatal event'),
-    'nhc': ('Health check failed', 'NHC', 'Node Health Check'),
+    'ucx': ('UCX  ERROR', 'UCX  WARN', 'UCX  DIAG', 'UCX  FATAL', 'UCX ERROR', 'UCX WARN', 'UCX DIAG', 'UCX FATAL', 'Fatal: ', 'Assertion `', 'Caught signal', ' retry count exceeded', 'cma_ep.c:', 'cuda_copy_md.c:', 'cuda_ctx.c:', 'ib_device.c:', 'ib_mlx5_log.c:', 'mm_posix.c:', 'proto_common.c:', 'rc_iface.c:', 'rc_verbs_iface.c:', 'rdmacm_cm.c:', 'rdmacm_cm_ep.c:', 'srd_iface.c:', 'sys.c:', 'tcp_ep.c:', 'tcp_sockcm.c:', 'tcp_sockcm_ep.c:', 'ucp_ep.c:', 'ucp_listener.c:', 'ucp_mm.c:', 'uct_md.c:', 'wireup_cm.c:'),
+    'nhc': ('Health check failed', 'NHC', 'Node Health Check', 'Health check passed', 'Health checks completed'),
 }
