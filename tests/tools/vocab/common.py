@@ -160,6 +160,11 @@ def write_table(emitter_module, meta, markers, templates, rows, codes=None, code
 # ---------------------------------------------------------------------------------------------
 # C / C++ source reading (gen_nccl.py, gen_ofi.py)
 
+def line_of(text, pos):
+    """The 1-based line number of offset ``pos`` in ``text``."""
+    return text.count("\n", 0, pos) + 1
+
+
 def blank_comments(text):
     """``text`` with comments blanked (newlines kept, so line numbers hold); literals kept."""
     out, i, n = [], 0, len(text)

@@ -122,10 +122,6 @@ class Site(object):
         self.path, self.line, self.macro, self.fmt, self.level = path, line, macro, fmt, level
 
 
-def line_of(text, pos):
-    return text.count("\n", 0, pos) + 1
-
-
 def squash(expr):
     """An expression as the preprocessor stringifies it (#x): blanks collapsed, continuations gone."""
     return " ".join(expr.replace("\\\n", " ").split())
@@ -249,7 +245,7 @@ def read_file(src, rev, path, classes, addresses):
     addr = addresses.get(t.group(1), "%s") if t else "%s"
     for m in _SITE.finditer(text):
         macro = m.group("macro")
-        line = line_of(text, m.start())
+        line = common.line_of(text, m.start())
         args, _end = common.call_args(text, m.end() - 1)
         level = "raise"
         head = macro.split()[0]

@@ -150,10 +150,6 @@ def join_format(expr, subst=None):
     return "".join(parts) if parts else None
 
 
-def line_of(text, pos):
-    return text.count("\n", 0, pos) + 1
-
-
 def in_define(text, pos):
     """True when ``pos`` lies in a #define (continued lines included)."""
     start = text.rfind("\n", 0, pos) + 1
@@ -240,7 +236,7 @@ def find_macros(path, text):
             expr = args[0] if args else ""
             idents = set(re.findall(r"#?\s*([A-Za-z_]\w*)", re.sub(r'"(?:[^"\\\n]|\\.)*"', "", expr)))
             if idents & set(params):
-                out.append(Macro(path, name, params, line_of(text, m.start() + w.start()), expr,
+                out.append(Macro(path, name, params, common.line_of(text, m.start() + w.start()), expr,
                                  result_after(body, wend)))
     return out
 
@@ -295,12 +291,12 @@ def read_sites(src, rev):
                 if consts.get(args[1].strip()):
                     fmt = consts[args[1].strip()].replace("%", "%%")
             if fmt is None:
-                if not any(mac.path == p and mac.warn_line == line_of(text, m.start()) for mac in macros):
-                    unread.append("%s:%d %s" % (p, line_of(text, m.start()), " ".join(expr.split())[:80]))
+                if not any(mac.path == p and mac.warn_line == common.line_of(text, m.start()) for mac in macros):
+                    unread.append("%s:%d %s" % (p, common.line_of(text, m.start()), " ".join(expr.split())[:80]))
                 continue
             if m.group(1) == "INFO_LOC":
                 fmt = "%s:%d (%s) " + fmt
-            sites.append(Site(p, line_of(text, m.start()), fmt, level, result_after(text, end)))
+            sites.append(Site(p, common.line_of(text, m.start()), fmt, level, result_after(text, end)))
         # invocations of the macros whose format holds a parameter
         for name, macs in by_name.items():
             for inv in re.finditer(r"\b%s\s*\(" % re.escape(name), text):
@@ -312,7 +308,7 @@ def read_sites(src, rev):
                     args, _end = call_args(text, inv.end() - 1)
                     fmt = join_format(mac.fmt_expr, macro_subst(mac, args))
                     if fmt is not None:
-                        sites.append(Site(p, line_of(text, inv.start()), fmt, "warn", mac.result,
+                        sites.append(Site(p, common.line_of(text, inv.start()), fmt, "warn", mac.result,
                                           "%s (%s:%d)" % (mac.name, mac.path, mac.warn_line)))
                     break
     for mac in macros:
@@ -324,7 +320,7 @@ def read_sites(src, rev):
             continue  # an older NCCL without it
         text = common.show(src, rev, p)
         for m in re.finditer(r'\bWARN\("((?:[^"\\]|\\.)*)"', text):
-            sites.append(Site(p, line_of(text, m.start()), common.c_unescape(m.group(1)), "warn", "error",
+            sites.append(Site(p, common.line_of(text, m.start()), common.c_unescape(m.group(1)), "warn", "error",
                               "generated C++"))
     return sites, unread
 

@@ -114,10 +114,6 @@ def join_format(expr, subst=None):
     return "".join(parts) if literal else None
 
 
-def line_of(text, pos):
-    return text.count("\n", 0, pos) + 1
-
-
 def define_span(text, pos):
     """(start, end) of the #define ``pos`` lies in (continued lines included), or None."""
     start = text.rfind("\n", 0, pos) + 1
@@ -197,7 +193,7 @@ def find_macros(text):
             expr = args[0] if args else ""
             idents = set(re.findall(r"[A-Za-z_]\w*", re.sub(r'"(?:[^"\\\n]|\\.)*"', "", expr)))
             if idents & set(params):
-                out.setdefault(name, []).append((params, line_of(text, start + w.start()), expr,
+                out.setdefault(name, []).append((params, common.line_of(text, start + w.start()), expr,
                                                  fails_after(body, wend)))
     return out
 
@@ -247,9 +243,9 @@ def read_sites(src, rev):
             fmt = join_format(expr, consts)
             if fmt is None:
                 if span is None and level == "warn":
-                    unread.append("%s:%d %s" % (p, line_of(text, m.start()), " ".join(expr.split())[:80]))
+                    unread.append("%s:%d %s" % (p, common.line_of(text, m.start()), " ".join(expr.split())[:80]))
                 continue  # a macro's WARN with a parameter: read at the macro and per invocation below
-            sites.append(Site(p, line_of(text, m.start()), PREFIX + fmt, level,
+            sites.append(Site(p, common.line_of(text, m.start()), PREFIX + fmt, level,
                               fails_after(text if span is None else text[:span[1]], end)))
         for name, defs in macros.items():
             for inv in re.finditer(r"\b%s\s*\(" % re.escape(name), text):
@@ -261,7 +257,7 @@ def read_sites(src, rev):
                         continue
                     fmt = join_format(expr, macro_subst(params, args, consts))
                     if fmt is not None and fmt != macro_generic(params, expr, consts):
-                        sites.append(Site(p, line_of(text, inv.start()), PREFIX + fmt, "warn", fails))
+                        sites.append(Site(p, common.line_of(text, inv.start()), PREFIX + fmt, "warn", fails))
     for name, defs in sorted(macros.items()):
         for (mpath, params, wline, expr, fails) in defs:
             fmt = macro_generic(params, expr, consts)

@@ -189,10 +189,6 @@ def _balanced(s):
     return depth == 0
 
 
-def line_of(text, pos):
-    return text.count("\n", 0, pos) + 1
-
-
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)(\([^)]*\))?", re.M)
 
 
@@ -415,7 +411,7 @@ class Source(object):
                 args, _e = call_args(text, m.end() - 1)
                 if any(re.search(r"\bconst\s+char\s*\*|\bucs_log_level_t\s+\w|^\s*\.\.\.\s*$", a) for a in args):
                     continue  # a declaration
-                out.extend(self.expand(m.group(1), text, m.end() - 1, p, line_of(text, m.start()), func, text,
+                out.extend(self.expand(m.group(1), text, m.end() - 1, p, common.line_of(text, m.start()), func, text,
                                        m.start(), 0, ()))
         return out
 
