@@ -19,6 +19,7 @@ from .findings import SEVERITY_RANK, finding
 from .hostresult import host_from_result
 from .joblog.culprits import SETUP_EVIDENCE
 from .taxonomy import RUNG_TABLE
+from .taxonomy.kinds_job import CUDA_ERROR_KINDS
 from .timeutil import to_utc
 from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
 
@@ -323,20 +324,16 @@ def join_job(hosts, job):
     return {"culprits": culprits, "verdict": verdict, "decided_by": decided_by}
 
 
-# the job's CUDA errors that a GPU or driver fault on its host explains (a sticky error ends the kernel
-# that ran when the GPU fell off the bus or its memory failed)
-_CUDA_KINDS = ("cuda_error", "cuda_unknown_error", "cuda_launch_failure", "cuda_hardware_error")
-
-
 def _one_host_gpu_fault(hosts, job, rank_map):
     """The host finding that explains the job's CUDA error when no rank is named: the captures
     hold one host, the job names no other, and that host has a critical GPU or driver fault (an Xid
-    79 beside 'unspecified launch failure' in one paste). None otherwise."""
-    if len(hosts) != 1 or not any(f.get("kind") in _CUDA_KINDS for f in job.get("findings") or ()):
+    79 beside 'unspecified launch failure' in one paste: a sticky error ends the kernel that ran when
+    the GPU fell off the bus). None otherwise."""
+    if len(hosts) != 1 or not any(f.get("kind") in CUDA_ERROR_KINDS for f in job.get("findings") or ()):
         return None
     host = hosts[0]
     named = set((v or {}).get("host") for v in rank_map.values()) - {None}
-    if named and _match_host({host["host"]: host}, next(iter(named))) is None or len(named) > 1:
+    if len(named) > 1 or (named and _match_host({host["host"]: host}, named.pop()) is None):
         return None
     faults = [f for f in host.get("findings") or () if f.get("severity") == "critical"
               and f.get("category") in ("gpu_hardware", "driver")]
@@ -384,17 +381,17 @@ def _job_verdict(job, culprits, explanations):
     # ranks that waited: their watchdogs timed out, or py-spy found them in a collective; a culprit
     # may be a rank, or a dumped process elsewhere whose rank no line names
     waited = job.get("timed_out_ranks") or dumps.get("waiting")
-    culprits = culprits or dumps.get("elsewhere")
+    named = bool(culprits or dumps.get("elsewhere"))
     failing = [f for f in found if f["severity"] in ("warning", "critical")]
     # early is a phase of a failure: a log that only stops early (no error, no rank waiting) is not one;
     # a failure that began inside NCCL (its error trail) is NCCL's or the network's, not the code's
     nccl_own = any(f["kind"] == "nccl_error_trace" for f in found)
     if job.get("phase") == "early" and not nccl_own and (
-            waited or culprits or [f for f in failing if f["kind"] != "job_end_unknown"]):
+            waited or named or [f for f in failing if f["kind"] != "job_end_unknown"]):
         return "application", None
-    if culprits and waited:
+    if named and waited:
         return "nccl_deadlock", None
-    if waited or failing or culprits:
+    if waited or failing or named:
         return "unknown", max(failing, key=rank_key) if failing else None
     if _ended_well(job):
         return "healthy", None

@@ -22,6 +22,7 @@ same reason in another language (``reason_text``).
 
 from .korean import render
 from .sources import FAMILY
+from .taxonomy.kinds_job import CUDA_ERROR_KINDS
 from .verdict import primary_finding, rank_key
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
@@ -272,7 +273,7 @@ def job_confidence(job, hosts=()):
     decided = job.get("decided_by")
     if isinstance(decided, dict) and decided.get("category") == verdict and decided.get("family") != "job":
         cuda = next((f for f in job.get("findings") or [] if isinstance(f, dict)
-                     and str(f.get("kind", "")).startswith("cuda_")), None)
+                     and f.get("kind") in CUDA_ERROR_KINDS), None)
         host = next((h for h in hosts or [] if isinstance(h, dict) and decided in (h.get("findings") or [])), None)
         if cuda is not None and host is not None:
             return _result("job_host_evidence", what=_job_what(cuda), what_ko=_job_what(cuda, "ko"),

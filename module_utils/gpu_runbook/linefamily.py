@@ -21,8 +21,8 @@ SYSLOG_HOST = (
 _SYSLOG_RE = re.compile(SYSLOG_HOST)
 # a syslog / journal line quoted whole after another tool's words, as an alert carries it ('Xid errors
 # on instance: node7, Error: May 19 07:08:57 node7 kernel: [680111.6] NVRM: Xid ..'): after a separator
-_EMBEDDED_RE = re.compile(r"[\s,;|>\"'(=](?=" + _TIME_HOST_TAG + ")")
-EMBEDDED_SYSLOG_HOST = r"[\s,;|>\"'(=]" + _TIME_HOST_TAG  # the same, its group 1 the host (hostscan's)
+# (a separator, then the line; group 1 the host: hostscan's findall)
+EMBEDDED_SYSLOG_RE = re.compile(r"[\s,;|>\"'(=]" + _TIME_HOST_TAG)
 # the kernel's line heads: dmesg (seconds since boot, -T, --time-format iso: a T, a comma and
 # an offset), --decode's 'kern  :warn  : ', a syslog / journal line tagged 'kernel'
 _KERNEL_HEAD_RE = re.compile(
@@ -38,13 +38,15 @@ _KERNEL_TAG_NO_HOST_RE = re.compile(SYSLOG_HOST.replace(r" {1,4}([A-Za-z0-9][^\s
 KERNEL_MSG_RE = re.compile(r"^(?:<\d{1,2}>)?(?:kernel: )?(?:NVRM: |nvidia(?:-nvswitch\d{0,3}|-modeset|-uvm|-nvlink|"
                            r"-peermem)?: |mlx5_(?:core|ib)|EDAC |pcieport |\S{1,40} \S{1,40}: AER: |Out of memory|"
                            r"oom-kill|INFO: task |mce: |\[Hardware Error\]|DMAR: |AMD-Vi: |ib_\w{1,20}: |ipoib)")
+# NHC with TS=1 puts '[$SECONDS] - ' before each line (nhc's log functions: PREFIX="[$SECONDS] - ")
+_NHC_TS = r"(?:\[\d{1,12}\] - )?"
 # a node daemon's own log file: Fabric Manager's '[Feb 27 2025 15:10:02] [ERROR] [tid N] ..',
 # slurmd's / slurmctld's '[2026-12-02T07:10:01.123] error: ..', NHC's 'ERROR:  nhc:  Health check failed:  ..'
 # (and the pass lines and the exit code of Azure's NHC checks)
 DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(?:ERROR|WARNING|WARN|INFO|"
                            r"DEBUG|FATAL)\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] )|"
-                           # NHC's own log, with TS=1 each line after '[$SECONDS] - ' (nhc's log functions)
-                           r"(?:\[\d{1,12}\] - )?(?:ERROR: {1,2}nhc: |DEBUG: {2})|"
+                           # NHC's own log (its errors, its -d debug output), after its TS prefix
+                           + _NHC_TS + r"(?:ERROR: {1,2}nhc: |DEBUG: {2})|"
                            r"Node Health Check (?:starting|completed successfully)|"
                            # Azure's NHC checks (azurehpc-health-checks customTests/azure_common.nhc, and
                            # its container's entrypoint): 'SUCCESS:  nhc:  Health check passed:  ..'
@@ -52,7 +54,7 @@ DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d
 # Slurm's daemons' own log lines ('[2026-12-02T07:10:01.123] ...'): slurmctld's are the controller's,
 # about every node; a node's health is not read from them
 # NHC's dbg() (nhc: echo "${PREFIX}DEBUG:  $*" with -d): its debug output, no finding of a check
-NHC_DEBUG_RE = re.compile(r"^(?:\[\d{1,12}\] - )?DEBUG: {2}")
+NHC_DEBUG_RE = re.compile(r"^" + _NHC_TS + r"DEBUG: {2}")
 SLURM_DAEMON_RE = re.compile(r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\] ")
 # NVIDIA's k8s-device-plugin (internal/rm/health.go): 'XidCriticalError: Xid=%d on Device=%s, ...': an
 # Xid the node's NVML reported, as the plugin logs it
@@ -95,8 +97,8 @@ def embedded_syslog(line):
     after a time is searched (the first character is never a start: that line is syslog's own)."""
     if ":" not in line[8:] or not (" kernel" in line or "]: " in line):
         return 0
-    m = _EMBEDDED_RE.search(line, 1)
-    return m.end() if m else 0
+    m = EMBEDDED_SYSLOG_RE.search(line, 1)
+    return m.start() + 1 if m else 0
 
 
 def line_family(line):

@@ -96,8 +96,8 @@ def srun_and_elastic(line, fs, st):
                 add(st.events, {"kind": "host_oom", "rank": tasks[0], "host": m.group(1), "src": line.src,
                                 "evidence": line.raw})
             ex = SRUN_EXIT.match(m.group(3))
-            add(st.srun_exits, {"tasks": tasks, "host": m.group(1), "code": int(ex.group(1)) if ex else None,
-                                "how": m.group(3)[:80], "src": line.src, "evidence": line.raw})
+            add(st.srun_exits, {"tasks": tasks, "code": int(ex.group(1)) if ex else None, "how": m.group(3)[:80],
+                                "src": line.src})
             # srun's own words (launch.c: an exit code, a signal): the vocabulary says what they are
             read_vocabulary(line, st, quote=False)
     elif ": " in text and (text.lstrip().startswith("host") or text.lstrip().startswith("rank")):

@@ -82,7 +82,7 @@ def _nccl_trail(st, findings):
     if not st.nccl_traces or any((f.get("name") == "NCCL" or f["kind"].startswith(("nccl_", "logged_nccl")))
                                  and f["severity"] in ("warning", "critical") for f in findings):
         return []
-    t = st.nccl_traces[0]
+    t = next(iter(st.nccl_traces.values()))  # the first process's (dicts keep their order)
     part = next((what for key, what in _NCCL_PARTS if key in t["file"]), "NCCL")
     n = len(st.nccl_traces)
     return [finding(

@@ -7,7 +7,7 @@ connections, CUDA failures NCCL reports.
 A handler takes (line, file state, job state) and returns True when the line is fully read
 (no later handler needs to see it)."""
 
-from .patterns import (BOOTSTRAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE, LOOPBACK_IP,
+from .patterns import (BOOTSTRAP, CAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE, LOOPBACK_IP,
                        IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX,
                        NCCL_TRACE, NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
@@ -151,11 +151,10 @@ def _trace(body, line, host, pid, dev, st):
     m = NCCL_TRACE.match(body)
     if not m:
         return False
-    key = (host, pid)
-    if not any(t["key"] == key for t in st.nccl_traces):
-        add(st.nccl_traces, {"key": key, "host": host, "rank": line.rank, "file": m.group("file"),
-                             "line": int(m.group("line")), "res": int(m.group("res")), "why": m.group("why"),
-                             "src": line.src, "evidence": line.raw})
+    if (host, pid) not in st.nccl_traces and len(st.nccl_traces) < CAP:
+        st.nccl_traces[(host, pid)] = {"host": host, "rank": line.rank, "file": m.group("file"),
+                                       "line": int(m.group("line")), "res": int(m.group("res")),
+                                       "why": m.group("why"), "src": line.src, "evidence": line.raw}
     return True
 
 

@@ -354,6 +354,15 @@ def _voters(st):
     return list(last.values())
 
 
+def _wheres(st):
+    """{id(record): where(record)} of the job's dumps, read once when the logs are read (the
+    culprits, the summary and the findings all ask; a record added since is read then)."""
+    got = st.pyspy_wheres
+    if got is None or len(got) != len(st.pyspy):
+        got = st.pyspy_wheres = {id(r): where(r) for r in st.pyspy}
+    return got
+
+
 def _culprits(st, wheres):
     """(culprit records, waiting records): when most dumped ranks wait in a collective and one or
     a few (a quarter at most, at least one) are elsewhere, those few are the likely culprits."""
@@ -367,7 +376,7 @@ def _culprits(st, wheres):
 
 def culprit_ranks(st):
     """The ranks the dumps name as the likely culprits (see findings); [] when none or unknown."""
-    wheres = {id(r): where(r) for r in st.pyspy}
+    wheres = _wheres(st)
     return sorted(set(r["rank"] for r in _culprits(st, wheres)[0] if r["rank"] is not None))
 
 
@@ -376,7 +385,7 @@ def summary(st):
     a collective, "elsewhere": the likely culprits (findings)}; {} without a dump."""
     if not st.pyspy:
         return {}
-    wheres = {id(r): where(r) for r in st.pyspy}
+    wheres = _wheres(st)
     culprits, waiting = _culprits(st, wheres)
     return {"waiting": len(waiting), "elsewhere": len(culprits)}
 
@@ -406,7 +415,7 @@ def findings(st):
     for a rank writing a checkpoint while other dumped ranks wait in a collective."""
     if not st.pyspy:
         return []
-    wheres = {id(r): where(r) for r in st.pyspy}
+    wheres = _wheres(st)
     culprits, waiting = _culprits(st, wheres)
     blamed = set(id(r) for r in culprits)
     groups = {}

@@ -40,7 +40,7 @@ class JobState(object):
         self.held = []             # Line: read as context of lines that may follow; the vocabulary's
         # when the job has no finding of warning or above (emitter_lines.findings)
         self.stuck = []
-        self.nccl_traces = []      # the innermost line of NCCL's error trail per process ('socket.cc:829 -> 3')
+        self.nccl_traces = {}      # (host, pid) -> the innermost line of NCCL's error trail ('socket.cc:829 -> 3')
         self.abort_hung = []       # 'Future for ProcessGroup abort timed out': ncclCommAbort did not return
         self.desync_missing = []
         self.desync_lagging = []
@@ -67,6 +67,7 @@ class JobState(object):
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)
         self.sacct = []            # sacct's rows (emitter_lines.sacct): the job's state as Slurm accounted it
         self.pyspy = []            # py-spy dumps: one record per process dumped (pyspy.py)
+        self.pyspy_wheres = None   # ... where each stands (pyspy._wheres: read once)
         self.seen = Seen()         # messages of an emitter's vocabulary, lines nothing explains
         self.files_read = {}       # file -> True when a reader took one of its lines (else it was no job log)
         self.bars_read = None      # (raw line, progress.read_bars of it): read by another process (parallel.py)

@@ -169,7 +169,6 @@ class FileLines(object):
             if own:
                 source.lines = n  # what it yielded: it left the count to this reader
 
-
     def tail(self):
         """The file's last TAIL_LINES lines (cleaned), once it was read: what a reader of the
         run's end looks at whatever the prefilter skipped."""

@@ -211,7 +211,7 @@ def settle(rec):
 
 
 def link_transition(rec, kind, ctx):
-    """Update an HCA record's link/cable state for one mlx5 event."""
+    """Update a link record's link/cable state for one event (mlx5's, or systemd-networkd's carrier)."""
     # Only up->down / plugged->unplugged transitions are faults: an unused port logs
     # 'Cable unplugged' and 'Link down' once at boot without ever having been up.
     line = ctx[1]
@@ -226,6 +226,13 @@ def link_transition(rec, kind, ctx):
         if rec.get("pending_down"):
             drop(rec, rec.pop("pending_down"))
         rec["last_state"] = "up"
+    elif kind in ("carrier_lost", "carrier_gained"):
+        # systemd-networkd's 'Lost carrier' / 'Gained carrier' (networkd-link.c link_update): said only
+        # when the carrier changed, so each loss is a drop of a link that was up
+        rec.pop("pending_down", None)
+        if kind == "carrier_lost":
+            drop(rec, ctx)
+        rec["last_state"] = "down" if kind == "carrier_lost" else "up"
     elif kind == "driver_load":
         # the driver (re)loaded (openibd restart, modprobe): the down before it was its unloading, and
         # the ports train anew

@@ -15,7 +15,7 @@ import re
 
 from ..findings import finding
 from ..textio import TextChunks
-from ..linefamily import EMBEDDED_SYSLOG_HOST
+from ..linefamily import EMBEDDED_SYSLOG_RE
 from .hosts import _NOT_HOSTS, _PIPE_RESULT_RE, MAX_HOSTS, SLURM_NODE_RE, SYSLOG_HOST, HostDemux, field_host
 from .prefilter import MAX_LINE, SAMPLE_LINES, has_needle
 from .scanner import KernelLogScanner
@@ -23,7 +23,6 @@ from .timestamps import TS_RE
 
 _CHUNK = 16 * 1024 * 1024
 _SYSLOG_HOST_RE = re.compile(r"^" + SYSLOG_HOST, re.M)
-_EMBEDDED_HOST_RE = re.compile(EMBEDDED_SYSLOG_HOST)
 # any line that could be a pdsh/clush prefix, a prompt, a block header or RFC 5424
 _MARK_RE = re.compile(
     r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}: |[^\s@]{1,80}@[A-Za-z0-9]|\[[^\s@\]]{1,64}@|-{3}|<\d{1,3}>\d"
@@ -62,7 +61,7 @@ def _hosts_of(block):
     dmesg file holds no ' kernel: ' mid-line, so they never pay for that search)."""
     found = _SYSLOG_HOST_RE.findall(block)
     if not found and " kernel: " in block:
-        found = _EMBEDDED_HOST_RE.findall(block)
+        found = EMBEDDED_SYSLOG_RE.findall(block)
     return found
 
 

@@ -375,56 +375,54 @@ class KernelLogScanner:
             return
         if kind is None or not self._in_window(ctx):
             return
-        rec = self._ib.get(pci)
+        rec = self._ib_record(pci, pci)
         if rec is None:
-            if len(self._ib) >= MAX_KEYS:
-                self._overflow += 1
-                return
-            rec = self._ib[pci] = {"pci": pci, "port": None, "netdev": None, "last_state": None, "boot": self._boot,
-                                   "cable": None, "drops": 0, "unplugs": 0,
-                                   "first_line": {}, "evidence": {}, "counts": {}, "seen": {}}
+            return
         if dev and not dev.startswith("mlx5_"):
             rec["netdev"] = rec["netdev"] or dev
         pm = PORT_RE.search(msg)
         if pm and rec["port"] is None:
             rec["port"] = int(pm.group(1))
-        rec["counts"][kind] = rec["counts"].get(kind, 0) + 1
-        count_line(rec["seen"], kind, ctx, derive.SEEN_KEYS, {})  # how often and when, for the findings
-        if kind not in rec["first_line"]:
-            rec["first_line"][kind] = ctx[0]
-            rec["evidence"][kind] = line[:1000]
-        derive.link_transition(rec, kind, ctx)
-        self._event(ctx, "ib_" + kind)
+        self._ib_event(rec, kind, ctx)
 
     def _carrier(self, ctx):
-        """systemd-networkd's carrier change of an IPoIB netdev (patterns.CARRIER_RE): a lost
-        carrier is a drop (networkd says it only when the link had one), a gained one an up."""
+        """systemd-networkd's carrier change of an IPoIB netdev (patterns.CARRIER_RE), a link record
+        of its own (keyed by the netdev: no PCI address in the line)."""
         m = CARRIER_RE.search(ctx[1])
         if m is None:
             return False
         if not self._in_window(ctx):
             return True
         dev = m.group("dev")
-        rec = self._ib.get(dev)
+        rec = self._ib_record(dev, None, netdev=dev)
+        if rec is not None:
+            lost = m.group("what") != "Gained"
+            self._ib_event(rec, "link_down" if lost else "link_up", ctx,
+                           transition="carrier_lost" if lost else "carrier_gained")
+        return True
+
+    def _ib_record(self, key, pci, netdev=None):
+        """The link record of an HCA (keyed by its PCI address) or of a netdev; None when full."""
+        rec = self._ib.get(key)
         if rec is None:
             if len(self._ib) >= MAX_KEYS:
                 self._overflow += 1
-                return True
-            rec = self._ib[dev] = {"pci": None, "port": None, "netdev": dev, "last_state": None, "boot": self._boot,
+                return None
+            rec = self._ib[key] = {"pci": pci, "port": None, "netdev": netdev, "last_state": None, "boot": self._boot,
                                    "cable": None, "drops": 0, "unplugs": 0,
                                    "first_line": {}, "evidence": {}, "counts": {}, "seen": {}}
-        kind = "link_up" if m.group("what") == "Gained" else "link_down"
+        return rec
+
+    def _ib_event(self, rec, kind, ctx, transition=None):
+        """Count one link event of ``rec`` (how often and when, for the findings) and apply its
+        state change (derive.link_transition: ``transition``, else ``kind``)."""
         rec["counts"][kind] = rec["counts"].get(kind, 0) + 1
         count_line(rec["seen"], kind, ctx, derive.SEEN_KEYS, {})
         if kind not in rec["first_line"]:
             rec["first_line"][kind] = ctx[0]
             rec["evidence"][kind] = ctx[1][:1000]
-        if kind == "link_down":
-            derive.drop(rec, ctx)
-        rec.pop("pending_down", None)
-        rec["last_state"] = "up" if kind == "link_up" else "down"
+        derive.link_transition(rec, transition or kind, ctx)
         self._event(ctx, "ib_" + kind)
-        return True
 
     def _hca(self, pci):
         if len(self._hcas) < MAX_KEYS:

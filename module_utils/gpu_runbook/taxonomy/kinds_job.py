@@ -394,3 +394,8 @@ KINDS = {
         "collective timeout whose culprit rank could not be identified",
         "원인 랭크를 특정하지 못한 collective 타임아웃"),
 }
+
+
+# the job's CUDA errors (not its out-of-memory or a too-old driver): what a GPU or driver fault on the
+# host explains (cluster._one_host_gpu_fault) and what the job log says beside it (confidence)
+CUDA_ERROR_KINDS = ("cuda_error", "cuda_unknown_error", "cuda_launch_failure", "cuda_hardware_error")
