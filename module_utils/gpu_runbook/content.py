@@ -66,7 +66,8 @@ def _table(line):
 
 
 def _nvlink(line):
-    return not line.strip() or _indented(line) or line.startswith("GPU ")
+    # 'NVML: Unable to retrieve NVLink information as all links are inactive' stands under its GPU
+    return not line.strip() or _indented(line) or line.startswith(("GPU ", "NVML: "))
 
 
 _IBSTAT_KEYS = ("CA type", "Number of ports", "Firmware version", "Hardware version", "Node GUID",
@@ -171,7 +172,8 @@ _SMI_FAILURE_RE = re.compile(r"NVIDIA-SMI has failed because|Failed to initializ
                              r"^NVML library version:")
 
 _SMI_QUOTED_RE = re.compile(r"^[^\n]{1,600}?(?:Unable to determine the device handle for (?:GPU|gpu) ?[0-9A-Fa-f]{4,8}:|"
-                            r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver)")
+                            r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver|"
+                            r"Failed to initialize NVML: [A-Z])")
 
 # (source, opening line pattern, belongs(line) -> bool); the first opening that matches wins
 BLOCKS = (

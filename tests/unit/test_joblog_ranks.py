@@ -173,7 +173,9 @@ def test_a_driver_too_old_for_the_runtime_is_driver_not_gpu(line):
 def test_new_patterns_are_fast_on_a_1mib_hostile_line(line):
     t = time.time()
     parse_job_logs({"job.log": line + "\n" + line})
-    assert time.time() - t < 3.0
+    # linear: ~1.5 s for the slowest (every vocabulary row looked for in 2 MiB) on this 2-core box, 3.5 s
+    # while the emulated cluster runs beside it; quadratic: minutes
+    assert time.time() - t < 10.0
 
 
 # ---------------------------------------------------------------- the real captures of this class

@@ -487,11 +487,14 @@ def test_nvidia_smis_failure_quoted_inside_a_sentence_is_read(tmp_path, capsys):
     assert h["verdict"] == "gpu_hardware" and f["gpu"]["pci"] == "0000:0b:00.0" and "(Unknown Error)" in f["message"]
 
 
-def test_fabric_managers_version_check_in_the_journal_is_the_driver(tmp_path, capsys):
+# the message's closing full stop is lost when it is quoted inside a sentence: it is still Fabric Manager's
+@pytest.mark.parametrize("end", [".", ""])
+def test_fabric_managers_version_check_in_the_journal_is_the_driver(tmp_path, capsys, end):
     (tmp_path / "journal.txt").write_text(
         "Nov 05 13:55:26 node1 systemd[1]: Starting NVIDIA fabric manager service...\n"
         "Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version "
-        "550.127.05 don't match with driver version 550.120. Please update with matching NVIDIA driver package.\n")
+        "550.127.05 don't match with driver version 550.120. Please update with matching NVIDIA driver package%s\n"
+        % end)
     rc, doc, _ = analyze_json(capsys, tmp_path)
     verdicts = [h["verdict"] for h in doc["hosts"]] + [(doc.get("job") or {}).get("verdict")]
     assert "driver" in verdicts, doc
@@ -727,3 +730,112 @@ def test_a_ucx_completion_error_alone_is_no_healthy_run(tmp_path, capsys):
         "hw_synd 0/0)\n")
     rc, doc, err = analyze_json(capsys, tmp_path)
     assert doc["job"]["verdict"] == "ib_network" and "nothing in it was recognised" not in err, err
+
+
+@pytest.mark.parametrize("bar", [
+    # huggingface_hub's downloads count bytes (tqdm unit="B"); transformers' shard loading is labelled
+    "Downloading (…)of-00002.safetensors:  98%|█████████▊| 9.78G/9.98G [01:10<00:01, 148MB/s]",
+    "Loading checkpoint shards: 100%|██████████| 2/2 [00:09<00:00,  4.65s/it]",
+    "Map (num_proc=8): 100%|██████████| 5000/5000 [00:02<00:00, 2139.77 examples/s]",
+])
+def test_set_up_bars_are_no_training_progress(bar):
+    from gpu_runbook.joblog.progress import read_bars
+    assert read_bars(bar)[0] == []
+    # a training bar beside them still counts
+    assert len(read_bars("Epoch 1: 100%|██████████| 50/50 [00:10<00:00,  4.90it/s]")[0]) == 1
+
+
+def test_a_traceback_after_download_bars_is_the_applications_not_a_stalled_loader(tmp_path, capsys):
+    bars = "".join("Downloading (…)of-00002.safetensors: %3d%%|█| %.2fG/9.98G [00:%02d<00:01, %dMB/s]\n"
+                   % (p, p * 0.0998, p % 60, 40 + (p * 37) % 300) for p in range(1, 100, 3))
+    tracebacks = "".join(
+        "[rank%d]: Traceback (most recent call last):\n[rank%d]:   File \"main.py\", line 3, in <module>\n[rank%d]: "
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:%d and "
+        "cpu!\n" % (r, r, r, r) for r in range(2))
+    (tmp_path / "training.log").write_text(
+        bars + "Epoch 0:   1%|          | 1/100 [00:02<03:18,  2.01s/it]\n" + tracebacks)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    # the downloads' uneven rates had been read as a training loop's erratic stalls (DataLoader)
+    assert doc["job"]["verdict"] == "application", doc["job"]
+
+
+@pytest.mark.parametrize("line,error_like", [
+    ("[NeMo W 2024-12-16 11:44:50 nemo_logger:212] Please ensure that max_steps will run for at least 1 epochs to "
+     "ensure that checkpointing will not error out.", False),
+    ("the loader won't fail on empty shards", False),
+    ("checkpointing failed: disk full", True),
+])
+def test_advice_that_names_a_failure_to_avoid_is_not_error_like(line, error_like):
+    from gpu_runbook.vocab.reading import error_like as is_error_like
+    assert is_error_like(line) is error_like
+
+
+NCCL_TEARDOWN = (
+    "h1:444:957 [0] NCCL INFO misc/socket.cc:47 -> 3\n"
+    "h1:444:957 [0] proxy.cc:1458 NCCL WARN [Service thread] Accept failed Success\n"
+    "h1:444:957 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from rank 0, retcode 3\n"
+    "h1:444:1409 [0] NCCL INFO comm 0x5635fed4f3c0 rank 0 nranks 1 cudaDev 0 busId 1000 - Abort COMPLETE\n")
+
+
+def test_ncclS_complaints_after_the_run_said_it_ended_are_its_teardown(tmp_path, capsys):
+    (tmp_path / "pretrain.log").write_text(
+        "Epoch 0: 100%|██████████| 20/20 [00:10<00:00,  1.90it/s, loss=10.8]\n"
+        "`Trainer.fit` stopped: `max_steps=20` reached.\n" + NCCL_TEARDOWN)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "healthy", doc["job"]
+    assert all(f["severity"] == "info" for f in doc["job"]["findings"] if f.get("name") == "NCCL")
+    # the same lines before the end marker are a failure of the run
+    (tmp_path / "pretrain.log").write_text(
+        "Epoch 0:  50%|█████     | 10/20 [00:10<00:10,  1.90it/s, loss=10.8]\n" + NCCL_TEARDOWN)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] != "healthy", doc["job"]
+
+
+@pytest.mark.parametrize("name,severity", [("NVIDIA A100-SXM4-80GB", "critical"), ("NVIDIA H100 PCIe", "warning")])
+def test_nvlink_status_of_a_gpu_whose_links_are_all_inactive(tmp_path, capsys, name, severity):
+    # nvidia-smi nvlink --status prints this instead of the links when none is up: never healthy; on a
+    # baseboard (SXM) GPU a fault, on a PCIe card (the bridge is optional) a warning
+    (tmp_path / "nvlink-status.txt").write_text(
+        "GPU 6: %s (UUID: GPU-9667d95e-6d22-0c22-1f57-c481f13e7c44)\n"
+        "NVML: Unable to retrieve NVLink information as all links are inactive\n" % name)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    (f,) = [f for f in h["findings"] if f["kind"] == "nvlink_inactive"]
+    assert f["severity"] == severity and "GPU 6 has all its NVLink links inactive" in f["message"]
+    assert h["verdict"] != "healthy"
+
+
+@pytest.mark.parametrize("name", ["live.log", "job.err", "dmesg.txt"])
+def test_nvidia_smis_nvml_failure_quoted_inside_a_log_line(tmp_path, capsys, name):
+    (tmp_path / name).write_text(
+        "[task 2025-07-01T05:06:30.004+00:00] [train] nvidia-smi failed with return code 18\n"
+        "[task 2025-07-01T05:06:30.005+00:00] [train] [nvidia-smi(stdout)] Failed to initialize NVML: "
+        "Driver/library version mismatch\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    assert (h["verdict"], h["findings"][0]["kind"]) == ("driver", "nvml_driver_mismatch"), err
+
+
+@pytest.mark.parametrize("why,category", [("GPU is lost", "gpu_hardware"), ("GPU requires reset", "gpu_hardware"),
+                                          ("Insufficient Permissions", "driver")])
+def test_an_nvml_return_value_in_a_programs_message_decides_what_failed(tmp_path, capsys, why, category):
+    # Slurm's gpu_nvml.c quotes nvmlErrorString: the GPU's state, not the caller's trouble, when it says so
+    (tmp_path / "slurm-job.err").write_text("slurmstepd: error: NVML: Failed to get usage(15): %s\n" % why)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == category, doc["job"]
+
+
+def test_hosts_that_load_different_nccl_network_plugins(tmp_path, capsys):
+    (tmp_path / "nccl_04_11.log").write_text(
+        "HGX-H100-11:18226:18274 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+        "plugin.\n"
+        "HGX-H100-04:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (f,) = [f for f in doc["job"]["findings"] if f["kind"] == "nccl_net_plugin_mixed"]
+    assert doc["job"]["verdict"] == "nccl_config" and "HGX-H100-11" in f["message"] and "HGX-H100-04" in f["message"]
+    # every host on the same plugin: nothing to say
+    (tmp_path / "nccl_04_11.log").write_text(
+        "HGX-H100-11:18226:18274 [5] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n"
+        "HGX-H100-04:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert not [f for f in doc["job"]["findings"] if f["kind"] == "nccl_net_plugin_mixed"]

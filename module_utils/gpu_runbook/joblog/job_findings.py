@@ -61,6 +61,7 @@ def job_findings(st, job, last_prog):
                                                            for f in findings):
         findings.append(_end_unknown(st))
     _exits_are_consequences(findings)
+    _teardown_after_the_end(findings, st)
     return dedupe(findings)
 
 
@@ -112,6 +113,33 @@ def _exits_are_consequences(findings):
                 _EXIT_REPORT.search(f.get("evidence") or ""):
             f["severity"] = "info"
             f["message"] += " (a consequence of the failure found above)"
+
+
+def _at(src):
+    """(file, line) of a 'file:line' source, or None."""
+    name, _, n = (src or "").rpartition(":")
+    return (name, int(n)) if name and n.isdigit() else None
+
+
+def _teardown_after_the_end(findings, st):
+    """NCCL's complaints below a line where the run said it ended well, in the same file, are its
+    communicators being torn down at exit (the proxy's 'Accept failed', 'Failed to execute operation
+    Close', the error trail of closed sockets): information, not a failure of the run."""
+    ends = {}
+    for s in st.success:
+        at = _at(s.get("src"))
+        if at and (at[0] not in ends or at[1] < ends[at[0]]):
+            ends[at[0]] = at[1]
+    if not ends:
+        return
+    for f in findings:
+        at = _at(f.get("source"))
+        if at is None or at[0] not in ends or at[1] <= ends[at[0]] or f["severity"] == "info" or \
+                f["kind"].startswith("nccl_watchdog") or not (  # a hang at exit still holds the nodes
+                    f.get("name") == "NCCL" or f["kind"].startswith(("nccl_", "logged_nccl"))):
+            continue
+        f["severity"] = "info"
+        f["message"] += " (after the run said it ended: its communicators' teardown)"
 
 
 def _killed_by_srun(findings, st, job):
@@ -192,6 +220,21 @@ def _transport_config(st, transport):
                              % ", ".join(st.ib_unopened) if st.ib_unopened else
                              " because NET/IB found no device" if st.ib_nodev else ""),
             evidence=evidence(why[1]), source=why[0]))
+    plugins = {}
+    for host, (plugin, src, raw) in st.net_plugins.items():
+        plugins.setdefault(plugin, []).append((host, src, raw))
+    if len(plugins) > 1:
+        # one communicator's ranks must speak one network protocol: a node whose image lacks (or
+        # adds) the libnccl-net plugin cannot connect to the others, and the collective hangs
+        odd = min(plugins.values(), key=len)
+        out.append(finding(
+            "nccl_net_plugin_mixed",
+            "The job's hosts run different NCCL network plugins: %s. Ranks of one communicator must load "
+            "the same plugin (a node's image or NCCL_NET_PLUGIN differs): the nodes cannot connect and "
+            "collectives hang." % "; ".join("%s on %s" % ("NCCL's internal one" if p == "internal" else p,
+                                                           ", ".join(sorted(h for h, _s, _r in hs)[:8]))
+                                            for p, hs in sorted(plugins.items())),
+            evidence=evidence(odd[0][2]), source=odd[0][1]))
     if st.ib_devices and st.roce_devices and st.net_ib_line:
         out.append(finding(
             "nccl_ib_hca_mixed",

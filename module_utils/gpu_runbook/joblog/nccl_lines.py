@@ -10,7 +10,7 @@ A handler takes (line, file state, job state) and returns True when the line is 
 from .patterns import (BOOTSTRAP, CAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE, LOOPBACK_IP,
                        IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX,
                        NCCL_TRACE, NCCL_VERSION,
-                       NET_DEV, NET_IB_USING, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
+                       NET_DEV, NET_IB_USING, NET_PLUGIN_EXTERNAL, NET_PLUGIN_INTERNAL, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
 from .nccl_words import peer_gone, read_bare, read_warn
 from .emitter_lines import read_vocabulary
 from .text import add, busid_to_pci, evidence
@@ -99,7 +99,7 @@ def bare_ib_completion(line, fs, st):
 def nccl_body(body, line, host, pid, dev, st, level=None):
     """One NCCL message body (``level``: INFO, WARN, ...). Returns the IB completion event it
     recorded, if any."""
-    for reader in (_comm, _trace, _net_ib, _bootstrap, _net_socket, _network_choice):
+    for reader in (_comm, _trace, _net_ib, _bootstrap, _net_socket, _network_choice, _net_plugin):
         done = reader(body, line, host, pid, dev, st)
         if done:
             return None
@@ -237,6 +237,22 @@ def _network_choice(body, line, host, pid, dev, st):
             st.ib_nodev = (line.src, line.raw)
         return True
     return False
+
+
+def _net_plugin(body, line, host, pid, dev, st):
+    """Which network plugin this host's NCCL runs: its internal one, or an external libnccl-net."""
+    if "Plugin" not in body:
+        return False
+    if NET_PLUGIN_INTERNAL.search(body):
+        plugin = "internal"
+    else:
+        m = NET_PLUGIN_EXTERNAL.search(body)
+        if m is None:
+            return False
+        plugin = (m.group(1) or m.group(2)).strip()
+    if host and (host not in st.net_plugins or st.net_plugins[host][0] == "internal") and len(st.net_plugins) < 4096:
+        st.net_plugins[host] = (plugin, line.src, line.raw)
+    return True
 
 
 def _error(body, line, host, pid, st):

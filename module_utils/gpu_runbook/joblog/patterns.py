@@ -60,6 +60,14 @@ LOOPBACK_IP = re.compile(r"^(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
 SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 USING_NETWORK = re.compile(r"\bUsing network (\S+)")
+# which network plugin a process of NCCL runs (src/plugin/plugin_open.cc, net.cc): none found, so
+# NCCL's internal IB/Socket one ('NET/Plugin: Could not find: libnccl-net.so. Using internal network
+# plugin.', 2.18-: 'NET/Plugin : No plugin found (libnccl-net.so), using internal implementation'), or
+# an external one ('Plugin Path : /opt/hpcx/.../libnccl-net.so', 'NET/Plugin: Loaded net plugin X (v8)')
+NET_PLUGIN_INTERNAL = re.compile(r"NET/Plugin ?: (?:Could not find: [^\n]{0,300}?[Uu]sing internal net(?:work)? plugin|"
+                                 r"No plugin found \([^)\n]{0,200}\),? using internal implementation)")
+NET_PLUGIN_EXTERNAL = re.compile(r"\bPlugin Path : (\S{1,300}libnccl-net\S{0,100})|NET/Plugin ?: Loaded net(?:work)? plugin "
+                                 r"([^\n(]{1,100}?) ?\(v\d{1,3}\)")
 VIA = re.compile(r"\bvia (NET/\w+|P2P/\w+|P2P\b|SHM\b|COLLNET\w*)")
 IB_DISABLE = re.compile(r"\bNCCL_IB_DISABLE set by environment to ([1-9])")
 IB_UNOPENED = re.compile(r"\bNET/IB\w*\s*: Unable to open device ([\w.\-]{1,64})")
@@ -120,7 +128,12 @@ TQDM = re.compile(
     r"\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*(?P<rate>\d+(?:\.\d+)?|\?)\s*(?P<unit>s/\w+|\w+/s)")
 TQDM_LABEL = re.compile(r"([^|\r\n]{1,200}?):\s*$")
 EPOCH_LABEL = re.compile(r"[Ee]poch\s*[:#=\[(]?\s*(\d+)(?:\s*(?:/|of)\s*(\d+))?")
-NON_TRAIN_LABEL = re.compile(r"valid|test|predict|sanity|eval|infer", re.I)
+# bars that are no training loop: evaluation, and the set-up's transfers and data preparation
+# (huggingface_hub's 'Downloading ...' / 'Fetching N files', transformers' 'Loading checkpoint
+# shards', datasets' 'Map', 'Filter', 'Generating train split', 'Saving the dataset' ...)
+NON_TRAIN_LABEL = re.compile(r"valid|test|predict|sanity|eval|infer|\bdownload|\bupload|\bfetching\b|\bloading\b|"
+                             r"\bshards?\b|^map\b|\bfilter\b|tokeniz|\bextracting\b|\bgenerating\b|\bsaving\b|"
+                             r"\bresolving\b|\bchecksums?\b", re.I)
 HF_EPOCH = re.compile(r"['\"]epoch['\"]\s*:\s*(\d+(?:\.\d+)?)")
 
 # ---------------------------------------------------------------- application / host errors

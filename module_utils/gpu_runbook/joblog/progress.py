@@ -134,6 +134,8 @@ def _bar(seg, mt):
     if not_train:
         return None
     _pct, n, nu, tot, tu, elapsed, _rem, rate, unit = mt.groups()  # TQDM's groups, in order
+    if unit.endswith("B/s") or unit.startswith("s/") and unit.endswith("B"):
+        return None  # counted in bytes (tqdm's unit="B"): a transfer, not a training loop
     try:
         n, tot = float(n) * _MUL[nu], float(tot) * _MUL[tu]
     except (ValueError, KeyError):

@@ -29,6 +29,7 @@ class JobState(object):
         self.oob = None
         self.nccl_version = None
         self.networks = []         # "Using network X" values
+        self.net_plugins = {}      # host -> (the network plugin its NCCL runs: 'internal' or its path/name, src, line)
         self.via = Counter()
         self.socket_evidence = None
         self.ib_disabled = None

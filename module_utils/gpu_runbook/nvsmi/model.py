@@ -147,7 +147,7 @@ def new_gpu(pci=None, index=None):
         "reset_required": None, "drain_and_reset_recommended": None, "recovery_action": None,
         "throttle": {"hw_slowdown": None, "hw_power_brake": None, "hw_thermal": None, "sw_thermal": None},
         "temperature_c": None, "mig_mode": None, "mig_mode_pending": None, "fabric_state": None, "fabric_status": None,
-        "errors": [], "nvlink_inactive": None, "nvlink_errors": None,
+        "errors": [], "nvlink_inactive": None, "nvlink_all_inactive": False, "nvlink_errors": None,
         "_ev": {}, "_strong": set(), "_nlines": 0,
     }
 

@@ -177,11 +177,13 @@ def _error_findings(g, add, label, err_gpus=1):
             counters={"link%d_%s" % (link, re.sub(r"\W+", "_", name.lower()).strip("_")): n
                       for link, c in sorted(counted.items()) for name, n in c.items()})
     inactive = g.get("nvlink_inactive")
-    if inactive:
+    if inactive or g.get("nvlink_all_inactive"):
         bridged = bool(_BRIDGED.search(g.get("name") or ""))
+        links = "all its NVLink links" if g.get("nvlink_all_inactive") else "inactive NVLink link(s) %s" % ", ".join(
+            str(i) for i in inactive)
         add("nvlink", "nvlink_inactive",
-            "%s has inactive NVLink link(s) %s%s" % (label, ", ".join(str(i) for i in inactive),
-                                                    " (a PCIe card: its NVLink bridge is optional)" if bridged else ""),
+            "%s has %s%s" % (label, links, " inactive" if g.get("nvlink_all_inactive") else "")
+            + (" (a PCIe card: its NVLink bridge is optional)" if bridged else ""),
             severity="warning" if bridged else None)
 
 

@@ -92,6 +92,12 @@ STEPS = {
                                           "address on every node (`ip -br addr`), or unset it.",
                               "모든 노드에 존재하고 주소가 있는 인터페이스로 `NCCL_SOCKET_IFNAME`을 설정하거나 "
                               "(`ip -br addr`) 설정을 해제하십시오."),
+    "job_same_net_plugin": ("nccl_env", "Give every node the same NCCL network plugin: the same image, the same "
+                                        "`libnccl-net.so` on the library path (or `NCCL_NET_PLUGIN`) everywhere, "
+                                        "or none anywhere; `NCCL_DEBUG=INFO` prints each host's 'NET/Plugin' line.",
+                            "모든 노드에 같은 NCCL 네트워크 플러그인을 주십시오: 같은 이미지, 어디서나 같은 "
+                            "`libnccl-net.so`(또는 `NCCL_NET_PLUGIN`), 아니면 어디에도 없게; `NCCL_DEBUG=INFO`가 "
+                            "호스트마다 'NET/Plugin' 줄을 출력합니다."),
     "job_fix_device_binding": ("fix_application", "Give each rank its own GPU: `torch.cuda.set_device(local_rank)` "
                                                   "before the process group, and one rank per GPU in the launcher "
                                                   "(`CUDA_VISIBLE_DEVICES`, `--gpus-per-task`).",
@@ -197,6 +203,10 @@ KINDS = {
         "rank {rank}: NCCL found no usable socket interface: NCCL_SOCKET_IFNAME matches no interface with an address",
         "랭크 {rank}: NCCL이 사용할 소켓 인터페이스를 찾지 못함: NCCL_SOCKET_IFNAME이 주소가 있는 어떤 인터페이스와도 "
         "맞지 않음"),
+    "nccl_net_plugin_mixed": kind(
+        "nccl_config", "critical", "nccl_env", ("job_same_net_plugin",),
+        "the job's hosts run different NCCL network plugins: their ranks cannot connect",
+        "작업의 호스트들이 서로 다른 NCCL 네트워크 플러그인을 사용함: 랭크끼리 연결할 수 없음"),
     "nccl_duplicate_gpu": kind(
         "nccl_config", "critical", "fix_application", ("job_fix_device_binding",),
         "rank {rank}: two ranks of one communicator are on the same GPU (NCCL 'Duplicate GPU detected')",

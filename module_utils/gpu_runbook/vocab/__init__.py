@@ -100,6 +100,10 @@ def compile_format(fmt):
     # strip it, the gap absorbs it; inside one, a run of blanks is one (a log collector or a
     # paste collapses NHC's two spaces after a colon): Table.match collapses the line's too
     frags = [" ".join(f.split()) for f in frags]
+    if frags and not cur and len(frags[-1]) > 1 and frags[-1].endswith("."):
+        # a message's closing full stop is no part of what it says: quoted inside a sentence or
+        # cut by a paste it is often lost ('... matching NVIDIA driver package' without its '.')
+        frags[-1] = frags[-1][:-1]
     keep = [i for i, f in enumerate(frags) if f]
     return tuple(frags[i] for i in keep), tuple(gaps[i] for i in keep) + (gaps[-1],)
 

@@ -25,7 +25,13 @@ ERROR_LIKE = re.compile(r"(?<![\w./-])(?:[Ee]rror|ERROR|[Ee]xception|[Ff]atal|FA
 # pdsh's 'pdsh@mgmt: node: ssh exited with exit code 1'): a grep that matched nothing exits 1
 NOT_AN_ERROR = re.compile(r"\b(?:[0]|no|No|without) (?:errors?|failures?)\b|\b(?:errors?|failures?|failed)"
                           r"[ =:]{1,3}0\b|\bsuccess(?:ful(?:ly)?)?\b|^\S{1,253} \| (?:FAILED|UNREACHABLE)!? \| |"
+                          # advice that names a failure to avoid ('... so that checkpointing will not error out')
+                          r"\b(?:will|would|does|do|should|shall)(?: not|n't) (?:error|fail)\b|"
                           r"^pdsh@\S{1,253}: \S{1,253}: ssh exited with exit code", re.I)
+# NVML's return strings for NVML_ERROR_GPU_IS_LOST (15) and NVML_ERROR_RESET_REQUIRED (16), as any
+# caller quotes nvmlErrorString (Slurm's 'NVML: Failed to get usage(15): GPU is lost', DCGM's
+# nvml_error_strings.h): the GPU's state, whichever program's NVML call met it
+_NVML_GPU_GONE = re.compile(r"\bGPU is lost\b|\bGPU requires reset\b")
 MAX_KEPT = 512   # messages or line shapes kept (first ones win); more are counted
 QUOTED = 5       # distinct unexplained lines quoted in the finding's message
 _DIGITS = re.compile(r"\d+")
@@ -86,18 +92,25 @@ class Seen(object):
             if ev in quoted or rec["row"]["kind"] in covered:
                 continue
             row = rec["row"]
-            kind = row["kind"]
+            kind, category, severity, meaning = row["kind"], row["category"], row["severity"], row["meaning"]
+            gone = _NVML_GPU_GONE.search(ev) if category == "driver" else None
+            if gone:
+                # the NVML call failed because the GPU itself is gone: its return value decides, not the caller
+                kind, category, severity = BY_CATEGORY["gpu_hardware"], "gpu_hardware", "critical"
+                meaning = "%s; NVML returned '%s': the GPU %s" % (
+                    meaning or row["format"].strip(), gone.group(0),
+                    "fell off the bus" if "lost" in gone.group(0) else "must be reset before it works again")
             if kind not in KINDS or KINDS[kind]["rung"] is None:
-                kind = BY_CATEGORY.get(row["category"], "logged_error")
+                kind = BY_CATEGORY.get(category, "logged_error")
             ranks = sorted(rec["ranks"])
             # wall-clock times only (a dmesg line's seconds since boot are no time of day)
             times = {"first": rec["first"], "last": rec["last"]} if isinstance(rec["first"], str) else {}
             when = (", " + span_text(rec["count"], rec["first"], rec["last"]) if times
                     else " (%d lines)" % rec["count"] if rec["count"] > 1 else "")
             out.append(finding(
-                kind, "%s: %s%s%s" % (rec["emitter"], row["meaning"] or row["format"].strip(), when,
+                kind, "%s: %s%s%s" % (rec["emitter"], meaning or row["format"].strip(), when,
                                       " on rank(s) %s" % ",".join(str(r) for r in ranks[:16]) if ranks else ""),
-                category=row["category"], severity=row["severity"], name=rec["emitter"], evidence=ev,
+                category=category, severity=severity, name=rec["emitter"], evidence=ev,
                 source=rec["src"], rank=ranks[0] if len(ranks) == 1 else None,
                 count=rec["count"] if rec["count"] > 1 or times else None, **times))
         lines = [r for r in self.unexplained.values() if cut(r["evidence"]) not in quoted]
