@@ -839,3 +839,18 @@ def test_hosts_that_load_different_nccl_network_plugins(tmp_path, capsys):
         "HGX-H100-04:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n")
     rc, doc, err = analyze_json(capsys, tmp_path)
     assert not [f for f in doc["job"]["findings"] if f["kind"] == "nccl_net_plugin_mixed"]
+
+
+@pytest.mark.parametrize("last,category", [
+    ("pynvml.nvml.NVMLError_GpuIsLost: GPU is lost", "gpu_hardware"),
+    ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "driver"),
+    ("pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.", "driver"),
+])
+def test_a_traceback_ending_in_pynvmls_exception_is_nvmls_word(tmp_path, capsys, last, category):
+    # NVML's return value, as nvidia-ml-py raises it (vocab/nvml.py): had been no capture at all
+    (tmp_path / "monitor.log").write_text(
+        "Traceback (most recent call last):\n  File \"gpu_stats.py\", line 12, in <module>\n"
+        "    handle = pynvml.nvmlDeviceGetHandleByIndex(i)\n" + last + "\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert "nothing in it was recognised" not in err
+    assert doc["job"]["verdict"] == category, doc["job"]

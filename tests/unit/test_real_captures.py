@@ -268,7 +268,9 @@ KNOWN_MISSES = {
         "category", "NHC's all-reduce bandwidth check failed (read as the GPUs'); the wrong topology file is the "
                     "maintainers' finding"),
     "x12-10-azure-nhc-ndv4-check-all-reduce-dependencies-hpcx-dir-not-set": (
-        "category", "an Azure NHC message of a release before the pinned one (no FaultCode): unexplained, unknown"),
+        "category", "Azure NHC's set-up complaint (v0.2.7's 'HPCX_DIR is not set', read since the older releases "
+                    "joined the NHC table): the check did not run, which says nothing of the node (unknown); the "
+                    "examiner called HPC-X missing the communication set-up (nccl_config)"),
     "x12-14-mscclpp-hang-make-connection-process-bound-to-down-roce-nic-ibstat": (
         "category", "an Ethernet port Down beside an Active one is no fault by itself; that a rank was bound to it "
                     "is the thread's finding"),

@@ -20,7 +20,9 @@ hardware checks' data gathering), so the release is read. ``--azure-src`` defaul
 tree laid out ``<dir>/<owner>+<name>/repo``, to ``<dir>/Azure+azurehpc-health-checks/repo``;
 the generator stops when none is there (a table without Azure's rows is never written
 silently). ``--azure-rev`` defaults to the pin, commit 0e0a1ac26a64 (2026-05-01, main; its
-Docker image builds NHC 1.4.3, the release read here). The output is deterministic.
+Docker image builds NHC 1.4.3, the release read here). Azure's older releases are read too:
+every release tag of the repository (AZURE_OLDER, v0.1.0 .. v0.4.5; a tag the source lacks is
+skipped with a note on stderr). The output is deterministic.
 
 What is read (ROWS):
 
@@ -34,7 +36,14 @@ What is read (ROWS):
   customTests/azure_common.nhc (row file ``...azure_common.nhc:pass()``, so that its TEMPLATE
   is not die's); the messages azure_gpu_bandwidth.nhc's ``catch_error()`` dies with, one row
   per literal ``$2`` a caller passes (derived rows: catch_error_rows); dockerfile/aznhc-entrypoint.sh's last line
-  "Health checks completed with exit code: N." and the row derived for N = 0.
+  "Health checks completed with exit code: N." and the row derived for N = 0;
+- Azure's older releases (AZURE_OLDER: every release tag, newest first): the same messages read
+  at each tag (their azure_cuda_bandwidth.nhc's catch_error() too, and v0.4.0 .. v0.4.2's last
+  line "Health checks completed."), each one the pin does not print a row with file
+  ``azurehpc-health-checks:<path>@<tag>`` and the line at that tag, once, at the newest release
+  that prints it, classified by the same AZURE_RULES (they name the wordings of the releases
+  before v0.4.1, whose messages end with no FaultCode). A 2024 ND96asr_v4 log's
+  "check_all_reduce_dependencies: HPCX_DIR is not set. ..." is v0.2.7's.
 
 A message is a bash string: ``$VAR``, ``${...}``, ``$(...)``, ``$((...))`` become ``%s``,
 except ``$FUNCNAME`` (and ``${FUNCNAME[0]}``), which bash sets to the enclosing function's
@@ -43,13 +52,16 @@ files also a variable the file assigns once, at its top level, to a literal (GPU
 IB_FLAPPING_LINK_TEST: written as its value), and in pass() ``$NAME``, which nhc sets to its
 own name ("nhc", as Azure runs it). A bash word made of several quoted parts
 (``"...file "$TOPO_FILE" does..."``) is read whole. ``die 1 -e "..."`` prints the ``-e`` too
-(die logs ``"$*"``, it is no echo).
+(die logs ``"$*"``, it is no echo); so are a die's other words (``die 1 "...: $error" on GPU $i``:
+"...: %s on GPU %s") and a die continued on the next line (a trailing backslash: the words are
+joined by one space, the row's line is the first).
 """
 
 import argparse
 import os
 import re
 import sys
+import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -67,6 +79,12 @@ AZURE_ORIGIN = "https://github.com/Azure/azurehpc-health-checks"
 AZURE_LICENCE = "MIT (LICENSE; Copyright (c) Microsoft Corporation)"
 AZ = "azurehpc-health-checks:"
 AZURE_PASS = AZ + "customTests/azure_common.nhc:pass()"
+# Azure's release tags (every one the repository has, newest first; v.0.2.5 is a mistyped tag of 2023-09-15,
+# before v0.2.5; v0.2.8 and v0.2.9 are a branch beside v0.4.0): each message of theirs that the pin no longer
+# prints is a row too, file "azurehpc-health-checks:<path>@<tag>" (a 2024 ND96asr_v4 log's "HPCX_DIR is not
+# set" is v0.2.7's). Read without --azure-rev's pin only: a tag the source lacks is skipped with a note.
+AZURE_OLDER = ("v0.4.5", "v0.4.4", "v0.4.3", "v0.4.2", "v0.4.1", "v0.4.0", "v0.2.9", "v0.2.8", "v0.2.7", "v0.2.6",
+               "v0.2.5", "v.0.2.5", "v0.2.4", "v0.2.3", "v0.2.2", "v0.2.1", "v0.2.0", "v0.1.0")
 
 # die() (nhc:48-84) writes "ERROR:  $NAME:  Health check failed:  $*" to the log (NAME is "nhc"),
 # "Health check failed:  $*" to syslog (logger -t nhc[pid]), and with MARK_OFFLINE the resource
@@ -171,9 +189,14 @@ AZURE_XID_EC = "48 56 57 58 62 63 64 65 68 69 73 74 79 80 81 92 119 120"  # the 
 AZURE_SETUP_MEANING = ("Azure's NHC is not set up for this check (a tool, directory or expected value is missing, or "
                        "the VM size is not supported: FaultCode NHCNA, a set-up issue): the check did not run, no "
                        "fault of the node")
+AZURE_GPU_BW_MEANING = ("a GPU's copy bandwidth is below the expected figure (nvbandwidth on NVIDIA: host to GPU and "
+                        "GPU to host over its PCIe link, GPU to GPU over NVLink; rocm-bandwidth-test on AMD)")
 AZURE_RULES = (
     # the container's last line (dockerfile/aznhc-entrypoint.sh) and a check that passed (azure_common.nhc pass())
     (A + r"dockerfile/", "", r"exit code: 0\.$", "benign", "ok", "nhc exited 0: every check of the run passed"),
+    (A + r"dockerfile/", "", r"^Health checks completed\.$", "benign", "ok",
+     "the container's nhc run finished (v0.4.0 .. v0.4.2 print it, and exit 0, whatever the checks found: a failed "
+     "check's 'Health check failed' line is above)"),
     (A + r"dockerfile/", "", r"exit code", NODE, "critical",
      "nhc exited non-zero: the node failed a check (its 'Health check failed' line is above) or nhc itself "
      "failed"),
@@ -206,17 +229,24 @@ AZURE_RULES = (
     (AC, "", r"check_gpu_count: Expected to see|No GPUs found", "gpu_missing", "critical",
      "the node shows fewer GPUs than the check expects (nvidia-smi's or rocm-smi's count, or none on the PCI "
      "bus): a GPU fell off the bus or was not enumerated"),
-    (AC + r"gpu_", "", r"nvidia-smi \(|Failed to get NVLINK status|Failed to get GPU Count", "nvidia_smi_failed",
+    (AC + r"(?:gpu_|cuda_bandwidth)", "",
+     r"nvidia-smi \(|nvidia-smi failed|Failed to get NVLINK status|Failed to get GPU Count", "nvidia_smi_failed",
      "warning", "nvidia-smi (run by the check) exited non-zero: the GPUs' state was not read (or not set); "
                 "unknown, not healthy"),
     (AC + r"gpu_bandwidth", "", r"Failed to run NVBandwidth", ERR, "warning",
      "nvbandwidth exited non-zero: the GPUs' copy bandwidth was not measured (its output, logged before, says "
      "why)"),
-    (AC, r"^(?:check_nvBW_gpu_bw|check_ib_bw_gdr)$", r"NHCNA", "nvidia_smi_failed", "warning",
+    # (releases before v0.4.1 end no message with a FaultCode: their wordings are named here too)
+    (AC, r"^(?:check_nvBW_gpu_bw|check_ib_bw_gdr)$", r"NHCNA|^-e check_gpu_bw: %s$|Failed to boost GPU clocks",
+     "nvidia_smi_failed", "warning",
      "locking the GPU clocks at their maximum for the test (sudo nvidia-smi -lgc) failed: the test did not run"),
-    (AC + r"gpu_bandwidth", "", r"FaultCode: NHC2020", "logged_gpu_error", "critical",
-     "a GPU's copy bandwidth is below the expected figure (nvbandwidth on NVIDIA: host to GPU and GPU to host "
-     "over its PCIe link, GPU to GPU over NVLink; rocm-bandwidth-test on AMD)"),
+    (AC + r"gpu_bandwidth", "", r"FaultCode: NHC2020|Bandwidth %s is less than", "logged_gpu_error", "critical",
+     AZURE_GPU_BW_MEANING),
+    (AC + r"gpu_bandwidth", r"^check_rocm_gpu_bw$", r"^check_gpu_bw: %s$", "logged_gpu_error", "critical",
+     AZURE_GPU_BW_MEANING),
+    (AC + r"cuda_bandwidth", "", r"[Bb]andwidth is low|[Ll]ow bandwidth|low htod or dtoh", "logged_gpu_error",
+     "critical", "a GPU's host-to-device or device-to-host copy bandwidth (over its PCIe link) is below the expected "
+                 "figure (azure_cuda_bandwidth.nhc's gpu_copy test, releases before v0.2.7)"),
     (AC + r"gpu_nvlink", "", r"nvlinks inactive", "nvlink_inactive", "critical",
      "nvidia-smi shows NVLink links of the GPU inactive: GPU-to-GPU traffic falls back to slower paths or fails"),
     (AC + r"gpu_amd_xgmi", "", r"XGMI error count", "logged_gpu_error", "critical",
@@ -265,6 +295,10 @@ AZURE_RULES = (
      "device fell off the bus or was not enumerated"),
     # set-up issues (FaultCode NHCNA), then any other failed check of Azure's
     (AC, "", r"NHCNA|not currently implemented|not supported for this test", ERR, "warning", AZURE_SETUP_MEANING),
+    # ... and their wordings in the releases before v0.4.1 (no FaultCode yet)
+    (AC, "", r"Ensure |Set/export|executable directory|executable was not built|failed to parse results|"
+     r"bandwidth not set!|No expected value provided|topology file (?:%s )?does not exist|"
+     r"could not determine NUMA core|Missing one or more dependencies", ERR, "warning", AZURE_SETUP_MEANING),
     (AC, "", r"", NODE, "critical", "the node failed an Azure NHC check and was marked offline"),
 )
 _RULES = [(re.compile(f), re.compile(fn), re.compile(m), k, s, mean)
@@ -390,9 +424,36 @@ def bash_word(line, i):
     return "".join(out)
 
 
+def _word_end(line, i):
+    """The index just past the bash word that starts at line[i] (as bash_word reads it)."""
+    while i < len(line) and not line[i].isspace() and line[i] not in ";|&<>()":
+        if line[i] == '"':
+            i = re.compile(_DQ).match(line, i).end()
+        elif line[i] == "'":
+            i = line.index("'", i + 1) + 1
+        else:
+            i += 2 if line[i] == "\\" else 1
+    return i
+
+
+def bash_args(line, i):
+    """The words of the command from line[i] to its end (an operator, a redirection, a comment),
+    joined by one space as ``"$*"`` joins them (``die 1 "...: $error" on GPU $i``)."""
+    words = []
+    while True:
+        words.append(bash_word(line, i))
+        j = _word_end(line, i)
+        i = j
+        while i < len(line) and line[i] in " \t":
+            i += 1
+        if i == j or i >= len(line) or line[i] in ";|&<>()#}" or re.match(r"\d+[<>]", line[i:]):
+            return " ".join(words)
+
+
 def die_bodies(line):
-    """The messages of the ``die N "..."`` calls of one line (``die N -e "..."``: die logs "$*", "-e " too)."""
-    return [(m.group(1) and "-e " or "") + bash_word(line, m.end()) for m in DIE.finditer(line)]
+    """The messages of the ``die N "..."`` calls of one line (``die N -e "..."``: die logs "$*", "-e " too;
+    every word of the call: ``die 1 "...: $error" on GPU $i`` logs "...: <error> on GPU <i>")."""
+    return [(m.group(1) and "-e " or "") + bash_args(line, m.end()) for m in DIE.finditer(line)]
 
 
 def constants(text):
@@ -421,7 +482,8 @@ def constants(text):
 def messages(path, text, values=None):
     """-> [(line, format, function)] of one file. ``values``: variables written as their value."""
     out, func, in_die = [], "", False
-    for n, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for n, line in enumerate(lines, 1):
         m = FUNC.match(line)
         if m:
             func = m.group(1) or m.group(2)
@@ -437,7 +499,11 @@ def messages(path, text, values=None):
         if path.startswith("helpers/"):
             found = [b for b in ECHO.findall(line) if "Marking" in b]
         else:
-            found = die_bodies(line)
+            # a die continued on the next line(s) (backslash-newline): read the whole command, at its first line
+            whole, k = line, n
+            while DIE.search(whole) and re.search(r"(?<!\\)\\$", whole) and k < len(lines):
+                whole, k = whole[:-1] + lines[k], k + 1
+            found = die_bodies(whole)
             for name, body in MSG_SET.findall(line):
                 if body and not body.startswith("$" + name):
                     found.append(body)
@@ -482,17 +548,23 @@ def _function_lines(text):
     return out
 
 
+CATCH_ERROR_DIE = 'die 1 "\\t $2 $err_code"'
+
+
 def catch_error_rows(path, text):
-    """azure_gpu_bandwidth.nhc's catch_error() dies with ``"\\t $2 $err_code"``: one row per call whose
-    message (``$2``) is a variable its function set to a literal before the call, at the call."""
-    die_line = _line_of(text, 'die 1 "\\t $2 $err_code"')
+    """azure_gpu_bandwidth.nhc's catch_error() (and the older releases' azure_cuda_bandwidth.nhc's) dies with
+    ``"\\t $2 $err_code"``: one row per call whose message (``$2``) is a variable its function set to a
+    literal (``$FUNCNAME`` in it is the function's name) before the call, at the call."""
+    die_line = _line_of(text, CATCH_ERROR_DIE)
     out, seen = [], {}
     for n, line, func in _function_lines(text):
         for name in re.findall(r"(?:^|[\s;(])(\w+)\+?=", line):
             seen.pop((func, name), None)  # set otherwise: no longer a known literal
-        m = re.match(r'\s*(\w+)="([^"$`\\]*)"\s*$', line)
+        m = re.match(r'\s*(\w+)="([^"`\\]*)"\s*$', line)
         if m:
-            seen[(func, m.group(1))] = m.group(2)
+            value = re.sub(r"\$(?:FUNCNAME\b|\{FUNCNAME(?:\[0\])?\})", func, m.group(2)) if func else m.group(2)
+            if "$" not in value:
+                seen[(func, m.group(1))] = value
         m = re.search(r'\bcatch_error\s+"\$\w+"\s+"\$(\w+)"', line)
         if m and (func, m.group(1)) in seen:
             value = seen[(func, m.group(1))]
@@ -501,8 +573,11 @@ def catch_error_rows(path, text):
     return out
 
 
-def azure_rows(src, commit):
-    """The rows of Azure's checks (file "azurehpc-health-checks:<path>")."""
+def azure_rows(src, commit, pinned=True):
+    """The rows of Azure's checks (file "azurehpc-health-checks:<path>") at ``commit``. ``pinned``: the
+    pin, where each part read must be there; an older release (AZURE_OLDER) may lack pass() (before
+    v0.4.0), the container's entrypoint (before v0.4.0) and catch_error() (azure_cuda_bandwidth.nhc has
+    its own until v0.2.6, azure_gpu_bandwidth.nhc replaced it in v0.2.7)."""
     rows = []
 
     def add(path, line, fmt, func, note=""):
@@ -519,17 +594,25 @@ def azure_rows(src, commit):
             raise SystemExit("%s: XID_EC is %r, not the Xids AZURE_RULES names" % (path, values.get("XID_EC")))
         for line, fmt, func in messages(path, text, values):
             add(AZ + path, line, fmt, func)
-        if path == "customTests/azure_gpu_bandwidth.nhc":
+        if (pinned and path == "customTests/azure_gpu_bandwidth.nhc") or CATCH_ERROR_DIE in text:
             for line, fmt, func, note in catch_error_rows(path, text):
                 add(AZ + path, line, fmt, func, note)
-        if path == "customTests/azure_common.nhc":
+        if path == "customTests/azure_common.nhc" and (pinned or "Health check passed" in text):
             # pass(): the line it writes to the log (and, with oecho, to nhc's stdout)
             line = _line_of(text, 'echo "SUCCESS:  $NAME:  Health check passed:  $*"', start=True)
             body = ECHO.search(text.splitlines()[line - 1]).group(1)
             add(AZURE_PASS, line, bash_format(body, "pass", {"NAME": "nhc"}), "pass")
     # the container's entrypoint: its last line, and the row of a run whose every check passed
     path = "dockerfile/aznhc-entrypoint.sh"
+    if not pinned and path not in ls_files(src, commit, "dockerfile"):
+        return rows
     text = show(src, commit, path)
+    if not pinned and "nhc_exit_code" not in text:
+        # v0.4.0 .. v0.4.2: the last line has no exit code (the entrypoint exits 0 whatever nhc found)
+        line = _line_of(text, 'echo "Health checks completed."', start=True)
+        _line_of(text, "exit 0", start=True)
+        add(AZ + path, line, bash_format(ECHO.search(text.splitlines()[line - 1]).group(1), ""), "")
+        return rows
     line = _line_of(text, 'echo "Health checks completed with exit code: ${nhc_exit_code}."')
     _line_of(text, "nhc_exit_code=$?")  # ... the exit status of the nhc run just before
     fmt = bash_format(ECHO.search(text.splitlines()[line - 1]).group(1), "")
@@ -538,6 +621,25 @@ def azure_rows(src, commit):
         raise SystemExit("%s: %r is not the message this generator knows" % (path, fmt))
     add(AZ + path, line, fmt.replace("%s", "0"), "", "nhc_exit_code is 0")
     return rows
+
+
+def azure_older_rows(src, known, notes):
+    """The messages of the AZURE_OLDER releases that the pin's rows (``known``: their formats) do not
+    have, newest release first: each format once, at the newest release that prints it, its file
+    "azurehpc-health-checks:<path>@<tag>" with the line at that tag, classified as at the pin."""
+    out = []
+    for tag in AZURE_OLDER:
+        try:
+            commit = resolve(src, tag)
+        except Exception:  # noqa: BLE001 - an older tag is optional
+            notes.append("azurehpc-health-checks tag %s not in the source: skipped" % tag)
+            continue
+        for row in azure_rows(src, commit, pinned=False):
+            if row[2] in known:
+                continue
+            known.add(row[2])
+            out.append((row[0] + "@" + tag,) + row[1:])
+    return out
 
 
 DOC = """\
@@ -574,9 +676,20 @@ catch_error()'s message for each literal $2 its callers pass (derived rows); pas
 whole); the container entrypoint's last line "Health checks completed with exit code: <n>."
 and its row for 0 (derived). check_SDBE_ecc's "ERROR: $IFS$error_msg. ..." is printed over
 several lines (IFS is a newline there): its row matches the one-line forms (syslog's #012, a
-resource manager's note). Left out: warning()'s "Nearing a failure threshold" line, the
+resource manager's note).
+Older releases: every release tag of Azure/azurehpc-health-checks, newest first,
+{older},
+is read the same way; each message of theirs the pin does not print is a row with file
+"azurehpc-health-checks:<path>@<tag>" (the line at that tag), once, at the newest release that
+prints it, classified by the same rules (which name the wordings of the releases before v0.4.1,
+whose messages end with no FaultCode: set-up complaints such as v0.2.7's "HPCX_DIR is not set"
+are logged_error warning as NHCNA is); their azure_cuda_bandwidth.nhc (until v0.2.6: low
+host/device copy bandwidth -> logged_gpu_error) and v0.4.0 .. v0.4.2's last line "Health checks
+completed." (printed whatever the checks found: benign) are read too.
+Left out: warning()'s "Nearing a failure threshold" line, the
 messages pass() is called with (the SUCCESS row reads them all), the entrypoint's other lines,
-and catch_error() where $2 is no literal (check_rocm_gpu_bw passes an unset variable).
+and catch_error() where $2 is no literal (check_rocm_gpu_bw passes an unset variable; the older
+azure_cuda_bandwidth.nhc's error_htod/error_dtoh are appended to with +=).
 Classification (AZURE_RULES, read before RULES; Azure's copy of csc_nvidia_smi.nhc by RULES):
 Xid, ECC, bandwidth, XGMI, VBIOS -> logged_gpu_error; row remap pending / failure ->
 row_remap_pending / row_remap_failure; a V100's full page retirement table ->
@@ -626,11 +739,18 @@ def main(argv=None):
             else:
                 rows.append((path, line, fmt, kind, CATEGORY[kind], sev, mean))
     azure = azure_rows(azure_src, azure_commit)
+    notes = []
+    older = azure_older_rows(azure_src, set(r[2] for r in rows + azure), notes)
+    azure += older
     meta = {"EMITTER": "NHC", "PROJECT": "LBNL Node Health Check (NHC)", "VERSION": args.rev, "COMMIT": commit,
             "LICENCE": LICENCE, "ORIGIN": ORIGIN, "GENERATOR": GENERATOR}
-    doc = DOC + AZURE_DOC.format(commit=azure_commit, origin=AZURE_ORIGIN, licence=AZURE_LICENCE)
+    doc = DOC + AZURE_DOC.format(commit=azure_commit, origin=AZURE_ORIGIN, licence=AZURE_LICENCE,
+                                 older="\n".join(textwrap.wrap(", ".join(AZURE_OLDER), 96)))
     path = write_table("nhc", meta, MARKERS, TEMPLATES, rows + azure, doc=doc)
-    print("%s: %d rows (%d of Azure's checks)" % (path, len(set(rows + azure)), len(set(azure))))
+    for note in notes:
+        print("note:", note, file=sys.stderr)
+    print("%s: %d rows (%d of Azure's checks, %d of them its older releases')" % (
+        path, len(set(rows + azure)), len(set(azure)), len(set(older))))
 
 
 if __name__ == "__main__":
