@@ -854,3 +854,104 @@ def test_a_traceback_ending_in_pynvmls_exception_is_nvmls_word(tmp_path, capsys,
     rc, doc, err = analyze_json(capsys, tmp_path)
     assert "nothing in it was recognised" not in err
     assert doc["job"]["verdict"] == category, doc["job"]
+
+
+def test_a_desync_report_names_the_rank_it_waited_for_when_no_world_size_is_said(tmp_path, capsys):
+    # rank 0's report (TORCH_NCCL_DESYNC_DEBUG) tells of rank 7, whose lines are not in the paste
+    (tmp_path / "stderr.log").write_text(
+        "[rank0]:[E515 18:36:47.341808597 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=241, OpType=ALLREDUCE, NumelIn=6, NumelOut=6, Timeout(ms)=600000) ran for 600086 "
+        "milliseconds before timing out.\n"
+        "[rank0]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0\n"
+        "         - [0] Timeout at collective: ALLREDUCE, #315\n"
+        "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+        "             [7] finished collective #182, but didn't join collective #183 (count from 1)\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["culprit_ranks"] == [7], doc["job"]
+
+
+def test_nvls_bind_failure_in_pytorchs_last_error_block_is_the_fabric_managers(tmp_path, capsys):
+    # NCCL's WARN (transport/nvls.cc) goes on over three lines; PyTorch copies it under 'Last error:'
+    (tmp_path / "job.err").write_text(
+        "torch.distributed.DistBackendError: NCCL error in: /var/lib/jenkins/workspace/torch/csrc/distributed/c10d/"
+        "NCCLUtils.cpp:93, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.29.3\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "Last error:\n"
+        "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be "
+        "performed in the present state'.\n"
+        "This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches.\n"
+        "Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    kinds = [f["kind"] for f in doc["job"]["findings"]]
+    assert doc["job"]["verdict"] == "driver" and "nccl_fabric_manager" in kinds, kinds
+    # the message's own later lines and PyTorch's header are explained, not quoted as nobody's
+    assert "unexplained_errors" not in kinds, doc["job"]["findings"]
+
+
+@pytest.mark.parametrize("device,pci", [("PCI:0000:ae:00", "0000:ae:00.0"),
+                                        ("GPU-ac896b35-5782-c478-4b2a-a661de07770f", None)])
+def test_an_xid_gpud_reports_is_that_xid(tmp_path, capsys, device, pci):
+    (tmp_path / "gpud-events.txt").write_text("XID 79(GPU has fallen off the bus) detected on %s\n" % device)
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (h,) = doc["hosts"]
+    (f,) = [f for f in h["findings"] if f.get("xid") == 79]
+    assert h["verdict"] == "gpu_hardware" and (f.get("gpu") or {}).get("pci") == pci, f
+
+
+RSS = ("2022-03-23 23:57:%02d,855 DEBUG TRAIN Batch 0/%d loss 4.57 lr 0.00065741 rank 0 RSS MEM USE: %sG\n")
+
+
+@pytest.mark.parametrize("figures,leak", [
+    (("5.11", "5.11", "5.11", "46.51", "105.61", "161.09", "212.04"), True),   # grows step after step
+    (("2.10", "11.80", "12.02", "12.01", "12.03", "12.02", "12.02"), False),   # a warm-up that levels off
+    (("5.47", "5.47", "5.47", "8.58", "8.58", "8.58", "8.58"), False),         # one jump: a bigger input
+])
+def test_memory_a_run_reports_that_keeps_growing_is_a_leak(tmp_path, capsys, figures, leak):
+    (tmp_path / "train.log").write_text("".join(RSS % (i, 185100 + 100 * i, v) for i, v in enumerate(figures)))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    grown = [f for f in (doc.get("job") or {}).get("findings") or () if f["kind"] == "memory_growing"]
+    assert bool(grown) is leak, doc.get("job")
+    if leak:
+        assert doc["job"]["verdict"] == "memory_leak" and grown[0]["rank"] == 0
+        assert "5.11G" in grown[0]["message"] and "212.04G" in grown[0]["message"]
+
+
+def test_free_snapshots_whose_used_memory_keeps_growing(tmp_path, capsys):
+    snap = ("              total        used        free      shared  buff/cache   available\n"
+            "Mem:             65          %d          19           0          44          63\n"
+            "Swap:             2           0           2\n\n")
+    (tmp_path / "free.log").write_text("".join(snap % u for u in (1, 6, 8, 10)))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    assert doc["job"]["verdict"] == "memory_leak" and "nothing in it was recognised" not in err, (doc, err)
+
+
+def test_slurmctlds_words_about_a_node_are_that_nodes_not_the_controllers(tmp_path, capsys):
+    # the controller's syslog carries its own host name; the line is about nodegpu1 (node_mgr.c)
+    (tmp_path / "slurmctld.log").write_text(
+        "May 23 12:49:52 mgmt1 slurmctld[80708]: slurmctld: error: Setting node nodegpu1 state to INVAL with "
+        "reason:gres/gpu count reported lower than configured (3 < 4)\n"
+        "May 23 12:49:52 mgmt1 slurmctld[80708]: slurmctld: drain_nodes: node nodegpu1 state set to DRAIN\n"
+        "May 23 12:49:56 mgmt1 slurmctld[1264181]: slurmctld: debug:  NodeNames=nodegpu1 setting Sockets=32\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    by_host = {h["host"]: h for h in doc["hosts"]}
+    assert [f["kind"] for f in by_host["nodegpu1"]["findings"] if f["severity"] == "critical"] == ["gpu_missing"]
+    assert not [f for f in (by_host.get("mgmt1") or {}).get("findings") or () if f["severity"] == "critical"]
+
+
+@pytest.mark.parametrize("line,kind", [
+    ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.1, please update your driver to a newer "
+     "version, or use an earlier cuda container: unknown.", "cuda_driver_too_old"),
+    ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", "logged_driver_error"),
+    ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object "
+     "file: no such file or directory: unknown", "logged_driver_error"),
+])
+def test_the_nvidia_container_clis_errors_are_the_nodes_driver_stack(tmp_path, capsys, line, kind):
+    # libnvidia-container's words (vocab/container.py): had been quoted as nobody's
+    (tmp_path / "job-output.txt").write_text(
+        "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI "
+        "runtime create failed: runc create failed: unable to start container process: error during container init: "
+        "error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+        + line + "\n")
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    findings = (doc.get("job") or {}).get("findings") or [f for h in doc["hosts"] for f in h["findings"]]
+    assert kind in [f["kind"] for f in findings if f["category"] == "driver"], findings

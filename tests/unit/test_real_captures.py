@@ -233,6 +233,9 @@ KNOWN_MISSES = {
     "x11-07-k8s-a40-node-a44-gpu0-all-err-nvidia-smi-slow": (
         ("category", "culprit_hosts"), "nvidia-smi's ERR! in every field of GPU 0 reads as the GPU's; the host "
                                        "(a44) is named only in the thread's prose; labelled unknown"),
+    "x11-08-gpu-operator-a100-kubelet-nvidia-container-cli-driver-timed-out": (
+        "category", "nvidia-container-cli's 'detection error: driver error: timed out' reads as the driver's (its "
+                    "driver helper timed out: the container toolkit's table); the thread never settled it (unknown)"),
     "x11-09-nccl-tests-h100-ibext-sharp-bootstrap-address-family-33621": (
         "category", "NCCL's 'family N is neither AF_INET nor AF_INET6' reads as its socket setup (nccl_config); "
                     "the thread never settled it (unknown)"),
@@ -274,8 +277,6 @@ KNOWN_MISSES = {
     "x12-14-mscclpp-hang-make-connection-process-bound-to-down-roce-nic-ibstat": (
         "category", "an Ethernet port Down beside an Active one is no fault by itself; that a rank was bound to it "
                     "is the thread's finding"),
-    "x12-15-automl-efficientdet-host-ram-used-grows-1-to-10g-free-s1800-killed-18h": (
-        "category", "four `free -g` snapshots with 'used' growing have no reader (no OOM, no job line)"),
     "x12-17-juwels-booster-a100-ucx-transport-retry-count-exceeded-mlx5-2-unsettled": (
         "category", "UCX's 'Transport retry count exceeded on mlx5_2' reads as the path's (ib_network, UCX's table); "
                     "the thread never settled it (unknown, as x9-22)"),
@@ -301,6 +302,35 @@ KNOWN_MISSES = {
     "x13-22-vllm-ray-multinode-init-device-nccl-unhandled-cuda-error-bad-node": (
         "category", "'NCCL error: unhandled cuda error' names no component (unknown); the bad node is the "
                     "reporter's later comment"),
+    # the fourteenth held-out set (scored blind before it joined: see the issue-24 note of stop 35)
+    "x14-03-nhc-log-repeated-xid-63-health-check-failed": (
+        ("category", "xid_codes"), "a site's own NHC check ('Found XID errors: 63') has no public source: its line "
+                                   "is quoted, unknown; NHC's 'Check check_xid_errors returned 1' names no Xid"),
+    "x14-04-h100-nccl-nvls-invalid-argument-after-fm-restart": (
+        "category", "NCCL's NVLS set-up refused with 'invalid argument' reads as NVLS unavailable to the job "
+                    "(nccl_config); a Fabric Manager restarted under running processes is the maintainer's word"),
+    "x14-08-slurm-gres-gpu-count-dropped-after-mig-layout-change-node-drained": (
+        "category", "slurmctld's 'gres/gpu count reported lower than configured' reads as a GPU gone (Slurm's "
+                    "table); that a MIG layout change caused it is the thread's"),
+    "x14-09-dcgm-exporter-api-version-mismatch-fatal-at-start": (
+        "category", "dcgm-exporter's 'API version mismatch' (go-dcgm's words) has no table: quoted, unknown"),
+    "x14-14-perlmutter-gpu-bind-map-gpu-cuipcopenmemhandle-invalid": (
+        "category", "Cray MPICH's GTL failing cuIpcOpenMemHandle names no cause in the text; the Slurm GPU "
+                    "binding behind it is the reporter's finding"),
+    "x14-16-nanogpt-nightly-desync-rank7-lagging-mismatched-collectives": (
+        "category", "PyTorch's desync report names rank 7 as lagging, the others waited: a hang with a culprit "
+                    "(nccl_deadlock); that the collectives diverged in a nightly's code is the thread's"),
+    "x14-17-slurm-nnunet-preprocess-workers-oom-killed-gpu006": (
+        "category", "Slurm's cgroup OOM kill reads as the job outgrowing its memory (application); the examiner "
+                    "called the preprocessing workers killed the input pipeline's (dataloader)"),
+    "x14-18-asr-ddp-rank0-rss-runaway-killed": (
+        "culprit_ranks", "the growing memory is rank 0's (memory_growing names it); a leak names no culprit rank"),
+    "x14-19-b200-llama70b-profiling-unspecified-launch-failure-rank29": (
+        "category", "'unspecified launch failure' on one rank with no Xid reads as the application's CUDA error "
+                    "(CUDA's table); the thread never found the cause (unknown)"),
+    "x14-20-jax-64-node-start-async-nccl-error-not-reproducible": (
+        "category", "NCCL's 'remote process exited or there was a network error' reads as the network's (as "
+                    "PyTorch's table has ncclRemoteError); the thread never found the cause (unknown)"),
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),

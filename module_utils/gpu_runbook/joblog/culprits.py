@@ -144,7 +144,9 @@ def _desync_report(st, world):
             return ranks, "desync_report"
     if st.desync_lagging:
         ranks = set(r for item in st.desync_lagging for r in item[0])
-        everyone = set(range(world)) if world else set(st.ranks_seen)
+        # the report names ranks other than the one that wrote it (rank 0 tells of rank 7): without
+        # the world's size, the ranks the log shows and those it names are all there is to go on
+        everyone = set(range(world)) if world else set(st.ranks_seen) | ranks
         if ranks and (not everyone or ranks < everyone or len(ranks) < len(everyone)):
             return sorted(ranks), "desync_report"
     return None

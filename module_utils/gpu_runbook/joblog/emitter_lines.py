@@ -21,7 +21,7 @@ per message, and per line shape of what nothing explains); job_findings.py makes
 
 import re
 
-from ..vocab import markers, match_line
+from ..vocab import continues_a_message, markers, match_line
 from ..linefamily import is_node_line
 from ..vocab.reading import error_like
 from .text import add
@@ -30,7 +30,7 @@ from .text import add
 
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
-JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml")
+JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")
@@ -276,7 +276,11 @@ def read(line, fs, st):
         return True
     if read_vocabulary(line, st, quote=False):
         return True
-    if error_like(text):
+    if text.strip() == "Last error:":
+        # the header PyTorch puts over NCCL's last error (c10d/NCCLUtils.cpp getNcclErrorDetailStr:
+        # "\nLast error:\n" + ncclGetLastError()): the lines under it are NCCL's (nccl_words.read_bare)
+        return True
+    if error_like(text) and not continues_a_message(text, JOB_TABLES):
         st.seen.line(text, line.src, line.raw)
     return False
 
@@ -297,7 +301,7 @@ def read_vocabulary(line, st, quote=True):
     if m is not None:
         st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
         return True
-    if quote:
+    if quote and not continues_a_message(line.text, JOB_TABLES):
         st.seen.line(line.text, line.src, line.raw)
     return False
 

@@ -3,6 +3,7 @@
 error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job.py."""
 
 from ..findings import finding, gpu_ref, ib_ref
+from . import memtrend
 from .culprits import HW_CUDA_WORDS
 from .text import evidence
 from ..vocab import code
@@ -91,13 +92,14 @@ def _cuda_error(ev, c, st, phase, trend):
         gpu=c.gpu, **c.common)
 
 
-def _leak_or_application(phase, trend):
-    """An OOM late in the run, or while the rate falls, is memory that grows: a leak."""
-    return "memory_leak" if (trend == "falling" or phase == "late") else "application"
+def _leak_or_application(phase, trend, st):
+    """An OOM late in the run, while the rate falls, or after memory the run reported kept growing
+    (memtrend.py), is memory that grows: a leak."""
+    return "memory_leak" if (trend == "falling" or phase == "late" or memtrend.growth(st)) else "application"
 
 
 def _cuda_oom(ev, c, st, phase, trend):
-    cat = _leak_or_application(phase, trend)
+    cat = _leak_or_application(phase, trend, st)
     return finding(
         "cuda_oom",
         "%s ran out of GPU memory%s%s." % (c.where, " allocating %s" % ev["alloc"] if ev.get("alloc") else "",
@@ -108,7 +110,7 @@ def _cuda_oom(ev, c, st, phase, trend):
 
 def _host_oom(ev, c, st, phase, trend):
     return finding("host_oom", "The kernel/Slurm OOM killer killed a training process (%s)." % c.where,
-                   category=_leak_or_application(phase, trend), **c.common)
+                   category=_leak_or_application(phase, trend, st), **c.common)
 
 
 def _dataloader(ev, c):

@@ -10,7 +10,7 @@ from collections import Counter
 
 from ..findings import finding, gpu_ref, rank_key
 from . import nccl_tests
-from . import emitter_lines, pyspy
+from . import emitter_lines, memtrend, pyspy
 from .event_findings import finding_for_event
 from .launch_lines import launch_findings
 from .nccl_words import word_findings
@@ -40,6 +40,7 @@ def job_findings(st, job, last_prog):
     findings.extend(nccl_tests.findings(st))
     findings.extend(launch_findings(st))
     findings.extend(pyspy.findings(st))             # where each dumped process stood (py-spy dump)
+    findings.extend(memtrend.findings(st, bool(job["success"])))  # memory a run reported, still growing
     said = emitter_lines.findings(st, findings)  # what only an emitter's vocabulary explains
     # 'RuntimeError: Too many open files. ...' is PyTorch's DataLoader speaking through an exception:
     # its message, classified, replaces the bare exception that raised it

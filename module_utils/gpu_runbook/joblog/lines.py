@@ -6,8 +6,8 @@ Handlers run in a fixed order (the order matters: a wrapped IB line must be join
 anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
 its own handler). A handler returns True when no later handler needs the line."""
 
-from . import (emitter_lines, error_lines, launch_lines, launchers, nccl_lines, nccl_tests, progress, pyspy, scan,
-               torch_lines)
+from . import (emitter_lines, error_lines, launch_lines, launchers, memtrend, nccl_lines, nccl_tests, progress, pyspy,
+               scan, torch_lines)
 from ..linefamily import is_kernel_line
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
@@ -17,6 +17,7 @@ from .state import FileState, Line
 from .text import FileLines, line_time, logical_lines, rank_from_name
 
 HANDLERS = (
+    memtrend.figure,         # a memory figure: recorded, never taken (the line goes on to the others)
     pyspy.pyspy,             # a py-spy dump: its frames are no other handler's lines
     emitter_lines.sacct,
     nccl_lines.continue_wrapped_ib,
@@ -86,7 +87,8 @@ def parse_file(name, text, st, ahead=None):
     emitter_lines.run_end(name, lines.tail(), st)
     # read: a handler or the last reader took one of its lines, or the job's state changed as it
     # was read (the same with or without the prefilter: quiet lines change nothing)
-    st.files_read[name] = bool(st.files_read.get(name) or used or _job_mark(st) != at_start)
+    st.files_read[name] = bool(st.files_read.get(name) or used or _job_mark(st) != at_start
+                               or any(k[0] == name for k in st.memory))
 
 
 def _job_mark(st):

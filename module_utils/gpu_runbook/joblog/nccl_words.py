@@ -50,6 +50,11 @@ REG_MR = re.compile(r"Call to (ibv_reg_(?:dmabuf_)?mr\w{0,16})(?: \([^)\n]{0,200
                     r"([A-Za-z][\w ]{0,60})?")
 GDR_NOMOD = re.compile(r"GPU Direct RDMA Disabled for HCA \d+ '([\w.\-]{1,40})' \(no module\)")
 CUDA_FAIL = re.compile(r"Cuda failure (?:\d+ )?'([^'\n]{1,80})'")
+# NVLS's own failure to bind its multicast memory (transport/nvls.cc, 2.28+: 'Failed to bind NVLink SHARP
+# (NVLS) Multicast memory of size %ld : CUDA error %d '%s'.', then, as NCCL says, 'usually ... the Fabric
+# Manager or NVSwitches'); not its INFO twin that goes on '... Proceeding without NVLS support.'
+NVLS_BIND = re.compile(r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory of size \d{1,20} : CUDA error \d{1,4} "
+                       r"'([^'\n]{1,80})'(?!\.? Proceeding without)")
 CUDA_INIT = re.compile(r"^(?:initialization error|no CUDA-capable device is detected|"
                        r"CUDA-capable device\(s\) is/are busy or unavailable|all CUDA-capable devices are busy)")
 NVLS_REFUSED = re.compile(r"invalid argument|operation not permitted|operation not supported|not supported")
@@ -176,6 +181,9 @@ def _event_name(text):
 
 
 def _fabric(body, full, line, host, pid, st):
+    mb = NVLS_BIND.search(body)
+    if mb:
+        return _rec(st, "nccl_fabric_manager", line, host, pid, what=mb.group(1), nvls=True)
     m = CUDA_FAIL.search(body)
     if m and CUDA_INIT.search(m.group(1)):
         # CUDA could not even start on this process's GPU: that GPU or the host's driver state

@@ -47,6 +47,7 @@ NEEDLES = (
     "epochs completed in", "max training steps reached", "Key: avg_train_prep",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
+    "mem", "Mem", "MEM", "RSS", "rss",                                             # memtrend
 ) + emitter_markers()
 FOLDED = ("oom", "out of memory")  # memory_and_cuda tests these on the line in lower case
 

@@ -67,6 +67,8 @@ class JobState(object):
         self.success = []          # a run that ended well, as its launcher or trainer says
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)
         self.sacct = []            # sacct's rows (emitter_lines.sacct): the job's state as Slurm accounted it
+        self.memory = {}           # (file, label, rank) -> the memory figures a run reported (memtrend.py)
+        self.memory_growth = None  # ... the series that keep growing (memtrend.growth: read once)
         self.pyspy = []            # py-spy dumps: one record per process dumped (pyspy.py)
         self.pyspy_wheres = None   # ... where each stands (pyspy._wheres: read once)
         self.seen = Seen()         # messages of an emitter's vocabulary, lines nothing explains

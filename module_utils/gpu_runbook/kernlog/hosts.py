@@ -59,6 +59,12 @@ SLURM_NODE_RE = re.compile(
     r"(?:\b[Nn]odes? " + _NODESET + r" (?:not responding|now responding|unexpectedly rebooted|not resumed by)"
     r"|on failed node " + _NODESET + r"|update_node: node " + _NODESET + r" (?:reason|state) set to"
     r"|\bNode failure on " + _NODESET + r"|\*\*\* (?:STEP|JOB) \S{1,40} (?:STEPD TERMINATED )?ON " + _NODESET + r" "
+    # slurmctld on a node's registration (node_mgr.c 'Setting node %s state to INVAL with reason:%s',
+    # 'drain_nodes: node %s state set to DRAIN'; proc_req.c '_slurm_rpc_node_registration node=%s: %s';
+    # gres.c '_node_config_validate: gres/gpu: Count changed on node %s (%d != %d)'): the node's, not the
+    # controller's, whose host the syslog line carries
+    r"|\bSetting node " + _NODESET + r" state to |drain_nodes: node " + _NODESET + r" state set to"
+    r"|_slurm_rpc_node_registration node=" + _NODESET + r":|Count changed on node " + _NODESET + r" \("
     # LBNL NHC's helpers (helpers/node-mark-offline, -online): 'node-mark-offline:  Marking  n1 offline:  ..',
     # 'node-mark-online n1.local', 'node-mark-online:  Not onlining n1:  ..'
     r"|node-mark-(?:on|off)line:? {1,3}(?:Marking {1,3}|Not onlining {1,3})?" + _NODESET + r"(?=[ :.]|$))")
@@ -261,7 +267,9 @@ class HostDemux(object):
             m = _PIPE_RESULT_RE.match(text)
             if m and _hostlike(m.group(1)):
                 own, text = m.group(1), text[m.end():]
-        if own is None:
+        if own is None or "slurmctld" in text:
+            # a line of no host is the node's it names; so is slurmctld's through the controller's
+            # syslog (it speaks of nodes: 'Setting node n7 state to INVAL'), not the controller's
             named = slurm_nodes(text)
             if named:
                 hosts = self._admit(named)

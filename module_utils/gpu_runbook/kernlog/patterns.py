@@ -18,6 +18,11 @@ XID_PCI_RE = re.compile(r"(?:PCI:)?(?P<pci>" + _PCI + r")\s*$")
 # unhealthy.' (older) / '...; marking device as unhealthy.'
 PLUGIN_XID_RE = re.compile(r"XidCriticalError: Xid=(?P<code>\d{1,6}) on Device=(?P<uuid>GPU-[0-9a-fA-F-]{8,64})"
                            r"(?P<rest>[,;] [^\n]{0,200})?")
+# leptonai/gpud's Xid component (components/accelerator/nvidia/xid: its health reason and events,
+# worded as its SXid component's 'SXID %d(%s) detected on %s'): 'XID 79(GPU has fallen off the
+# bus) detected on PCI:0000:ae:00' -- the device a PCI address or a GPU UUID
+GPUD_XID_RE = re.compile(r"\bXID (?P<code>\d{1,6})\((?P<name>[^()\n]{1,160})\) detected on (?:PCI:(?P<pci>[0-9a-fA-F]{4,8}:"
+                         r"[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)|(?P<uuid>GPU-[0-9a-fA-F-]{8,64}))")
 XID_CAUSE_RE = re.compile(r"caused by previous Xid (?P<code>\d{1,6})\b")
 # NVLink5 Xids 144-150 say themselves whether the error was fatal: 'RLW_RXPIPE Nonfatal XC0 i0 Link 11'
 NVLINK_FATALITY_RE = re.compile(r"\b(?P<f>Non-?fatal|Fatal)\b", re.I)

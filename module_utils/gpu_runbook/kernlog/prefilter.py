@@ -23,6 +23,7 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # "oom-kill:" keeps the kill's summary (its constraint says global vs cgroup), "Hardware Error]"
 # machine checks, "probe with driver"/"probe of " the driver core's probe failures (no NVRM on them),
 # "recovery action" Xid 154's action when the journal wrapped it onto a line of its own,
+# "XidCriticalError" / ") detected on " an Xid the Kubernetes device plugin or gpud reports,
 # "invoked oom-killer" the head of an OOM report whose kill line was cut or rate-limited,
 # "[nvidia" a call-trace frame in the NVIDIA driver (a hung task stuck inside it, an oops in it),
 # "IO_PAGE_FAULT"/"DMAR: [DMA" the IOMMU refusing a device's DMA (AMD, Intel), "Linux version " a boot
@@ -36,7 +37,7 @@ _BASE = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than"
          "invoked oom-killer", "[nvidia", "IO_PAGE_FAULT", "DMAR: [DMA",
          "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
          "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4",
-         "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError", "Linux version ",
+         "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError", ") detected on ", "Linux version ",
          " carrier")
 
 

@@ -16,7 +16,7 @@ from .driverlog import DriverLog
 from .identity import GpuIdentities
 from . import nodelines
 from .aer import read_aer
-from .xidread import read_plugin_xid, read_xid, read_xid_continued
+from .xidread import read_gpud_xid, read_plugin_xid, read_xid, read_xid_continued
 from .hosts import slurm_nodes
 from .nodelog import NodeLog, count_line
 from .patterns import AER_DETAIL_RE, CARRIER_RE, MLX_RE, NVRM_PCI_RE, PORT_RE, XID_WORD_RE, mlx5_event, nvrm_gpu_event
@@ -247,6 +247,8 @@ class KernelLogScanner:
             read_xid_continued(self, ctx)
         elif "XidCriticalError" in line:
             read_plugin_xid(self, ctx)
+        elif ") detected on " in line and "XID " in line:
+            read_gpud_xid(self, ctx)
         else:
             taken = False
         if "AER:" in line or "PCIe Bus Error" in line or self._aer_detail(ctx):

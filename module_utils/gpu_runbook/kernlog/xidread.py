@@ -6,7 +6,7 @@ they use the scanner's tables)."""
 
 from ..findings import normalize_pci
 from .nodelog import count_line
-from .patterns import GPU_IDX_RE, PLUGIN_XID_RE, XID_PCI_RE, XID_RE, XID_REST_RE
+from .patterns import GPU_IDX_RE, GPUD_XID_RE, PLUGIN_XID_RE, XID_PCI_RE, XID_RE, XID_REST_RE
 
 
 def read_xid(sc, ctx):
@@ -73,6 +73,22 @@ def read_plugin_xid(sc, ctx):
     rec = sc._bump(sc._xids, (code, uuid), ctx, xid=code, pci=None, pid=None, process=None,
                      message="reported by the Kubernetes device plugin" + (m.group("rest") or ""), index=None,
                      processes=[], odd=[], uuid=uuid)
+    if rec is not None:
+        sc._event(ctx, "xid_%d" % code)
+
+def read_gpud_xid(sc, ctx):
+    """leptonai/gpud's report of an Xid it read (patterns.GPUD_XID_RE): 'XID 79(GPU has fallen off
+    the bus) detected on PCI:0000:ae:00'; the GPU named by its PCI address or its UUID."""
+    m = GPUD_XID_RE.search(ctx[1])
+    if not m or not sc._in_window(ctx):
+        return
+    code = int(m.group("code"))
+    pci = normalize_pci(m.group("pci")) if m.group("pci") else None
+    if pci:
+        sc._gpu(pci)
+    rec = sc._bump(sc._xids, (code, pci or m.group("uuid")), ctx, xid=code, pci=pci, pid=None, process=None,
+                   message="reported by gpud: %s" % m.group("name"), index=None, processes=[], odd=[],
+                   **({"uuid": m.group("uuid")} if m.group("uuid") else {}))
     if rec is not None:
         sc._event(ctx, "xid_%d" % code)
 

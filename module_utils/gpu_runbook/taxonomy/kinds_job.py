@@ -358,6 +358,10 @@ KINDS = {
         "application", "warning", "fix_application", ("job_fix_traceback",),
         "rank {rank} raised a Python exception",
         "랭크 {rank}에서 Python 예외 발생"),
+    "memory_growing": kind(
+        "memory_leak", "warning", "fix_application", ("job_profile_memory",),
+        "the memory the run reports keeps growing, reading after reading: a leak, which ends in an OOM kill",
+        "실행이 보고하는 메모리가 측정할 때마다 계속 커짐: 누수이며, OOM으로 강제 종료되기에 이름"),
     "iteration_rate_falling": kind(
         "memory_leak", "warning", "fix_application", ("job_profile_memory",),
         "training slows down epoch after epoch: typical of a leak (memory, caches, growing graphs)",

@@ -48,7 +48,7 @@ import re
 # every generated table, in the order they are tried (a line is matched against the tables
 # whose MARKERS it holds)
 EMITTERS = ("nccl", "ofi", "torch", "gloo", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "ucx",
-            "nhc", "nvml")
+            "nhc", "nvml", "container")
 ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
 CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
 BENIGN = "benign"
@@ -269,6 +269,36 @@ def match_line(line, names=EMITTERS):
         if m is not None and (best is None or m[1] > best[2]):
             best = (t, m[0], m[1])
     return None if best is None else (best[0], dict(zip(ROW_FIELDS, best[1])))
+
+
+_LATER = {}
+
+
+def continues_a_message(line, names=EMITTERS):
+    """True when ``line`` is a later printed line of a message of several lines (rows hold the
+    whole format; only the first line is matched, compile_format): NCCL's WARN that goes on
+    "This is usually caused by ... Fabric Manager or NVSwitches.", PyTorch's "Last error:".
+    Such a line is its message's, explained by it, not a line nothing explains. Asked only of
+    error-like lines no table matched, so the tables are loaded here."""
+    key = tuple(names)
+    later = _LATER.get(key)
+    if later is None:
+        later = []
+        for t in tables(names):
+            for row in t.rows:
+                parts = [p for p in row[2].split("\n") if p.strip()]
+                for part in parts[1:]:
+                    if matchable(part) or (part.strip() and not _CONV.search(part) and len(part.strip()) >= MIN_FRAGMENT):
+                        frags, gaps = compile_format(part)
+                        if frags:
+                            later.append((max(frags, key=len), frags, gaps))
+        later = _LATER[key] = later
+    if "  " in line or "\t" in line:
+        line = " ".join(line.split())
+    for longest, frags, gaps in later:
+        if longest in line and match_fragments(line, frags, gaps):
+            return True
+    return False
 
 
 # sample text for each conversion when a row is instantiated (tests, coverage)

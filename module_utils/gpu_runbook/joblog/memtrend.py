@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Memory a run reports about itself, line after line, and whether it keeps growing.
+
+Trainers and their launchers print the memory they use beside their progress, each in its own
+words; what they share is a memory word, then a number and its unit:
+
+* a label holding "mem" or "RSS", then ``:`` or ``=``, then the figure: detectron2's
+  ``max_mem: 5432M``, torchtitan's ``memory: 12.34GiB(15.65%)``, mmengine's ``memory: 5472``
+  (its unit left out), a project's own ``RSS MEM USE: 5.11G``, DeepSpeed's see_memory_usage
+  ``CPU Virtual Memory:  used = 45.6 GB``;
+* Megatron-LM's report_memory: ``memory (MB) | allocated: 1234.5 | max allocated: ...``;
+* procps' ``free``: ``Mem:  total  used  free ...`` rows, 'used' its second column.
+
+Each figure joins a series per file, label and rank. A series that grows step after step
+(several rises, still rising in its second half, half again over where it started) is memory
+that is not given back: ``memory_growing`` (memory_leak). One jump (a bigger input) or a
+warm-up that levels off is not. Pure functions of text, patterns linear in the line."""
+
+import re
+
+from ..findings import finding
+from .text import evidence
+
+# a memory label, then the figure (bounded spans: linear on a hostile line)
+# (the label's words only: a number before it is another field's, and would split the series)
+_LABELLED = re.compile(r"(?P<label>\b[A-Za-z_][A-Za-z_ ]{0,30}?(?:mem(?:ory)?|rss)\b[A-Za-z_ ]{0,16}?)\s?[:=]\s{0,3}"
+                       r"(?:used\s?=\s?)?(?P<val>\d{1,9}(?:\.\d{1,6})?)\s?(?P<unit>[KMGT]i?B?|[kmg]b|bytes?)?"
+                       r"(?![\w.])", re.I)
+_MEGATRON = re.compile(r"memory \(MB\) \| allocated: (?P<val>\d{1,9}(?:\.\d{1,6})?)")
+_FREE = re.compile(r"^\s{0,4}Mem:\s+\d[\d.]{0,15}[KMGT]?i?\s+(?P<val>\d{1,15}(?:\.\d{1,3})?)(?P<unit>[KMGT]i?)?\s")
+_RANK = re.compile(r"\brank\s?[:=]?\s?(\d{1,6})\b", re.I)
+_MIB = {"k": 1.0 / 1024, "m": 1.0, "g": 1024.0, "t": 1024.0 * 1024, "b": 1.0 / (1024 * 1024)}
+
+MAX_SERIES = 64       # series kept per job (the first ones win)
+MAX_POINTS = 4096     # points kept per series (past it, every other one is dropped)
+MIN_POINTS = 4
+MIN_RISES = 3         # step after step, not one jump
+GROWTH = 1.5          # the last figure over where the series started
+STILL_RISING = 1.2    # ... and over its middle: no warm-up that levelled off
+MIN_GROWTH_MIB = 1024.0
+
+
+def _mib(val, unit):
+    """(the figure in MiB, or as printed when its unit is not said; whether the unit was said)."""
+    if not unit:
+        return val, False
+    return val * _MIB[unit[0].lower()], True
+
+
+def figure(line, fs, st):
+    """A handler of lines.HANDLERS: records a memory figure the line reports; never takes the
+    line (False: the other handlers read it too)."""
+    text = line.text
+    if not ("mem" in text or "Mem" in text or "MEM" in text or "RSS" in text or "rss" in text):
+        return False
+    m = _FREE.match(text)
+    if m:
+        label, unit = "free: used", m.group("unit")
+    else:
+        m = _MEGATRON.search(text)
+        if m:
+            label, unit = "memory (MB) allocated", "M"
+        else:
+            m = _LABELLED.search(text)
+            if m is None:
+                return False
+            label, unit = " ".join(m.group("label").lower().split()), m.group("unit")
+    try:
+        val = float(m.group("val"))
+    except ValueError:
+        return False
+    mib, known = _mib(val, unit)
+    mr = _RANK.search(text)
+    rank = line.rank if line.rank is not None else (int(mr.group(1)) if mr else None)
+    key = (line.src.rsplit(":", 1)[0], label, rank)
+    series = st.memory.get(key)
+    if series is None:
+        if len(st.memory) >= MAX_SERIES:
+            return False
+        series = st.memory[key] = []
+    series.append((mib, known, line.src, line.raw, m.group("val") + (unit or "")))
+    if len(series) > MAX_POINTS:
+        del series[1::2]
+    return False
+
+
+def growing(series):
+    """True when a series of (MiB, unit known, ...) keeps growing (module docstring)."""
+    vals = [p[0] for p in series]
+    n = len(vals)
+    if n < MIN_POINTS:
+        return False
+    start = sorted(vals[:max(1, n // 4)])[max(1, n // 4) // 2]
+    mid, last = vals[n // 2], vals[-1]
+    rises = sum(1 for a, b in zip(vals, vals[1:]) if b > a * 1.01)
+    falls = sum(1 for a, b in zip(vals, vals[1:]) if b < a * 0.99)
+    if rises < MIN_RISES or falls * 3 > rises or last < max(vals) * 0.9:
+        return False
+    if start <= 0 or last < start * GROWTH or last < mid * STILL_RISING:
+        return False
+    # a unit said: at least a GiB more; none said: the figure at least tripled
+    return last - start >= MIN_GROWTH_MIB if series[-1][1] else last >= start * 3
+
+
+def growth(st):
+    """The series of the job that keep growing, biggest growth first: [(key, series)]."""
+    got = st.memory_growth
+    if got is None:
+        got = st.memory_growth = sorted(((k, s) for k, s in st.memory.items() if growing(s)),
+                                        key=lambda ks: -(ks[1][-1][0] - ks[1][0][0]))
+    return got
+
+
+def findings(st, ended):
+    """One memory_growing finding, of the series that grew most; information when the run said
+    it ended well (it grew, and the run still finished)."""
+    grown = growth(st)
+    if not grown:
+        return []
+    (_name, label, rank), series = grown[0]
+    first, last = series[0], series[-1]
+    return [finding(
+        "memory_growing",
+        "%s's %r grew from %s to %s over %d readings (%s to %s)%s: memory the run does not give back, "
+        "which ends in an out-of-memory kill%s." % (
+            "rank %d" % rank if rank is not None else "the run", label, first[4], last[4], len(series), first[2],
+            last[2],
+            " (%d more series grew)" % (len(grown) - 1) if len(grown) > 1 else "",
+            "" if not ended else " (the run still said it ended well)"),
+        severity="info" if ended else None, evidence=evidence(last[3]), source=last[2], rank=rank)]
