@@ -955,3 +955,26 @@ def test_the_nvidia_container_clis_errors_are_the_nodes_driver_stack(tmp_path, c
     rc, doc, err = analyze_json(capsys, tmp_path)
     findings = (doc.get("job") or {}).get("findings") or [f for h in doc["hosts"] for f in h["findings"]]
     assert kind in [f["kind"] for f in findings if f["category"] == "driver"], findings
+
+
+def test_the_oom_killers_report_of_the_process_it_killed_is_no_memory_figure_of_the_run(tmp_path, capsys):
+    # anon-rss:/file-rss: of each killed process (mm/oom_kill.c): bigger and bigger kills are no leak of one run
+    (tmp_path / "job.err").write_text("".join(
+        "slurmstepd: oom report: Killed process %d (python) total-vm:%dkB, anon-rss:%dkB, file-rss:0kB, "
+        "shmem-rss:0kB\n" % (4000 + i, 9000000 * (i + 1), 2000000 * (i + 1) ** 2) for i in range(5)))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    findings = ((doc.get("job") or {}).get("findings") or []) + [f for h in doc["hosts"] for f in h["findings"]]
+    assert not [f for f in findings if f["kind"] == "memory_growing"], findings
+
+
+@pytest.mark.parametrize("fmt,values", [
+    ("step: %d  loss:  7.9  memory: %sGiB(15.65%%)  tps: 1234", ("10.5", "14.2", "19.8", "26.1", "33.0")),  # torchtitan
+    ("eta: 0:01:00  iter: %d  total_loss: 1.2  max_mem: %sM", ("5432", "9120", "14400", "21000", "30100")),  # detectron2
+    ("Epoch(train) [1][%d/1000]  lr: 1e-2  time: 0.5  memory: %s  loss: 1.2", ("2000", "3100", "4500", "6800", "9900")),
+    ("[%d] CPU Virtual Memory:  used = %s GB, percent = 12.1%%", ("40.1", "52.7", "66.0", "81.2", "99.5")),  # DeepSpeed
+])
+def test_the_memory_figures_trainers_print_make_one_series(tmp_path, capsys, fmt, values):
+    (tmp_path / "train.log").write_text("".join((fmt % (10 * i, v)) + "\n" for i, v in enumerate(values)))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    kinds = [f["kind"] for f in (doc.get("job") or {}).get("findings") or ()]
+    assert "memory_growing" in kinds, (doc, err)

@@ -23,7 +23,7 @@ from .text import evidence
 
 # a memory label, then the figure (bounded spans: linear on a hostile line)
 # (the label's words only: a number before it is another field's, and would split the series)
-_LABELLED = re.compile(r"(?P<label>\b[A-Za-z_][A-Za-z_ ]{0,30}?(?:mem(?:ory)?|rss)\b[A-Za-z_ ]{0,16}?)\s?[:=]\s{0,3}"
+_LABELLED = re.compile(r"(?P<label>\b(?:[A-Za-z_][A-Za-z_ ]{0,30}?)?(?:mem(?:ory)?|rss)\b[A-Za-z_ ]{0,16}?)\s?[:=]\s{0,3}"
                        r"(?:used\s?=\s?)?(?P<val>\d{1,9}(?:\.\d{1,6})?)\s?(?P<unit>[KMGT]i?B?|[kmg]b|bytes?)?"
                        r"(?![\w.])", re.I)
 _MEGATRON = re.compile(r"memory \(MB\) \| allocated: (?P<val>\d{1,9}(?:\.\d{1,6})?)")
@@ -53,6 +53,8 @@ def figure(line, fs, st):
     text = line.text
     if not ("mem" in text or "Mem" in text or "MEM" in text or "RSS" in text or "rss" in text):
         return False
+    if "-rss:" in text or "total-vm" in text:
+        return False  # the OOM killer's report of the process it killed (anon-rss:, file-rss:): not the run's own
     m = _FREE.match(text)
     if m:
         label, unit = "free: used", m.group("unit")

@@ -19,7 +19,8 @@ GPU parsers (``parse_nvidia_smi_xml``, ``parse_nvidia_smi_q``, ``parse_nvidia_sm
                "throttle": {"hw_slowdown", "hw_power_brake", "hw_thermal", "sw_thermal", ...},
                "temperature_c", "mig_mode", "fabric_state", "fabric_status",
                "errors": [field names reading Unknown Error / ERR! / GPU is lost],
-               "nvlink_inactive": [link numbers] | None}]}
+               "nvlink_inactive": [link numbers] | None,
+               "nvlink_all_inactive": bool (nvlink --status said none of its links is up)}]}
 
 ``N/A`` / ``[Not Supported]`` read as None (never 0, never a finding).  The GPU ``index`` is the
 nvidia-smi index: explicit in the table, CSV and nvlink output; for ``-q``/XML it is the order in
