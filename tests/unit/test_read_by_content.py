@@ -978,3 +978,27 @@ def test_the_memory_figures_trainers_print_make_one_series(tmp_path, capsys, fmt
     rc, doc, err = analyze_json(capsys, tmp_path)
     kinds = [f["kind"] for f in (doc.get("job") or {}).get("findings") or ()]
     assert "memory_growing" in kinds, (doc, err)
+
+
+@pytest.mark.parametrize("line", [
+    "Epoch(train) [1][ 50/1000]  lr: 1.0000e-02  eta: 1:00:00  time: 0.5012  data_time: 0.0101  memory: 5472  "
+    "loss: 0.8123",
+    "Iter(train) [  50/90000]  lr: 2.0000e-02  eta: 12:00:00  time: 0.4800  data_time: 0.0090  memory: 3317  loss: 1.2",
+])
+def test_mmengines_progress_lines_are_a_training_runs(line):
+    # mmengine's log_processor.py: read as a run's progress, so that its other loss lines go unread
+    from gpu_runbook.joblog import parse_job_logs
+    job, _findings = parse_job_logs({"train.log": line + "\n"})
+    assert job["training"], job
+
+
+def test_a_long_runs_memory_is_read_at_its_start_and_at_its_end(tmp_path, capsys):
+    # more memory lines than memtrend.EARLY: the first ones and the file's last lines make the series
+    from gpu_runbook.joblog import memtrend
+    n = memtrend.EARLY * 3
+    (tmp_path / "train.log").write_text("".join(
+        "Epoch(train) [1][%5d/%d]  lr: 1.0000e-02  time: 0.5012  memory: %d  loss: 0.8123\n"
+        % (i, n, 2000 + 8 * i) for i in range(n)))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (f,) = [f for f in doc["job"]["findings"] if f["kind"] == "memory_growing"]
+    assert "from 2000 to %d" % (2000 + 8 * (n - 1)) in f["message"], f["message"]

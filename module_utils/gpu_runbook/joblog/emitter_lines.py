@@ -88,7 +88,9 @@ SUCCESS = (
 # A training run's own progress lines, with no NCCL in them: a step/iteration/epoch counter and
 # a loss ('step 1200 loss 2.31', Megatron's ' iteration  100/ 500000 | ... | lm loss: 7.1E+00 |',
 # Hugging Face's "{'loss': 2.31, ..., 'epoch': 0.5}")
-_STEP = re.compile(r"(?i)\b(?:global[ _])?(?:step|iter(?:ation)?s?|epoch|batch)\b['\"]?\s{0,4}[:=#]?\s{0,4}\[?\s{0,8}\d")
+# (mmengine's log_processor.py: 'Epoch(train) [1][ 50/1000]', 'Iter(train) [ 50/1000]')
+_STEP = re.compile(r"(?i)\b(?:global[ _])?(?:step|iter(?:ation)?s?|epoch|batch)\b(?:\((?:train|val|test)\))?['\"]?\s{0,4}[:=#]?"
+                   r"\s{0,4}\[?\s{0,8}\d")
 _LOSS = re.compile(r"(?i)\b(?:lm |train(?:ing)?[ _/]|val(?:id(?:ation)?)?[ _/])?loss\b['\"]?\s{0,4}[:=]?\s{0,4}[-+]?"
                    r"(?:\d{1,12}\.?\d{0,12}|\.\d{1,12})(?:[eE][-+]?\d{1,3})?")
 

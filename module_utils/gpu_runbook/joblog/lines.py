@@ -84,7 +84,9 @@ def parse_file(name, text, st, ahead=None):
                 used += 1
     if fs.fr_cur:
         torch_lines.fr_flush(fs, fs.file_rank, st)
-    emitter_lines.run_end(name, lines.tail(), st)
+    last = lines.tail()
+    emitter_lines.run_end(name, last, st)
+    memtrend.tail(name, last, st)
     # read: a handler or the last reader took one of its lines, or the job's state changed as it
     # was read (the same with or without the prefilter: quiet lines change nothing)
     st.files_read[name] = bool(st.files_read.get(name) or used or _job_mark(st) != at_start

@@ -11,7 +11,9 @@ words; what they share is a memory word, then a number and its unit:
 * Megatron-LM's report_memory: ``memory (MB) | allocated: 1234.5 | max allocated: ...``;
 * procps' ``free``: ``Mem:  total  used  free ...`` rows, 'used' its second column.
 
-Each figure joins a series per file, label and rank. A series that grows step after step
+Each figure joins a series per file, label and rank: the job's first EARLY figures, then the
+figures among each file's last lines (FileLines.tail), so a long run's every line is not read
+for them (the prefilter reads a memory line only while the first ones are gathered, quiet.MEM). A series that grows step after step
 (several rises, still rising in its second half, half again over where it started) is memory
 that is not given back: ``memory_growing`` (memory_leak). One jump (a bigger input) or a
 warm-up that levels off is not. Pure functions of text, patterns linear in the line."""
@@ -31,10 +33,12 @@ _FREE = re.compile(r"^\s{0,4}Mem:\s+\d[\d.]{0,15}[KMGT]?i?\s+(?P<val>\d{1,15}(?:
 _RANK = re.compile(r"\brank\s?[:=]?\s?(\d{1,6})\b", re.I)
 _MIB = {"k": 1.0 / 1024, "m": 1.0, "g": 1024.0, "t": 1024.0 * 1024, "b": 1.0 / (1024 * 1024)}
 
+EARLY = 512           # memory figures read from the start of the job's logs; then each file's last lines
 MAX_SERIES = 64       # series kept per job (the first ones win)
 MAX_POINTS = 4096     # points kept per series (past it, every other one is dropped)
 MIN_POINTS = 4
 MIN_RISES = 3         # step after step, not one jump
+SEGMENTS = 8          # ... counted between this many stretches of the series
 GROWTH = 1.5          # the last figure over where the series started
 STILL_RISING = 1.2    # ... and over its middle: no warm-up that levelled off
 MIN_GROWTH_MIB = 1024.0
@@ -55,6 +59,25 @@ def figure(line, fs, st):
         return False
     if "-rss:" in text or "total-vm" in text:
         return False  # the OOM killer's report of the process it killed (anon-rss:, file-rss:): not the run's own
+    if st.memory_lines >= EARLY:
+        return False  # past the first figures: the file's last lines give the late ones (tail)
+    if _record(text, line.src, line.raw, line.rank, st):
+        st.memory_lines += 1
+    return False
+
+
+def tail(name, lines, st):
+    """The memory figures among a file's last lines, once the first EARLY figures were read (the
+    prefilter left the lines between them unread); a line already recorded is not twice."""
+    if st.memory_lines < EARLY:
+        return
+    for raw in lines:
+        if any(w in raw for w in ("mem", "Mem", "MEM", "RSS", "rss")) and "-rss:" not in raw and "total-vm" not in raw:
+            _record(raw, "%s (its end)" % name, raw, None, st, name=name)
+
+
+def _record(text, src, raw, rank, st, name=None):
+    """Records the memory figure of one line, if it has one; True when it did."""
     m = _FREE.match(text)
     if m:
         label, unit = "free: used", m.group("unit")
@@ -72,18 +95,21 @@ def figure(line, fs, st):
     except ValueError:
         return False
     mib, known = _mib(val, unit)
-    mr = _RANK.search(text)
-    rank = line.rank if line.rank is not None else (int(mr.group(1)) if mr else None)
-    key = (line.src.rsplit(":", 1)[0], label, rank)
+    if rank is None:
+        mr = _RANK.search(text)
+        rank = int(mr.group(1)) if mr else None
+    key = (name or src.rsplit(":", 1)[0], label, rank)
     series = st.memory.get(key)
     if series is None:
         if len(st.memory) >= MAX_SERIES:
             return False
         series = st.memory[key] = []
-    series.append((mib, known, line.src, line.raw, m.group("val") + (unit or "")))
+    elif name is not None and any(p[3] == raw for p in series[-64:]):
+        return False  # a last line the first figures already hold
+    series.append((mib, known, src, raw, m.group("val") + (unit or "")))
     if len(series) > MAX_POINTS:
         del series[1::2]
-    return False
+    return True
 
 
 def growing(series):
@@ -94,8 +120,12 @@ def growing(series):
         return False
     start = sorted(vals[:max(1, n // 4)])[max(1, n // 4) // 2]
     mid, last = vals[n // 2], vals[-1]
-    rises = sum(1 for a, b in zip(vals, vals[1:]) if b > a * 1.01)
-    falls = sum(1 for a, b in zip(vals, vals[1:]) if b < a * 0.99)
+    # rises and falls between SEGMENTS stretches of the series (their medians): a slow leak moves
+    # little from one reading to the next, and one noisy reading is no rise
+    k = min(n, SEGMENTS)
+    steps = [sorted(vals[i * n // k:(i + 1) * n // k])[((i + 1) * n // k - i * n // k) // 2] for i in range(k)]
+    rises = sum(1 for a, b in zip(steps, steps[1:]) if b > a * 1.01)
+    falls = sum(1 for a, b in zip(steps, steps[1:]) if b < a * 0.99)
     if rises < MIN_RISES or falls * 3 > rises or last < max(vals) * 0.9:
         return False
     if start <= 0 or last < start * GROWTH or last < mid * STILL_RISING:

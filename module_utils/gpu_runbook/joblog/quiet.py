@@ -23,6 +23,7 @@ translate and one dict lookup; scan.py judges whole blocks of lines by their sha
 import re
 
 from .emitter_lines import emitter_markers
+from .memtrend import EARLY
 from .launchers import MPI_TAG, HVD_TAG, PDSH, RAY, ROLE_PAIR, UPPER_RANK
 from .patterns import GLOG, GLOG_OLD, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_ROLE
 
@@ -47,13 +48,16 @@ NEEDLES = (
     "epochs completed in", "max training steps reached", "Key: avg_train_prep",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
-    "mem", "Mem", "MEM", "RSS", "rss",                                             # memtrend
 ) + emitter_markers()
+# memtrend's words: a line holding one is read while the job's first memtrend.EARLY memory figures
+# are gathered (then its file's last lines give the late ones), not every line of a long run
+MEMORY_WORDS = ("mem", "Mem", "MEM", "RSS", "rss")
 FOLDED = ("oom", "out of memory")  # memory_and_cuda tests these on the line in lower case
 
 ZERO = bytes.maketrans(b"123456789", b"000000000")
 _NEEDLES = tuple(n.encode().translate(ZERO) for n in NEEDLES)
 _FOLDED = tuple(n.encode() for n in FOLDED)
+_MEMORY = tuple(n.encode() for n in MEMORY_WORDS)
 _BRACKET = tuple(rx.match for rx in (MPI_TAG, HVD_TAG, UPPER_RANK, ROLE_PAIR, TORCHRUN_GLOBAL, TORCHRUN_ROLE, GLOG,
                                      GLOG_OLD))
 _GLOG_START = re.compile(r"\[?[EWIF]\d")
@@ -65,8 +69,9 @@ MAX_SHAPES, MAX_SHAPE_LEN = 1024, 2048  # the cache's bound: a few MB at most
 
 # a shape's kind: LOUD (read it), else quiet with its rank from the file (PLAIN) or from its
 # '[rankN]:' (RANKED), plus DIGIT when its text starts with a digit (a row, once nccl-tests' header came),
-# plus LOSS when it holds a loss (loud until a training-progress line was read: emitter_lines)
-LOUD, PLAIN, RANKED, DIGIT, LOSS = 0, 1, 2, 4, 8
+# plus LOSS when it holds a loss (loud until a training-progress line was read: emitter_lines),
+# plus MEM when it holds a memory word (loud until memtrend.EARLY memory figures were read)
+LOUD, PLAIN, RANKED, DIGIT, LOSS, MEM = 0, 1, 2, 4, 8, 16
 
 
 def held(fs):
@@ -85,7 +90,8 @@ def quiet(raw, fs, st):
         kind = shape_kind(raw, key)
         if len(key) <= MAX_SHAPE_LEN and len(st.shapes) < MAX_SHAPES:
             st.shapes[key] = kind
-    if kind == LOUD or (kind & DIGIT and st.nccl_tests is not None) or (kind & LOSS and not st.training_lines):
+    if kind == LOUD or (kind & DIGIT and st.nccl_tests is not None) or (kind & LOSS and not st.training_lines) or \
+            (kind & MEM and st.memory_lines < EARLY):
         return False
     rank = fs.file_rank if kind & PLAIN else int(raw[5:raw.index("]")])
     if rank is not None and rank not in st.ranks_seen:
@@ -131,6 +137,8 @@ def shape_kind(raw, key):
         return LOUD  # nccl-tests' header, torchrun's failure summary
     if b"oss" in key or b"OSS" in key:
         kind |= LOSS
+    if any(n in key for n in _MEMORY):
+        kind |= MEM
     if s[:1].isdigit():
         return LOUD if ROW_SHAPE.match(s) else kind | DIGIT
     return kind

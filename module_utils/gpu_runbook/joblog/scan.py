@@ -34,7 +34,8 @@ from array import array
 from bisect import bisect_left
 from itertools import accumulate, chain, compress, islice
 
-from .quiet import DIGIT, LOSS, LOUD, MAX_SHAPE_LEN, MAX_SHAPES, PLAIN, ZERO, held, shape_kind
+from .memtrend import EARLY
+from .quiet import DIGIT, LOSS, LOUD, MAX_SHAPE_LEN, MAX_SHAPES, MEM, PLAIN, ZERO, held, shape_kind
 from .text import LOOKAHEAD_CHARS, LOOKAHEAD_LINES, head_width, joined, logical_lines
 
 # the rank of a line that starts with torchrun's '[rankN]:' (every RANKED line, and maybe more)
@@ -206,7 +207,7 @@ def _block(n0, block, fs, st, first_tries):
 def _signature(st, waits):
     """What the block's verdicts depend on that reading a line may change: whether nccl-tests'
     header came, and (while some shape waits for a rank) how many ranks were seen."""
-    return st.nccl_tests is None, len(st.ranks_seen) if waits else -1, not st.training_lines
+    return st.nccl_tests is None, len(st.ranks_seen) if waits else -1, not st.training_lines, st.memory_lines < EARLY
 
 
 def _loud(block, fs, st):
@@ -214,6 +215,7 @@ def _loud(block, fs, st):
     a rank to be seen: quiet from then on)."""
     tests = st.nccl_tests is not None
     first_loss = not st.training_lines  # a loss line is read until a training-progress line was
+    early_mem = st.memory_lines < EARLY  # a memory line while the first memory figures are gathered
     seen = st.ranks_seen
     plain_ok = fs.file_rank is None or fs.file_rank in seen
     ranked_ok = None
@@ -221,7 +223,7 @@ def _loud(block, fs, st):
     for kind in block.kinds:
         if kind == EMPTY:
             loud.append(False)
-        elif kind == LOUD or (kind & DIGIT and tests) or (kind & LOSS and first_loss):
+        elif kind == LOUD or (kind & DIGIT and tests) or (kind & LOSS and first_loss) or (kind & MEM and early_mem):
             loud.append(True)
         elif kind & PLAIN:
             loud.append(not plain_ok)

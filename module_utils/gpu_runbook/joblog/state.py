@@ -68,6 +68,7 @@ class JobState(object):
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)
         self.sacct = []            # sacct's rows (emitter_lines.sacct): the job's state as Slurm accounted it
         self.memory = {}           # (file, label, rank) -> the memory figures a run reported (memtrend.py)
+        self.memory_lines = 0      # ... lines read for them (the prefilter reads memtrend.EARLY, then the tails)
         self.memory_growth = None  # ... the series that keep growing (memtrend.growth: read once)
         self.pyspy = []            # py-spy dumps: one record per process dumped (pyspy.py)
         self.pyspy_wheres = None   # ... where each stands (pyspy._wheres: read once)
