@@ -294,9 +294,6 @@ KNOWN_MISSES = {
     "x13-09-deepspeed-zero-fp16-scheduler-hang-collective-mismatch-rank2-rank3": (
         "category", "PyTorch's collective checker names mismatched collectives: the application's bug, as every "
                     "earlier fixture of it (j-*); the examiner's brief listed a desync under nccl_deadlock"),
-    "x13-13-xe9680-h100-gpu4-xid119-gsp-rpc-timeout-dmesg": (
-        "category", "Xid 119 (GSP RPC timeout) reads as the driver's, as the reference capture of the same gpud "
-                    "file (003) says; the examiner's brief listed 119 under gpu_hardware"),
     "x13-17-fsdp-sft-7b-8x-rtx3080-cuda-oom-rank0": (
         "culprit_ranks", "the OOM line stands unprefixed above rank 0's traceback: no line gives it a rank"),
     "x13-22-vllm-ray-multinode-init-device-nccl-unhandled-cuda-error-bad-node": (
@@ -331,6 +328,17 @@ KNOWN_MISSES = {
     "x14-20-jax-64-node-start-async-nccl-error-not-reproducible": (
         "category", "NCCL's 'remote process exited or there was a network error' reads as the network's (as "
                     "PyTorch's table has ncclRemoteError); the thread never found the cause (unknown)"),
+    # the fifteenth held-out set (scored blind before it joined: see the issue-24 note of stop 35)
+    "x15-11-multinode-dinov2-watchdog-reduce-seqnum-2070": (
+        "category", "four ranks of one node timed out in one REDUCE and no line names the rank they waited for: "
+                    "unknown, as every watchdog timeout without a culprit"),
+    "x15-20-tf217-custom-loop-gpu-and-host-memory-grow-every-iteration": (
+        "category", "TensorFlow's get_memory_info lines grow 0.18 -> 0.35 (no unit) over seven steps: under "
+                    "memtrend's bar (three times its start when no unit is said); the examiner extrapolated"),
+    "x15-21-h200x8-zero2-moe-sft-rank5-traceback-ecc-in-title-only": (
+        "category", "a traceback on rank 5 names no cause; the ECC error is in the issue's title only"),
+    "x15-24-asr-8gpu-allreduce-watchdog-timeout-host-ram-exhausted": (
+        "category", "a watchdog timeout with no culprit (unknown); the host's RAM running out is the thread's"),
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),
