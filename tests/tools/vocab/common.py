@@ -228,3 +228,15 @@ def call_args(text, pos):
         cur.append(c)
         i += 1
     return args, n
+
+
+def check_class(kind, category, severity, kinds):
+    """A row's classification, checked before the table is written: a "benign" row is healthy/ok;
+    any other names a kind of the taxonomy (``kinds``: taxonomy.KINDS), one of that kind's
+    categories and a severity a finding has. A mistake stops the generator."""
+    if kind == "benign":
+        if (category, severity) != ("healthy", "ok"):
+            raise SystemExit("benign with %s/%s" % (category, severity))
+    elif kind not in kinds or category not in kinds[kind]["categories"] or severity not in ("info", "warning",
+                                                                                             "critical"):
+        raise SystemExit("bad classification %s/%s/%s" % (kind, category, severity))

@@ -977,15 +977,6 @@ def classify(source, fmt):
     raise SystemExit("no rule for %s %r" % (source, fmt))
 
 
-def check(kind, category, severity):
-    if kind == B:
-        if (category, severity) != ("healthy", "ok"):
-            raise SystemExit("benign with %s/%s" % (category, severity))
-    elif kind not in KINDS or category not in KINDS[kind]["categories"] or severity not in ("info", "warning",
-                                                                                             "critical"):
-        raise SystemExit("bad classification %s/%s/%s" % (kind, category, severity))
-
-
 # ---------------------------------------------------------------------------------------------
 
 def require(src, rev, required, what):
@@ -1055,7 +1046,7 @@ def build(src, rev, tk_src, tk_rev, older=None):
             notes.append("%s:%d: %r: no literal text: left out" % (path, line, fmt))
             return
         kind, category, severity, meaning = classify(source, fmt)
-        check(kind, category, severity)
+        common.check_class(kind, category, severity, KINDS)
         rows.append((path, line, fmt, kind, category, severity, meaning))
 
     for path, line, fmt in cli:

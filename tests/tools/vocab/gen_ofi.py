@@ -443,15 +443,6 @@ def classify(site):
     return kind, CATEGORY[kind], severity, meaning
 
 
-def check(kind, category, severity):
-    if kind == B:
-        if (category, severity) != ("healthy", "ok"):
-            raise SystemExit("benign with %s/%s" % (category, severity))
-    elif kind not in KINDS or category not in KINDS[kind]["categories"] or severity not in ("info", "warning",
-                                                                                             "critical"):
-        raise SystemExit("bad classification %s/%s/%s" % (kind, category, severity))
-
-
 # ---------------------------------------------------------------------------------------------
 
 DOC = """\
@@ -494,7 +485,7 @@ def site_rows(sites, suffix=""):
         if s.level == "info" and not error_like(s.fmt):
             continue
         kind, category, severity, meaning = classify(s)
-        check(kind, category, severity)
+        common.check_class(kind, category, severity, KINDS)
         rows.append((s.path + suffix, s.line, s.fmt, kind, category, severity, meaning))
     return rows
 

@@ -1079,15 +1079,6 @@ def tagged(site):
     raise SystemExit("unknown tag %r" % (site.tag,))
 
 
-def check(kind, category, severity):
-    if kind == B:
-        if (category, severity) != ("healthy", "ok"):
-            raise SystemExit("benign with %s/%s" % (category, severity))
-    elif kind not in KINDS or category not in KINDS[kind]["categories"] or severity not in ("info", "warning",
-                                                                                             "critical"):
-        raise SystemExit("bad classification %s/%s/%s" % (kind, category, severity))
-
-
 # ---------------------------------------------------------------------------------------------
 # rows
 
@@ -1152,7 +1143,7 @@ def derived_sites(source, sites):
 
 def site_rows(site):
     kind, category, severity, meaning = classify(site)
-    check(kind, category, severity)
+    common.check_class(kind, category, severity, KINDS)
     lines = [ln for ln in site.fmt.split("\n") if ln.strip()]
     word = level_word(site)
     if not (word and lines and matchable(lines[0])):
