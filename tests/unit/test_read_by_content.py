@@ -1002,3 +1002,15 @@ def test_a_long_runs_memory_is_read_at_its_start_and_at_its_end(tmp_path, capsys
     rc, doc, err = analyze_json(capsys, tmp_path)
     (f,) = [f for f in doc["job"]["findings"] if f["kind"] == "memory_growing"]
     assert "from 2000 to %d" % (2000 + 8 * (n - 1)) in f["message"], f["message"]
+
+
+@pytest.mark.parametrize("continued", [True, False])
+def test_a_watchdog_timeout_a_terminal_wrapped_keeps_its_collective(tmp_path, capsys, continued):
+    head = ("dinov2-giant-nodes.cn-d004 [stderr] [rank14]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank 14] "
+            "Watchdog caught collective operation timeout: \n")
+    work = ("WorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 "
+            "milliseconds before timing out.\n")
+    (tmp_path / "job.err").write_text(head + (work if continued else ""))
+    rc, doc, err = analyze_json(capsys, tmp_path)
+    (f,) = [f for f in doc["job"]["findings"] if f["kind"].startswith("nccl_watchdog_timeout")]
+    assert ("REDUCE SeqNum 2070" in f["message"]) is continued and "None" not in f["message"], f["message"]

@@ -296,7 +296,7 @@ def timeline(st):
     timed.sort(key=lambda x: x[0])
     when, first = timed[0]
     ranks = sorted(set(t["rank"] for _w, t in timed if t.get("rank") is not None))
-    what = "%s SeqNum %s" % (first.get("op") or "collective", first.get("seq"))
+    what = "%s%s" % (first.get("op") or "collective", " SeqNum %s" % first["seq"] if first.get("seq") is not None else "")
     events = []
     if first.get("timeout_ms"):
         began = when - timedelta(milliseconds=first.get("ran_ms") or first["timeout_ms"])

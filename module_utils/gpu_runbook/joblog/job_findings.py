@@ -332,8 +332,9 @@ def _timeout(st, job, findings):
     note = "Culprit host(s): %s." % ", ".join(hosts) if kind == "nccl_watchdog_timeout" and hosts else None
     return finding(
         kind,
-        "%d rank(s) timed out in %s SeqNum %s%s; %s%s." % (
-            len(job["timed_out_ranks"]), c.get("op") or "a collective", c.get("seq"),
+        "%d rank(s) timed out in %s%s%s; %s%s." % (
+            len(job["timed_out_ranks"]), c.get("op") or "a collective",
+            " SeqNum %s" % c["seq"] if c.get("seq") is not None else "",
             (" of %d" % world) if world else "", cul,
             ("; cause: %s" % cause["kind"]) if cause else ""),
         category=category, note=note,

@@ -15,6 +15,9 @@ def watchdog(line, fs, st):
     text = line.text
     if "Watchdog caught collective operation timeout" in text:
         _timeout(line, st)
+    elif text.startswith("WorkNCCL(") and st.timeouts and st.timeouts[-1]["seq"] is None and \
+            st.timeouts[-1]["src"].rsplit(":", 1)[0] == line.src.rsplit(":", 1)[0]:
+        _work_continued(line, st.timeouts[-1])
     elif "last completed" in text:
         m = LAST_WORK.search(text)
         if m:
@@ -33,6 +36,17 @@ def watchdog(line, fs, st):
         # TORCH_NCCL_BLOCKING_WAIT=1: the waiting call times out instead of the watchdog, same collective
         _timeout(line, st)
     return False
+
+
+def _work_continued(line, entry):
+    """The WorkNCCL(...) of a timeout line a terminal wrapped onto the next line: its collective's."""
+    text = line.text
+    ms, mo = SEQ.search(text), OPTYPE.search(text)
+    mn, mtm, mrf = NUMEL_IN.search(text), TIMEOUT_MS.search(text), RAN_FOR.search(text)
+    entry.update({"seq": int(ms.group(1)) if ms else None, "op": mo.group(1) if mo else entry["op"],
+                  "numel_in": int(mn.group(1)) if mn else entry["numel_in"],
+                  "timeout_ms": int(mtm.group(1)) if mtm else entry["timeout_ms"],
+                  "ran_ms": int(mrf.group(1)) if mrf else entry["ran_ms"]})
 
 
 def _timeout(line, st):
