@@ -51,14 +51,22 @@ def _mib(val, unit):
     return val * _MIB[unit[0].lower()], True
 
 
+# a word every line with a figure holds (the prefilter reads such lines early: quiet.MEM)
+WORDS = ("mem", "Mem", "MEM", "RSS", "rss")
+
+
+def _may_hold_figure(text):
+    """A memory word, and not the OOM killer's report of the process it killed (anon-rss:,
+    total-vm:): those are no figures of the run's own."""
+    return any(w in text for w in WORDS) and "-rss:" not in text and "total-vm" not in text
+
+
 def figure(line, fs, st):
     """A handler of lines.HANDLERS: records a memory figure the line reports; never takes the
     line (False: the other handlers read it too)."""
     text = line.text
-    if not ("mem" in text or "Mem" in text or "MEM" in text or "RSS" in text or "rss" in text):
+    if not _may_hold_figure(text):
         return False
-    if "-rss:" in text or "total-vm" in text:
-        return False  # the OOM killer's report of the process it killed (anon-rss:, file-rss:): not the run's own
     if st.memory_lines >= EARLY:
         return False  # past the first figures: the file's last lines give the late ones (tail)
     if _record(text, line.src, line.raw, line.rank, st):
@@ -72,7 +80,7 @@ def tail(name, lines, st):
     if st.memory_lines < EARLY:
         return
     for raw in lines:
-        if any(w in raw for w in ("mem", "Mem", "MEM", "RSS", "rss")) and "-rss:" not in raw and "total-vm" not in raw:
+        if _may_hold_figure(raw):
             _record(raw, "%s (its end)" % name, raw, None, st, name=name)
 
 

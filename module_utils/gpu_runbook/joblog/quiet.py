@@ -23,7 +23,9 @@ translate and one dict lookup; scan.py judges whole blocks of lines by their sha
 import re
 
 from .emitter_lines import emitter_markers
-from .memtrend import EARLY
+# memtrend's words: a line holding one is read while the job's first memtrend.EARLY memory figures
+# are gathered (then its file's last lines give the late ones), not every line of a long run
+from .memtrend import EARLY, WORDS as MEMORY_WORDS
 from .launchers import MPI_TAG, HVD_TAG, PDSH, RAY, ROLE_PAIR, UPPER_RANK
 from .patterns import GLOG, GLOG_OLD, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_ROLE
 
@@ -49,9 +51,6 @@ NEEDLES = (
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
 ) + emitter_markers()
-# memtrend's words: a line holding one is read while the job's first memtrend.EARLY memory figures
-# are gathered (then its file's last lines give the late ones), not every line of a long run
-MEMORY_WORDS = ("mem", "Mem", "MEM", "RSS", "rss")
 FOLDED = ("oom", "out of memory")  # memory_and_cuda tests these on the line in lower case
 
 ZERO = bytes.maketrans(b"123456789", b"000000000")

@@ -38,31 +38,32 @@ def watchdog(line, fs, st):
     return False
 
 
-def _work_continued(line, entry):
-    """The WorkNCCL(...) of a timeout line a terminal wrapped onto the next line: its collective's."""
-    text = line.text
+def _work(text):
+    """What a WorkNCCL(...) says of its collective: seq, op, numel_in, timeout_ms, ran_ms (None where
+    it says nothing)."""
     ms, mo = SEQ.search(text), OPTYPE.search(text)
     mn, mtm, mrf = NUMEL_IN.search(text), TIMEOUT_MS.search(text), RAN_FOR.search(text)
-    entry.update({"seq": int(ms.group(1)) if ms else None, "op": mo.group(1) if mo else entry["op"],
-                  "numel_in": int(mn.group(1)) if mn else entry["numel_in"],
-                  "timeout_ms": int(mtm.group(1)) if mtm else entry["timeout_ms"],
-                  "ran_ms": int(mrf.group(1)) if mrf else entry["ran_ms"]})
+    return {"seq": int(ms.group(1)) if ms else None, "op": mo.group(1) if mo else None,
+            "numel_in": int(mn.group(1)) if mn else None, "timeout_ms": int(mtm.group(1)) if mtm else None,
+            "ran_ms": int(mrf.group(1)) if mrf else None}
+
+
+def _work_continued(line, entry):
+    """The WorkNCCL(...) of a timeout line a terminal wrapped onto the next line: its collective's."""
+    work = _work(line.text)
+    entry["seq"] = work.pop("seq")
+    entry.update((k, v) for k, v in work.items() if v is not None)
 
 
 def _timeout(line, st):
     """'[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=.., ...)'."""
     text = line.text
     r = line.msg_rank(MSG_RANK.search(text))
-    ms, mo = SEQ.search(text), OPTYPE.search(text)
-    mn, mtm, mrf = NUMEL_IN.search(text), TIMEOUT_MS.search(text), RAN_FOR.search(text)
     mpg = PG_ID.search(text)
-    add(st.timeouts, {
-        "rank": r, "seq": int(ms.group(1)) if ms else None,
-        "op": mo.group(1) if mo else None,
-        "numel_in": int(mn.group(1)) if mn else None,
-        "timeout_ms": int(mtm.group(1)) if mtm else None,
-        "ran_ms": int(mrf.group(1)) if mrf else None,
-        "pg": mpg.group(1) if mpg else None, "src": line.src, "evidence": line.raw})
+    entry = {"rank": r}
+    entry.update(_work(text))
+    entry.update({"pg": mpg.group(1) if mpg else None, "src": line.src, "evidence": line.raw})
+    add(st.timeouts, entry)
     if r is not None:
         st.ranks_seen.add(r)
 
