@@ -26,3 +26,23 @@ def test_the_engine_reads_every_vocabulary_row_as_its_table_says(name):
 def test_an_unmatchable_row_is_never_matched():
     # a row without enough literal text would match any line: the coverage counts it, the reader skips it
     assert not vocab.matchable("%s: %s") and not vocab.matchable("error %d")
+
+
+def test_a_benign_message_quoted_inside_an_error_does_not_explain_the_line():
+    # docker quotes the container hook's stderr inside its own error: the benign row ("Auto-detected
+    # mode as '%s'", nvidia-container-toolkit internal/info/auto.go) matches only the quoted tail
+    alone = "Auto-detected mode as 'legacy'"
+    quoted = ("docker: Error response from daemon: failed to create task for container: error running hook #0: "
+              "error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'")
+    m = vocab.match_line(alone)
+    assert m is not None and m[1]["kind"] == vocab.BENIGN
+    assert vocab.match_line(quoted) is None
+
+
+def test_a_benign_message_beside_words_of_success_is_still_explained():
+    # 'passed', 'successfully' around the message: the error word is part of a success report
+    line = "SUCCESS: nhc: Health check passed: check_gpu_xid: GPU XID error check passed."
+    m = vocab.match_line(line)
+    assert m is None or m[1]["kind"] == vocab.BENIGN
+    line = "[2024-05-01 10:00:00] ERROR Auto-detected mode as 'legacy'"
+    assert vocab.match_line(line) is None

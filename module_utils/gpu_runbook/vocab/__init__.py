@@ -133,19 +133,35 @@ def match_fragments(line, frags, gaps):
     of blanks in the line count as one, as in the fragments (compile_format)."""
     if "  " in line or "\t" in line:
         line = " ".join(line.split())
-    pos = 0
+    return _span(line, frags, gaps) is not None
+
+
+def _span(line, frags, gaps):
+    """(start, end) of ``frags`` in ``line`` (blanks already joined), or None."""
+    pos = start = 0
     for i, frag in enumerate(frags):
         at = line.find(frag, pos)
         if at < 0:
-            return False
+            return None
         if i > 0 and not _gap_ok(line[pos:at], gaps[i]):
             # the fragment occurs later too: one more try past this occurrence
             at2 = line.find(frag, at + 1)
             if at2 < 0 or not _gap_ok(line[pos:at2], gaps[i]):
-                return False
+                return None
             at = at2
+        if i == 0:
+            start = at
         pos = at + len(frag)
-    return True
+    return start, pos
+
+
+def _quoted_in_error(line, span):
+    """True when the text around a benign message's ``span`` says something failed: the line
+    quotes the message inside an error of its own (docker's "... initialization error: ...
+    stderr: Auto-detected mode as 'legacy'"), so the benign row does not explain it."""
+    from .reading import ERROR_LIKE, NOT_AN_ERROR
+    return bool(ERROR_LIKE.search(line[:span[0]]) or ERROR_LIKE.search(line[span[1]:])) and \
+        not NOT_AN_ERROR.search(line)
 
 
 class Table(object):
@@ -205,8 +221,14 @@ class Table(object):
         if "  " in line or "\t" in line:
             line = " ".join(line.split())  # once here, not in each match_fragments
         for longest, size, frags, gaps, i in self.compiled:
-            if longest in line and match_fragments(line, frags, gaps):
-                return self.rows[i], size
+            if longest in line:
+                span = _span(line, frags, gaps)
+                if span is None:
+                    continue
+                row = self.rows[i]
+                if row[3] == BENIGN and _quoted_in_error(line, span):
+                    continue  # a benign message quoted by an error: the next row, or nothing, explains it
+                return row, size
         return None
 
 

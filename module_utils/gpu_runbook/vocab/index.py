@@ -15,7 +15,7 @@ MARKERS = {
     'fabricmanager': ('[tid ', 'NVSwitch', 'nv-fabricmanager', 'fabric manager'),
     'rdma': ('status=', 'with error', 'Failed status', 'async event', 'async fatal event'),
     'ucx': ('UCX  ERROR', 'UCX  WARN', 'UCX  DIAG', 'UCX  FATAL', 'UCX ERROR', 'UCX WARN', 'UCX DIAG', 'UCX FATAL', 'Fatal: ', 'Assertion `', 'Caught signal', ' retry count exceeded', 'cma_ep.c:', 'cuda_copy_md.c:', 'cuda_ctx.c:', 'ib_device.c:', 'ib_mlx5_log.c:', 'mm_posix.c:', 'proto_common.c:', 'rc_iface.c:', 'rc_verbs_iface.c:', 'rdmacm_cm.c:', 'rdmacm_cm_ep.c:', 'srd_iface.c:', 'sys.c:', 'tcp_ep.c:', 'tcp_sockcm.c:', 'tcp_sockcm_ep.c:', 'ucp_ep.c:', 'ucp_listener.c:', 'ucp_mm.c:', 'uct_md.c:', 'wireup_cm.c:'),
-    'nhc': ('Health check failed', 'NHC', 'Node Health Check', 'Health check passed', 'Health checks completed'),
+    'nhc': ('Health check failed', 'NHC', 'Node Health Check', 'Health check passed', 'Health checks completed', 'health checks failed', 'Running check:'),
     'nvml': ('NVMLError', 'ERROR_'),
     'container': ('nvidia-container-cli', 'NVIDIA Container Runtime', 'NVIDIA devices', 'CDI', 'OCI spec', 'CUDA compat', 'CUDA Compat', 'CUDA version', 'CUDA Compute Capability', 'ldcache', 'ldconfig', 'unsatisfied condition', 'requirements not met', 'Auto-detected mode', 'requested mode', 'MIG_', 'prestart hook', 'driver capabilit', 'modifier'),
 }

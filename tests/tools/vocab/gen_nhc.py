@@ -90,14 +90,19 @@ AZURE_OLDER = ("v0.4.5", "v0.4.4", "v0.4.3", "v0.4.2", "v0.4.1", "v0.4.0", "v0.2
 # "Health check failed:  $*" to syslog (logger -t nhc[pid]), and with MARK_OFFLINE the resource
 # manager's note "NHC: $*" (helpers/node-mark-offline: Slurm Reason="NHC: ...", pbsnodes -N)
 # Azure's pass() (customTests/azure_common.nhc) writes "SUCCESS:  $NAME:  Health check passed:  $*" to the log
-# (its row is the whole line); the container's entrypoint echoes its last line as it is
+# (its row is the whole line); the container's entrypoint echoes its last line as it is; nhc's own
+# log/vlog/syslog lines ("Node Health Check starting.", "Running check: ...") are written as they are:
+# their rows' file is "nhc:log()"
+LOGGED = "nhc:log()"
 TEMPLATES = (
     ("helpers/", "{message}"),
+    (LOGGED, "{message}"),
     (AZURE_PASS, "{message}"),
     (AZ + "dockerfile/", "{message}"),
     ("", "ERROR:  nhc:  Health check failed:  {message}"),
 )
-MARKERS = ("Health check failed", "NHC", "Node Health Check", "Health check passed", "Health checks completed")
+MARKERS = ("Health check failed", "NHC", "Node Health Check", "Health check passed", "Health checks completed",
+           "health checks failed", "Running check:")
 
 # ---------------------------------------------------------------------------------------------
 # classification: (file regex, function regex, message regex, kind, severity, meaning); first wins
@@ -159,8 +164,12 @@ RULES = (
      r"load average|NUMA imbalance|running$", NODE, "warning",
      "a process or load the node should not have (a leftover job process, a runaway daemon)"),
     # NHC itself
-    ("^nhc$", "", r"Running check|Detached mode -- pending checks", "benign", "ok",
-     "NHC's progress (verbose mode) or a detached run whose results are not in yet"),
+    # detached mode's parent prints "ERROR Health check failed:  $MSG" and exits 1 with this message when
+    # DETACHED_MODE_FAIL_NODATA=1 (nhc:610-630): the node is failed for want of results, not by a check
+    ("^nhc$", "", r"Detached mode -- pending checks", ERR, "warning",
+     "NHC's detached mode has no results yet and fails the node until a run completes "
+     "(DETACHED_MODE_FAIL_NODATA=1): no check has failed"),
+    ("^nhc$", "", r"Running check", "benign", "ok", "NHC's progress (verbose mode)"),
     ("^nhc$", "", r"Node Health Check failed|health checks failed", NODE, "critical",
      "the node failed an NHC check (the check's own message is on the lines before)"),
     ("^nhc$", "", r"Script timed out|Watchdog timer unable", NODE, "critical",
@@ -480,7 +489,8 @@ def constants(text):
 
 
 def messages(path, text, values=None):
-    """-> [(line, format, function)] of one file. ``values``: variables written as their value."""
+    """-> [(line, format, function, logged)] of one file; ``logged``: written by nhc's log(), vlog()
+    or syslog() as it is (not by die()). ``values``: variables written as their value."""
     out, func, in_die = [], "", False
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
@@ -495,7 +505,7 @@ def messages(path, text, values=None):
         code = line.lstrip()
         if code.startswith("#"):
             continue
-        found = []
+        found, logged = [], []
         if path.startswith("helpers/"):
             found = [b for b in ECHO.findall(line) if "Marking" in b]
         else:
@@ -508,8 +518,8 @@ def messages(path, text, values=None):
                 if body and not body.startswith("$" + name):
                     found.append(body)
             if path == "nhc" and not in_die:
-                found += [b for b in LOG.findall(line) if re.search(r"[A-Za-z]{4}", re.sub(r"\$\w+", "", b))]
-        for body in found:
+                logged = [b for b in LOG.findall(line) if re.search(r"[A-Za-z]{4}", re.sub(r"\$\w+", "", b))]
+        for body in found + logged:
             fmt = bash_format(body, func, values)
             if path.startswith("helpers/"):
                 # the note's leader: "NHC:" (LEADER; OLD_NOTE_LEADER is "NHC:" where a node is put online)
@@ -517,7 +527,7 @@ def messages(path, text, values=None):
                     .replace("(%s %s)", "(NHC: %s)")
             if not re.search(r"[A-Za-z]{2}", re.sub(r"%[a-z%]|\\.", "", fmt)):
                 continue  # die 1 "$MSG", die 1 "\t $2 $err_code" and the like: no text of their own
-            out.append((n, fmt, func))
+            out.append((n, fmt, func, body in logged))
     return out
 
 
@@ -592,7 +602,7 @@ def azure_rows(src, commit, pinned=True):
         values = constants(text)
         if path == "customTests/azure_gpu_xid.nhc" and values.get("XID_EC") != AZURE_XID_EC:
             raise SystemExit("%s: XID_EC is %r, not the Xids AZURE_RULES names" % (path, values.get("XID_EC")))
-        for line, fmt, func in messages(path, text, values):
+        for line, fmt, func, _logged in messages(path, text, values):
             add(AZ + path, line, fmt, func)
         if (pinned and path == "customTests/azure_gpu_bandwidth.nhc") or CATCH_ERROR_DIE in text:
             for line, fmt, func, note in catch_error_rows(path, text):
@@ -732,12 +742,13 @@ def main(argv=None):
              if p == "nhc" or re.fullmatch(r"scripts/\w+\.nhc", p) or p in helpers]
     rows = []
     for path in sorted(paths):
-        for line, fmt, func in messages(path, show(args.src, commit, path)):
+        for line, fmt, func, logged in messages(path, show(args.src, commit, path)):
             kind, sev, mean = classify(path, func, fmt)
+            where = LOGGED if logged else path
             if kind == "benign":
-                rows.append((path, line, fmt, kind, "healthy", "ok", mean))
+                rows.append((where, line, fmt, kind, "healthy", "ok", mean))
             else:
-                rows.append((path, line, fmt, kind, CATEGORY[kind], sev, mean))
+                rows.append((where, line, fmt, kind, CATEGORY[kind], sev, mean))
     azure = azure_rows(azure_src, azure_commit)
     notes = []
     older = azure_older_rows(azure_src, set(r[2] for r in rows + azure), notes)
