@@ -98,7 +98,9 @@ def _parse_all(sources, opts, parsed, shown=None):
         from .active.perftest import parse_perftest_report
         run("perftest", PERFTEST, parse_perftest_report, sources[PERFTEST], source=PERFTEST,
             expected_gbps=opts["expected_ib_rate"])
-        usable[PERFTEST] = usable[PERFTEST] and (facts["perftest"] or {}).get("average_gbps") is not None
+        # a figure, or the state of the port it refused (not Active): a reading of the link
+        usable[PERFTEST] = usable[PERFTEST] and any(
+            (facts["perftest"] or {}).get(k) is not None for k in ("average_gbps", "port_state"))
     ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)

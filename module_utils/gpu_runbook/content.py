@@ -44,6 +44,10 @@ _H = r"[ \t]"
 # a shell prompt that starts another command's output ('root@node4:~# ibstat', '[root@n4 ~]# ..', '$ dmesg')
 PROMPT_RE = re.compile(r"^(?:\([^()\s]{1,64}\) )?(?:\[?[A-Za-z0-9_.\-]{1,64}@[A-Za-z0-9_.\-]{1,253}[^\n#$]{0,256}"
                        r"[#$%]|[$#>]) ?\S")
+# a prompt, then output no command was typed for (two blanks after it): a background job's
+# ('root@pod:/#  Port number 1 state is Down', ib_write_bw sent off with '&')
+_PROMPT_OUTPUT_RE = re.compile(r"^(?:\([^()\s]{1,64}\) )?\[?[A-Za-z0-9_.\-]{1,64}@[A-Za-z0-9_.\-]{1,253}[^\n#$]{0,256}"
+                               r"[#$%] {2,}(\S[^\n]{0,4000})$")
 # a log line: a timestamp at its start (dmesg, dmesg -T, ISO, syslog, journal, glog, slurm daemons)
 LOG_LINE_RE = re.compile(r"^(?:[\w.\-]{1,64}: )?(?:\[ *\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d |"
                          r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|"
@@ -147,11 +151,14 @@ IBTOOL_MESSAGE_RE = re.compile(r"^(?:[\w.\-]{1,64}: )?(?:ibwarn|ibpanic): \[\d{1
 _IBND_ERROR_RE = re.compile(r"^\S{1,300}\.c:\d{1,6}; ")
 # perftest (linux-rdma/perftest: ib_write_bw, ib_read_bw, ib_send_bw): 'RDMA_Write BW Test' or the
 # results header, then its 'Key : value' settings, dashes, addresses, GIDs, rows and its warnings
+# (or its refusal of a port that is not Active: perftest_parameters.c ctx_set_link_layer's
+# " Port number %d state is %s", portStates[] = Nop, Down, Init, Armed, "", Active Defer)
 _PERFTEST_OPEN_RE = re.compile(r"^\s{0,8}(?:(?:RDMA_Write|RDMA_Read|Send|Atomic)(?: Bidirectional)? BW Test\s*$|"
-                               r"#bytes\s+(?:#sl\s+)?#iterations\s+BW peak\[)")
+                               r"#bytes\s+(?:#sl\s+)?#iterations\s+BW peak\[|"
+                               r"Port number \d{1,3} state is (?:Nop|Down|Init|Armed|Active Defer)\s*$)")
 _PERFTEST_LINE_RE = re.compile(r"^\s{0,8}(?:-{20,}\s*$|[A-Za-z][\w .()/-]{0,40}?\s*:\s|(?:local|remote) address|GID:|"
                                r"#bytes|\d{1,12}\s+\d{1,15}\s|Conflicting CPU frequency|Couldn't|Unable to|Failed to|"
-                               r"\*{5,}|WARNING|Requested mtu)")
+                               r"\*{5,}|WARNING|Requested mtu|Port number \d)")
 
 
 def _perftest(line):
@@ -309,6 +316,9 @@ def find_blocks(lines):
         if opened is None and line[:1] == " " and line[:4].strip() == "":
             # a paste indented as a code block (markdown, rst): its opening under the indent
             opened = _opening(line.lstrip(" "), lines[i + 1:i + 4])
+        if opened is None and "@" in line[:400]:
+            m = _PROMPT_OUTPUT_RE.match(line)
+            opened = _opening(m.group(1), lines[i + 1:i + 4]) if m else None
         prefixed = False
         if opened is None:
             body = _unprefixed(line)

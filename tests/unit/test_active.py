@@ -210,6 +210,25 @@ def test_a_pasted_perftest_report_is_read_by_content_as_a_link_reading(tmp_path)
     assert a["hosts"][0]["verdict"] == "healthy"
 
 
+def test_perftest_refusing_a_port_that_is_not_active_is_a_reading_of_that_port(tmp_path):
+    """perftest_parameters.c ctx_set_link_layer: ' Port number %d state is %s' (Down, Init, Armed)
+    then "Couldn't set the link layer": the port is not Active (a pod's SR-IOV function here, whose
+    output a background job printed after the next prompt)."""
+    from gpu_runbook.active.perftest import parse_perftest_report
+    from gpu_runbook.cli import analyze_paths
+    facts, (down,) = parse_perftest_report(" Port number 1 state is Down\n Couldn't set the link layer\n")
+    assert down["kind"] == "ib_port_down" and facts["port_state"] == {"port": 1, "state": "Down"}
+    _facts, (init,) = parse_perftest_report(" Port number 2 state is Init\n")
+    assert init["kind"] == "ib_port_not_active" and init["category"] == "ib_network"
+    (tmp_path / "console.txt").write_text(
+        "root@pod-5d99:/# ib_write_bw -a -d mlx5_18 &\n[1] 10690\n"
+        "root@pod-5d99:/#  Port number 1 state is Down\n Couldn't set the link layer\n"
+        " Couldn't get context for the device\n")
+    (h,) = analyze_paths([str(tmp_path / "console.txt")])["hosts"]
+    assert (h["host"], h["verdict"]) == ("pod-5d99", "ib_network")
+    assert any(f["kind"] == "ib_port_down" and f["source"] == "console.txt:3" for f in h["findings"])
+
+
 def test_a_finding_that_names_its_gpu_by_index_gets_the_bus_id_the_inventory_read():
     from gpu_runbook.active.run import with_pci
     found = [{"kind": "logged_gpu_error", "gpu": {"pci": None, "index": 3, "uuid": None}},

@@ -98,6 +98,13 @@ def test_prompt_opens_a_block_until_the_next_prompt():
                                                     "gpu-2-5"}
 
 
+def test_output_after_a_prompt_with_no_command_is_that_hosts_line():
+    # a background job prints after the prompt; two blanks after it are no command typed
+    _, routed = route_all(["root@pod-1:/# ib_write_bw -d mlx5_0 &", "root@pod-1:/#  Port number 1 state is Down",
+                           "root@pod-1:/# ls"])
+    assert routed == [(("pod-1",), None), (("pod-1",), "Port number 1 state is Down"), (("pod-1",), None)]
+
+
 def test_clush_dshbak_and_ansible_blocks():
     d, routed = route_all([
         "---------------", "gpu[05-06,09] (3)", "---------------", "[ 1.0] " + LOAD,
@@ -240,6 +247,26 @@ def test_bug_report_uname_names_the_host(tmp_path):
     here = os.path.dirname(__file__)
     br = os.path.join(here, "..", "fixtures", "bugreport", "synthetic-2025-h100-ib")
     assert list(_hosts(br)) == ["gpu-r3-n05"]
+
+
+@pytest.mark.parametrize("uname", [
+    "Linux gpu-r3-n05 5.15.0-1063-nvidia #64-Ubuntu SMP Tue Jan 9 x86_64 x86_64 x86_64 GNU/Linux",  # uname -a
+    "Linux gpu-r3-n05.cluster x86_64",                                                          # uname -snm
+])
+def test_a_uname_line_pasted_above_the_output_names_its_host(tmp_path, uname):
+    (tmp_path / "output.txt").write_text(uname + "\n...\nnvidia-smi -L\n"
+                                         "Failed to initialize NVML: Driver/library version mismatch\n")
+    hosts = analyze_paths([str(tmp_path / "output.txt")], tz=UTC)["hosts"]
+    assert [h["host"] for h in hosts] == [uname.split()[1]]
+    assert hosts[0]["verdict"] == "driver"
+
+
+@pytest.mark.parametrize("line", ["Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045) (gcc 11.4.0)",
+                                  "Linux localhost 5.15.0 #1 SMP x86_64 GNU/Linux",
+                                  "Linux kernels 5.4 and later print this"])
+def test_a_kernel_banner_or_prose_is_no_uname_line(line):
+    d, [(hosts, text)] = route_all([line])
+    assert hosts == () and text == line and not d.hosts
 
 
 def test_more_hosts_than_the_cap_are_said_to_be_left_out(tmp_path):

@@ -103,6 +103,25 @@ def test_driver_messages_are_driver_not_hardware():
     assert set(k) == {"driver_open_unsupported"} and k["driver_open_unsupported"]["gpu"]["pci"] == "0000:09:00.0"
 
 
+def test_an_unsupported_gpu_whose_later_line_dmesg_shows_without_its_head():
+    # dmesg shows a record of several lines with its later lines indented and no 'NVRM: ' head (an
+    # Azure H100 host, driver 580): the refusal is one message, read whole, and it says why the probe failed
+    text = ("NVRM: The NVIDIA GPU 000a:00:00.0 (PCI ID: 10de:2330) installed in this system\n"
+            "      is not supported by the NVIDIA 580.126.09 driver release.\n"
+            "NVRM: The NVIDIA probe routine failed for 1 device(s).\n")
+    k = kinds(text)
+    assert set(k) == {"driver_gpu_unsupported"}
+    assert "580.126.09" in k["driver_gpu_unsupported"]["message"]
+    assert k["driver_gpu_unsupported"]["gpu"]["pci"] == "000a:00:00.0"
+
+
+def test_a_probe_failure_is_said_when_the_lines_before_it_name_no_cause():
+    # the refusal's first line alone says nothing of why: the probe failure is not dropped for it
+    k = kinds("NVRM: The NVIDIA GPU 000a:00:00.0 (PCI ID: 10de:2330) installed in this system\n"
+              "NVRM: The NVIDIA probe routine failed for 1 device(s).\n")
+    assert "gpu_probe_failed" in k and k["gpu_probe_failed"]["severity"] == "critical"
+
+
 def test_edac_ue_is_node_hardware_and_chatter_is_nothing():
     k = kinds("[ 1.0] EDAC MC1: 1 UE memory read error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0)\n"
               "[ 1.1] EDAC MC0: Giving out device to module skx_edac controller Skylake Socket#0 IMC#0\n"

@@ -1014,3 +1014,28 @@ def test_a_watchdog_timeout_a_terminal_wrapped_keeps_its_collective(tmp_path, ca
     rc, doc, err = analyze_json(capsys, tmp_path)
     (f,) = [f for f in doc["job"]["findings"] if f["kind"].startswith("nccl_watchdog_timeout")]
     assert ("REDUCE SeqNum 2070" in f["message"]) is continued and "None" not in f["message"], f["message"]
+
+
+# PyTorch's NCCL error (c10d NCCLUtils.cpp getNcclErrorDetailStr) with NCCL's last error under its
+# 'Last error:' head, srun --label's 'N: ' before every line (an AWS p5 job)
+_LAST_ERROR = (
+    "10: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, unhandled system error (run "
+    "with NCCL_DEBUG=INFO for details), NCCL version 2.18.5\n"
+    "10: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
+    "10: Last error:\n"
+    "10: socketStartConnect: Connect to {addr}<45069> failed : Software caused connection abort\n")
+
+
+def test_nccl_last_error_under_pytorch_s_head_is_nccl_s_words(tmp_path, capsys):
+    # a peer that advertised a loopback address: the sockets' set-up, not the network (and no host)
+    (tmp_path / "job.err").write_text(_LAST_ERROR.format(addr="127.0.0.1"))
+    rc, doc, err = analyze_json(capsys, tmp_path / "job.err")
+    job = doc["job"]
+    assert job["verdict"] == "nccl_config" and job["decided_by"]["kind"] == "nccl_socket_interface"
+    assert job["culprit_hosts"] == [] and not any(f["kind"] == "unexplained_errors" for f in job["findings"])
+    # another node's address: a peer connection that failed, never a line nobody explains
+    (tmp_path / "job.err").write_text(_LAST_ERROR.format(addr="10.1.2.3"))
+    rc, doc, err = analyze_json(capsys, tmp_path / "job.err")
+    kinds = [f["kind"] for f in doc["job"]["findings"]]
+    assert "nccl_peer_connection_error" in kinds and "unexplained_errors" not in kinds
+    assert doc["job"]["culprit_hosts"] == ["10.1.2.3"]

@@ -16,6 +16,9 @@ _ROW = re.compile(r"^\s*(\d{1,12})\s+(\d{1,15})\s+(\d{1,9}(?:\.\d{1,9})?)\s+(\d{
 _TEST = re.compile(r"^\s{0,40}((?:RDMA_Write|RDMA_Read|Send|Atomic)(?: Bidirectional)? BW Test)\s*$")
 _DEVICE = re.compile(r"\bDevice\s*:\s*([\w.\-]{1,64})")
 _LINK = re.compile(r"^\s{0,8}Link type\s*:\s*(\w{1,32})")
+# perftest_parameters.c ctx_set_link_layer: the port it was given is not Active (then "Couldn't set
+# the link layer", "Couldn't get context for the device")
+_PORT_STATE = re.compile(r"(?:^|\s)Port number (\d{1,3}) state is (Nop|Down|Init|Armed|Active Defer)\s*$")
 _ERROR = re.compile(r"^\s*(?:Couldn't|Unable to|Failed to|Error|ERROR|IB device \S+ not found|"
                     r"No IB devices found)|\bfailed\b", re.I)
 
@@ -69,7 +72,20 @@ def parse_perftest_report(text, source="perftest.txt", expected_gbps=None):
     bw = parsed["average_gbps"]
     ib = {"device": facts["device"], "port": 1} if facts["device"] else None
     findings = []
-    if bw is None and parsed["errors"]:
+    state = _port_state(text)
+    if state is not None:
+        n, port, said, line = state
+        facts["port_state"] = {"port": port, "state": said}
+        where = "%s port %d" % (facts["device"], port) if facts["device"] else "port %d of the HCA it was given" % port
+        # Down: no link (cable, switch port, or a virtual function the subnet manager never enabled);
+        # Init/Armed: a link the subnet manager has not made Active
+        findings.append(finding(
+            "ib_port_down" if said == "Down" else "ib_port_not_active",
+            "%s refused %s: its state is %s, not Active (perftest: 'Port number %d state is %s')" % (
+                what, where, said, port, said),
+            evidence=line.strip()[:300], source="%s:%d" % (source, n),
+            ib={"device": facts["device"], "port": port} if facts["device"] else None))
+    elif bw is None and parsed["errors"]:
         n, line = parsed["errors"][0]
         findings.append(finding("active_test_failed", "%s%s failed before a figure: %s" % (
             what, " on %s" % facts["device"] if facts["device"] else "", line[:200]),
@@ -79,3 +95,13 @@ def parse_perftest_report(text, source="perftest.txt", expected_gbps=None):
             what, " on %s" % facts["device"] if facts["device"] else "", bw, round(100 * LINE_RATE_SHARE),
             float(expected_gbps)), source=source, ib=ib))
     return facts, findings
+
+
+def _port_state(text):
+    """(line number, port, state, line) of perftest's refusal of a port that is not Active, or None."""
+    for n, line in enumerate((text or "").splitlines()[:2000], 1):
+        if "state is" in line:
+            m = _PORT_STATE.match(line)
+            if m:
+                return n, int(m.group(1)), m.group(2), line
+    return None

@@ -10,6 +10,7 @@ DataLoader error first. An IB peer named by several reporters is the suspect hos
 from collections import Counter
 
 from .launch_lines import ras_culprits
+from .patterns import LOOPBACK_IP
 from .nccl_words import (DEATH_KINDS, SETUP_KINDS, async_port_hosts, died_of_own_error, host_side_hosts,
                          mismatch_ranks, setup_failed)
 
@@ -242,6 +243,8 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
         culprit_hosts, ranks = [], []
         for p in shared_peers:
             h = peer_host(st, p)
+            if not h:
+                continue  # a loopback address: no host
             if h not in culprit_hosts:
                 culprit_hosts.append(h)
             ranks.extend(r for r, ent in rank_map.items() if ent.get("host") == h)
@@ -273,10 +276,12 @@ def peer_host(st, peer):
     """The host behind a peer address as the log itself names it: the address a host's NCCL
     Bootstrap / NET/IB OOB / NET/Socket line (or a reverse-DNS line) gave, an IPv6 scope
     (``%ib0``) dropped, a fully qualified name shortened when its short name is a host of the
-    job; else the address as printed."""
+    job; else the address as printed. A loopback address is no host (each process's own)."""
     if not peer:
         return peer
     p = peer.split("%")[0].strip("[]")
+    if LOOPBACK_IP.match(p):
+        return None
     if p in st.ip_host:
         return st.ip_host[p]
     if peer in st.ip_host:

@@ -84,16 +84,28 @@ def _nccl_text(text, line, fs, st, own=True):
     return False
 
 
+# the lines under PyTorch's 'Last error:' that are NCCL's last error (ncclGetLastError: one message)
+LAST_ERROR_LINES = 2
+
+
 def bare_ib_completion(line, fs, st):
     """An IB completion without the NCCL prefix (PyTorch's 'Last error:' block), and NCCL's
     other words there (no socket interface, duplicate GPU, /dev/shm ...: nccl_words)."""
+    under = fs.last_error is not None and _under_last_error(line, fs)
+    if line.text.strip() == "Last error:":
+        # PyTorch's head over NCCL's last error (c10d NCCLUtils.cpp getNcclErrorDetailStr: "\nLast error:\n"
+        # + ncclGetLastError()): the next line is NCCL's message without NCCL's prefix (the head itself
+        # is the last reader's: emitter_lines)
+        fs.last_error = [line.rank, LAST_ERROR_LINES]
+        return False
     if "Got completion " in line.text:
         ev = ib_completion(line.text, line, None, None, None, st)
         if ev is not None and ev.get("vendor_err") is None:
             fs.pending_ib = ev
         return False
-    read_bare(line, st)
-    return False
+    if read_bare(line, st):
+        return False
+    return bool(under) and _last_error(line, st)
 
 
 def nccl_body(body, line, host, pid, dev, st, level=None):
@@ -299,3 +311,35 @@ def ib_completion(body, line, host, pid, dev, st):
         ev["hca"] = mh.group(1)
     add(st.events, ev)
     return ev
+
+
+def _under_last_error(line, fs):
+    """True for a line of the same rank among the LAST_ERROR_LINES under 'Last error:'."""
+    rank, left = fs.last_error
+    if line.rank != rank or not line.text.strip():
+        return False
+    fs.last_error = [rank, left - 1] if left > 1 else None
+    return True
+
+
+def _last_error(line, st):
+    """NCCL's last error under 'Last error:' that NCCL's own readers did not take: read as NCCL's
+    words, though it carries none of NCCL's markers. A connection a peer closed is that event; one
+    to a loopback address is the set-up's (no other node can reach it). True when it was read."""
+    text = line.text.strip()
+    from ..vocab import ROW_FIELDS, table
+    what = peer_gone(text)
+    if what:
+        mp = PEER_ADDR.search(text)
+        peer = mp.group(1).strip("[]") if mp else None
+        add(st.events, {"kind": "nccl_peer_connection", "what": what, "peer": peer, "rank": line.rank, "host": None,
+                        "pid": None, "src": line.src, "evidence": line.raw})
+        if peer and LOOPBACK_IP.match(peer) and st.socket_loopback is None:
+            st.socket_loopback = (line, None, None)
+        return True
+    t = table("nccl")
+    m = t.match(text) if t is not None else None
+    if m is not None:
+        st.seen.message(t, dict(zip(ROW_FIELDS, m[0])), line.src, line.raw, rank=line.rank)
+        return True
+    return False

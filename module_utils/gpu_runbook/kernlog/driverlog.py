@@ -136,15 +136,17 @@ class DriverLog(KeyedTables):
         """``xid_codes``: the Xids of the log (a GSP timeout already reported as Xid 119/120 is
         not reported twice)."""
         out = []
-        kinds = {k for k, _ in self.events}
+        made = []
         for (kind, pci), r in sorted(self.events.items(), key=lambda kv: kv[1]["line"]):
-            if kind == "gpu_probe_failed" and kinds & _SAYS_WHY_PROBE_FAILED:
-                continue  # 'probe routine failed' / 'No NVIDIA graphics adapter probed!' follow the cause
             f = _driver_finding(kind, pci, r, ids, xid_codes)
             if f is not None:
                 f["source"] = sref(r["line"])
                 f.update(seen(r))
-                out.append(f)
+                made.append((kind, f))
+        # 'probe routine failed' / 'No NVIDIA graphics adapter probed!' follow the cause: said by the
+        # cause's finding, when there is one (a cause whose lines did not say enough made none)
+        said_why = set(k for k, _f in made) & _SAYS_WHY_PROBE_FAILED
+        out.extend(f for k, f in made if not (k == "gpu_probe_failed" and said_why))
         for (code, pci), r in sorted(self.sxids.items(), key=lambda kv: kv[1]["line"]):
             out.append(_sxid_finding(code, pci, r, sref))
         for (typ, mc), r in sorted(self.dimm.items(), key=lambda kv: kv[1]["line"]):

@@ -46,6 +46,11 @@ _DASHES_RE = re.compile(r"-{3,}\s*$")
 # 'for h in ...; do echo $h; ssh $h cmd; done': a line that is only a node name (with a digit),
 # at the start or after a blank line, heads that node's output
 _BARE_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.\-]{0,62}\d[A-Za-z0-9_.\-]{0,62}):?\s*$")
+# 'uname -a' ('Linux gpu07 5.15.0-91-generic #101-Ubuntu SMP ... x86_64 GNU/Linux') or 'uname -snm'
+# ('Linux gpu07 x86_64') pasted above a command's output: the node it was run on
+# (the release, then the build's '#N'; or the machine ending the line)
+_UNAME_RE = re.compile(r"Linux (" + _NAME + r") (?:\d{1,3}\.\d{1,3}\.\d{1,3}[\w.\-+~]{0,64} #\d|"
+                       r"(?:x86_64|aarch64|ppc64le|s390x)\s*$)")
 _SET_LINE_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))?\s*$")
 _SET_INLINE_RE = re.compile(r"^-{3,} ([A-Za-z0-9][A-Za-z0-9_.,\-\[\]]{0,4095})(?: \(\d{1,9}\))? -{3,}\s*$")
 _SYSLOG_RE = re.compile(SYSLOG_HOST)
@@ -196,6 +201,7 @@ class HostDemux(object):
         self._dash = 0            # clush/dshbak header state: 1 after dashes, 2 after the set line
         self._pending = ()
         self._after_blank = True  # the previous line was blank (or there was none)
+        self._output = None       # what a prompt line holds after the prompt that is no command
 
     # -- names ---------------------------------------------------------------------
     def _canon(self, name):
@@ -243,9 +249,11 @@ class HostDemux(object):
         if "\x1b" in line or "\x00" in line:  # a coloured terminal capture
             line = strip_ansi(line).replace("\x00", "")
         line = unpaste(line)
+        self._output = None
         if self._structure(line):
-            # a pasted --query-gpu command names its output's columns (nvsmi/query_csv): kept
-            return self._block, (line if "--query-gpu" in line else None)
+            # a pasted --query-gpu command names its output's columns (nvsmi/query_csv): kept; a
+            # background job's output printed after a prompt is that host's line
+            return self._block, (line if "--query-gpu" in line else self._output)
         if not line.strip():
             return self._block, line
         text, own = line, None
@@ -312,6 +320,11 @@ class HostDemux(object):
                     self._pending, self._dash = tuple(names), 2
                     return True
         c = line[:1]
+        if c == "L" and line.startswith("Linux "):
+            m = _UNAME_RE.match(line)
+            if m and _hostlike(m.group(1)) and field_host(m.group(1)):
+                self._block = self._admit((m.group(1),)) or ()
+                return True
         if c == "-":
             if _DASHES_RE.match(line):
                 self._dash = 1
@@ -332,6 +345,11 @@ class HostDemux(object):
                 name = _ssh_target(line[m.end():]) or m.group(1) or m.group(2) or m.group(3)
                 if _hostlike(name):
                     self._block = self._admit((name,)) or ()
+                    after = line[m.end():]
+                    if after[:1] == " " and after.strip():
+                        # 'root@pod:/#  Port number 1 state is Down': no command is typed after two blanks;
+                        # a job sent to the background printed after the prompt
+                        self._output = after.strip()
                     return True
         if " | " in line[:300]:
             m = _ANSIBLE_RE.match(line)

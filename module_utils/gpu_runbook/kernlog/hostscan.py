@@ -23,9 +23,9 @@ from .timestamps import TS_RE
 
 _CHUNK = 16 * 1024 * 1024
 _SYSLOG_HOST_RE = re.compile(r"^" + SYSLOG_HOST, re.M)
-# any line that could be a pdsh/clush prefix, a prompt, a block header or RFC 5424
+# any line that could be a pdsh/clush prefix, a prompt, a block header, a uname line or RFC 5424
 _MARK_RE = re.compile(
-    r"^(?:[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}: |[^\s@]{1,80}@[A-Za-z0-9]|\[[^\s@\]]{1,64}@|-{3}|<\d{1,3}>\d"
+    r"^(?:Linux [A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}: |[^\s@]{1,80}@[A-Za-z0-9]|\[[^\s@\]]{1,64}@|-{3}|<\d{1,3}>\d"
     r"|[A-Za-z0-9][A-Za-z0-9_.\-]{0,252} \| [A-Z]|[A-Za-z][A-Za-z0-9_.\-]{0,62}\d[A-Za-z0-9_.\-]{0,62}:?\s*$)", re.M)
 
 

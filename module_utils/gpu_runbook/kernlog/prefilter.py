@@ -28,7 +28,11 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # "[nvidia" a call-trace frame in the NVIDIA driver (a hung task stuck inside it, an oops in it),
 # "IO_PAGE_FAULT"/"DMAR: [DMA" the IOMMU refusing a device's DMA (AMD, Intel), "Linux version " a boot
 # (the ports train anew: a first 'Link down' long after it is a drop, one while they train is not),
-# " carrier" systemd-networkd's 'ib0: Lost carrier' / 'Gained carrier' (an IPoIB link's drops).
+# " carrier" systemd-networkd's 'ib0: Lost carrier' / 'Gained carrier' (an IPoIB link's drops),
+# "driver release" the driver's refusal of a GPU it does not support, whose later lines dmesg shows
+# indented without their 'NVRM: ' head when the driver printed them as one record ('NVRM: The NVIDIA
+# GPU ... (PCI ID: 10de:2330) installed in this system' / '      is not supported by the NVIDIA
+# 580.126.09 driver release.').
 # The last ones are the words of a failure (vocab/reading.py ERROR_LIKE) and the line heads of the
 # node's other emitters (ib_core, ipoib, mlx4): a node line no dedicated reader takes is read
 # against the emitters' vocabularies, or quoted when nothing explains it (nodelines.py).
@@ -38,7 +42,7 @@ _BASE = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than"
          "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
          "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4",
          "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError", ") detected on ", "Linux version ",
-         " carrier")
+         " carrier", "driver release")
 
 
 def _with_markers(base):

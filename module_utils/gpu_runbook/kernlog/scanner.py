@@ -237,6 +237,11 @@ class KernelLogScanner:
             # or unexplained: the driver's words are never passed over in silence
             self._nvrm(ctx)
             taken = False
+        elif line[:1] in (" ", "\t") and self._drv.continues(ctx):
+            # an NVRM message's later line pasted without its 'NVRM:' head, indented under it
+            # ('NVRM: The NVIDIA GPU ... (PCI ID: 10de:2330) installed in this system' /
+            # '      is not supported by the NVIDIA 580.126.09 driver release.'): its message's
+            self._known = True
         elif "mlx5" in line:
             self._mlx5(ctx)
         elif " carrier" in line and "systemd-networkd" in line:
