@@ -22,6 +22,7 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 import re
 
 from . import dcgm
+from .nvsmi.dispatch import Q_SECTIONS
 from .nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
 
 # -- the bug report -----------------------------------------------------------------------
@@ -187,8 +188,7 @@ BLOCKS = (
     ("nvidia-smi-q.xml", re.compile(r"^\s{0,8}(?:<\?xml\b|<!DOCTYPE nvidia_smi_log|<nvidia_smi_log\b)"), None),
     ("nvidia-smi-q.txt", re.compile(r"^=+NVSMI LOG=+|^Attached GPUs" + _H + r"*:|^GPU" + _H +
                                     r"+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d" + _H + r"*$|^" + _H +
-                                    r"+(?:ECC Errors|Retired Pages|Remapped Rows|Clocks (?:Throttle|Event) Reasons|"
-                                    r"GPU Reset Status)" + _H + r"*$"), _q_text),
+                                    r"+(?:" + Q_SECTIONS + r")" + _H + r"*$"), _q_text),
     ("nvidia-smi.txt", re.compile(r"^" + _H + r"*\+-{5,}[-+]*" + _H + r"*$|^\|" + _H + r"+NVIDIA-SMI \d"), _table),
     ("nvidia-smi.txt", re.compile(r"^GPU" + _H + r"+\d{1,3}:" + _H + r"[^\n]{1,200}$"), _nvlink),
     ("nvidia-smi.txt", _SMI_FAILURE_RE, _one_line),

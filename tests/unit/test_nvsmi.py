@@ -855,6 +855,20 @@ def test_query_gpu_csv_noheader_needs_fields():
     assert facts["count"] == 3 and facts["gpus"][1]["remapped_rows"]["pending"] is True
 
 
+def test_a_note_pasted_after_a_csv_row_is_not_the_row():
+    # 'nvidia-smi --query-gpu=index,gpu_recovery_action --format=csv,noheader' with the poster's note after
+    # GPU 1's row: the row is read (the note stays in its evidence); a note never hides a GPU's state
+    t = ("nvidia-smi --query-gpu=index,gpu_recovery_action --format=csv,noheader\n0, None\n"
+         "1, Reset   <= GPU is unusable, reset required \n2, None  # fine\n3, None\n")
+    facts, findings = parse_nvidia_smi(t, "nvidia-smi.txt")
+    assert facts["count"] == 4 and "nvsmi_csv_bad_row" not in kinds(findings)
+    (reset,) = [f for f in findings if f["kind"] == "gpu_recovery_reset"]
+    assert reset["severity"] == "critical" and "<= GPU is unusable" in reset["evidence"]
+    # a row with one value too many and no note mark is still not read
+    facts, findings = parse_nvidia_smi(t.replace("   <= GPU is unusable,", ", x,"), "nvidia-smi.txt")
+    assert "nvsmi_csv_bad_row" in kinds(findings, "warning")
+
+
 def test_query_gpu_csv_bad_row_and_crlf():
     t = QUERY.replace("\n", "\r\n") + "3, 00000000:5D:00.0, short row\r\n"
     facts, findings = parse_query_gpu_csv(t, "c.csv")

@@ -1039,3 +1039,55 @@ def test_nccl_last_error_under_pytorch_s_head_is_nccl_s_words(tmp_path, capsys):
     kinds = [f["kind"] for f in doc["job"]["findings"]]
     assert "nccl_peer_connection_error" in kinds and "unexplained_errors" not in kinds
     assert doc["job"]["culprit_hosts"] == ["10.1.2.3"]
+
+
+def test_monitored_barrier_names_the_rank_that_never_came(tmp_path, capsys):
+    # c10d ProcessGroupGloo.cpp monitoredBarrier: rank 0 names the rank that did not reach the barrier in
+    # time, the others say they reached it: a hang whose culprit is named (as a desync report does)
+    (tmp_path / "sft.log").write_text(
+        "[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received errors while "
+        "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+        "[E ProcessGroupGloo.cpp:138] [Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms\n"
+        "[E ProcessGroupGloo.cpp:138] Rank 1 successfully reached monitoredBarrier, but received errors while "
+        "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+        " Original exception: \n"
+        "[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 30000ms for recv "
+        "operation to complete\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "sft.log")
+    job = doc["job"]
+    assert (job["verdict"], job["culprit_ranks"], job["timed_out_ranks"]) == ("nccl_deadlock", [2], [0, 1, 3])
+    assert job["collective"]["op"] == "monitored_barrier" and job["culprit_evidence"] == "monitored_barrier"
+    assert not any(f["kind"] == "unexplained_errors" for f in job["findings"])
+    # with wait_all_ranks=True rank 0 names every rank that did not come
+    (tmp_path / "sft.log").write_text("[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 120000 ms\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "sft.log")
+    assert (doc["job"]["verdict"], doc["job"]["culprit_ranks"]) == ("nccl_deadlock", [1, 2])
+
+
+def test_an_nvidia_smi_q_excerpt_of_its_fabric_section_is_read(tmp_path, capsys):
+    # the Fabric section alone, as a GPU operator's driver pod logged it: registration never completed
+    (tmp_path / "driver-pod.txt").write_text(
+        "    Fabric\n"
+        "        State                                          : In Progress\n"
+        "        Status                                         : N/A\n"
+        "        CliqueId                                       : N/A\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "driver-pod.txt")
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "driver" and [f["kind"] for f in h["findings"]] == ["fabric_not_ready"]
+    assert doc["files"][0]["read_as"] == ["nvidia-smi -q"]
+
+
+@pytest.mark.parametrize("line,category", [
+    ("Message: Pod Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: rpc error: "
+     "code = Unknown desc = Unable to retrieve list of available devices: error creating nvml.Device 5: nvml: "
+     "GPU is lost, which is unexpected", "gpu_hardware"),
+    ("E1206 failed to get device 3: NVML call returned: GPU requires reset", "gpu_hardware"),
+    # no NVML named: the words alone are nobody's
+    ("error: GPU is lost, which is unexpected", "unknown"),
+])
+def test_nvml_s_return_text_quoted_by_its_caller_says_what_failed(tmp_path, capsys, line, category):
+    (tmp_path / "describe.txt").write_text(line + "\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "describe.txt")
+    verdicts = [doc["job"]["verdict"]] if doc["job"] else []
+    verdicts += [h["verdict"] for h in doc["hosts"]]
+    assert category in verdicts, (verdicts, err)

@@ -46,6 +46,11 @@ def analyse(st):
     timed_out = sorted(set(t["rank"] for t in st.timeouts if t["rank"] is not None))
     if not timed_out and st.desync_timeout:
         timed_out = sorted(set(r for r, _o, _s, _src in st.desync_timeout))
+    if st.barrier_missing:
+        # the ranks that waited at a monitored_barrier for those that never came
+        timed_out = sorted(set(timed_out) | (st.barrier_waited - set(r for i in st.barrier_missing for r in i[0])))
+        if coll is None or not coll.get("op"):
+            coll = {"op": "monitored_barrier", "seq": None}
     if coll and coll.get("seq") is not None:
         # 'Exception (either an error or timeout) detected by watchdog at work: N': that rank's
         # watchdog fired on the same collective, whether or not its own timeout line is here

@@ -47,7 +47,7 @@ def collective(st):
 
 def culprits(st, world, coll, timed_out, behind):
     """Returns (ranks, how): the first source of evidence that names someone wins."""
-    for finder in (_flight_recorder, _desync_report, _ras_report, _nccl_mismatch, _nccl_named_ranks, _pyspy):
+    for finder in (_flight_recorder, _desync_report, _monitored_barrier, _ras_report, _nccl_mismatch, _nccl_named_ranks, _pyspy):
         found = finder(st, world)
         if found:
             return found
@@ -151,6 +151,12 @@ def _desync_report(st, world):
         if ranks and (not everyone or ranks < everyone or len(ranks) < len(everyone)):
             return sorted(ranks), "desync_report"
     return None
+
+
+def _monitored_barrier(st, world):
+    """monitored_barrier's ranks that never reached it (rank 0 names them)."""
+    ranks = sorted(set(r for item in st.barrier_missing for r in item[0]))
+    return (ranks, "monitored_barrier") if ranks else None
 
 
 def _silent_ranks(st, world, coll, timed_out, behind):

@@ -56,7 +56,7 @@ def job_findings(st, job, last_prog):
     early = _early_failure(st, job, last_prog, findings)
     if early is not None:
         findings.append(early)
-    if st.timeouts or st.desync_timeout:
+    if st.timeouts or st.desync_timeout or st.barrier_missing:
         findings.append(_timeout(st, job, findings))
     if job["training"] and not job["success"] and not any(f["severity"] in ("warning", "critical")
                                                            for f in findings):
@@ -308,7 +308,7 @@ def _timeout_kind(cause, job):
         return "nccl_watchdog_timeout_first", "unknown"
     if job["phase"] == "early":
         return "nccl_watchdog_timeout_early", "application"
-    if job["culprit_hosts"] or job["phase"] == "late":
+    if job["culprit_hosts"] or job["culprit_ranks"] or job["phase"] == "late":
         return "nccl_watchdog_timeout", "nccl_deadlock"
     return "nccl_watchdog_timeout_unexplained", "nccl_deadlock"
 
@@ -338,8 +338,10 @@ def _timeout(st, job, findings):
             (" of %d" % world) if world else "", cul,
             ("; cause: %s" % cause["kind"]) if cause else ""),
         category=category, note=note,
-        evidence=evidence(first["evidence"]) if first else "",
-        source=first["src"] if first else st.desync_timeout[0][3], rank=r0, gpu=gpu)
+        evidence=evidence(first["evidence"]) if first else (evidence(st.barrier_missing[0][3]) if not st.desync_timeout
+                                                             and st.barrier_missing else ""),
+        source=first["src"] if first else st.desync_timeout[0][3] if st.desync_timeout else st.barrier_missing[0][2],
+        rank=r0, gpu=gpu)
 
 
 def dedupe(findings):

@@ -97,7 +97,7 @@ def _job_mark(st):
     """What the handlers change in the job's state when they read a line."""
     return (len(st.events), len(st.comm), len(st.timeouts), len(st.progress), len(st.nccl_words), len(st.launch),
             len(st.ras), len(st.last_work), len(st.world_hints), len(st.networks), len(st.rank_host_weak),
-            len(st.ib_devices), len(st.roce_devices), len(st.some_failed), len(st.stuck), len(st.abort_hung), len(st.nccl_traces), len(st.desync_missing),
+            len(st.ib_devices), len(st.roce_devices), len(st.some_failed), len(st.stuck), len(st.abort_hung), len(st.nccl_traces), len(st.desync_missing), len(st.barrier_missing), len(st.barrier_waited),
             len(st.desync_lagging), len(st.desync_timeout), len(st.fr_missing), len(st.fr_entries),
             len(st.ip_host), len(st.via), st.nccl_version, st.hf_epoch, st.nccl_tests is not None, st.oob,
             st.ib_disabled, st.socket_ifname, len(st.sacct))

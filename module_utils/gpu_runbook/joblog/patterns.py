@@ -110,6 +110,11 @@ DESYNC_MISSING = re.compile(r"ranks \[([\d,\s]*)\] are the lagging ranks")
 DESYNC_JOINED = re.compile(r"\[([\d,\s]+)\] joined but didn't finish collective #(\d+)")
 DESYNC_FINISHED = re.compile(r"\[([\d,\s]+)\] finished collective #(\d+), but didn't join collective #(\d+)")
 DESYNC_TIMEOUT_AT = re.compile(r"\[(\d+)\] Timeout at collective: (\w+), #(\d+)")
+# torch.distributed.monitored_barrier (c10d ProcessGroupGloo.cpp monitoredBarrier): rank 0 names the
+# rank(s) that did not reach the barrier in time ("[Rank 0]: Rank 2 failed to pass monitoredBarrier in
+# 30000 ms", with wait_all_ranks "Ranks 1, 2 failed ..."); the others say they reached it
+BARRIER_FAILED = re.compile(r"\bRanks? (\d{1,7}(?:, ?\d{1,7}){0,4095}) failed to pass monitoredBarrier in (\d{1,12}) ms")
+BARRIER_REACHED = re.compile(r"\bRank (\d{1,7}) successfully reached monitoredBarrier")
 
 FR_NOT_ALL = re.compile(r"Not all ranks joining collective(?: (\d+)(?: at entry \d+)?|, sequence number: (\d+))?")
 FR_MISSING = re.compile(r"[Mm]issing ranks(?: are|:)\s*\{([\d,\s]*)\}")

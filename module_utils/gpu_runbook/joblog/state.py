@@ -46,6 +46,8 @@ class JobState(object):
         self.desync_missing = []
         self.desync_lagging = []
         self.desync_timeout = []
+        self.barrier_missing = []  # (ranks, timeout ms, src, raw): monitored_barrier's ranks that never came
+        self.barrier_waited = set()  # ranks that waited at a monitored_barrier (rank 0, and those that say so)
         self.fr_missing = []       # (ranks, seq, op, src)
         self.fr_entries = {}       # rank -> {seq: (state, op)}
         self.events = []           # error events (dicts)

@@ -5,7 +5,7 @@ work', 'watchdog got stuck', the TORCH_NCCL_DESYNC_DEBUG report, and the Flight 
 
 A handler takes (line, file state, job state) and returns True when the line is fully read."""
 
-from .patterns import (BLOCKING_TIMEOUT, DESYNC_FINISHED, DESYNC_JOINED, DESYNC_MISSING, DESYNC_TIMEOUT_AT,
+from .patterns import (BARRIER_FAILED, BARRIER_REACHED, BLOCKING_TIMEOUT, DESYNC_FINISHED, DESYNC_JOINED, DESYNC_MISSING, DESYNC_TIMEOUT_AT,
                        FR_COLLECTIVE, FR_JSON_NAME, FR_JSON_P2P, FR_JSON_RANK, FR_JSON_SEQ, FR_JSON_STATE, FR_MISSING,
                        FR_NOT_ALL, LAST_WORK, MSG_RANK, NUMEL_IN, OPTYPE, PG_ID, RAN_FOR, SEQ, TIMEOUT_MS)
 from .text import add, ints
@@ -70,6 +70,11 @@ def _timeout(line, st):
 
 def desync_report(line, fs, st):
     text, src, raw = line.text, line.src, line.raw
+    if "monitoredBarrier" in text:
+        _monitored_barrier(text, src, raw, st)
+        return False
+    if st.barrier_missing and text.strip() == "Original exception:":
+        return True  # the head over what rank 0's wait raised (monitoredBarrier: error + "\n Original exception: \n")
     if not ("lagging" in text or "collective #" in text or "Timeout at collective" in text):
         return False
     m = DESYNC_MISSING.search(text)
@@ -85,6 +90,18 @@ def desync_report(line, fs, st):
     if m:
         st.desync_timeout.append((int(m.group(1)), m.group(2), int(m.group(3)), src))
     return False
+
+
+def _monitored_barrier(text, src, raw, st):
+    """torch.distributed.monitored_barrier: rank 0 waits for every other rank and names those that did
+    not come in time (the culprits, as a desync report does); a rank that came says so."""
+    m = BARRIER_FAILED.search(text)
+    if m:
+        st.barrier_missing.append((ints(m.group(1)), int(m.group(2)), src, raw))
+        st.barrier_waited.add(0)  # only rank 0 checks the others in (ProcessGroupGloo::monitoredBarrier)
+    m = BARRIER_REACHED.search(text)
+    if m:
+        st.barrier_waited.add(int(m.group(1)))
 
 
 def flight_recorder_text(line, fs, st):

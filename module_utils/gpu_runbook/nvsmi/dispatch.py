@@ -21,8 +21,9 @@ from .q_xml import parse_xml
 # let `^\s+` at every line start run across all the blank lines after it (quadratic: the fuzzer
 # found 70 s on 68 KB of empty lines).
 _H = r"[ \t\r\f\v]"
-_Q_SECTION_RE = re.compile(r"^" + _H + r"+(ECC Errors|Retired Pages|Remapped Rows|Clocks (Throttle|Event) Reasons|"
-                           r"GPU Reset Status)" + _H + r"*$", re.M | re.I)
+# the headers of the -q sections an excerpt is pasted from (indented, no colon): the health ones
+Q_SECTIONS = r"ECC Errors|Retired Pages|Remapped Rows|Clocks (?:Throttle|Event) Reasons|GPU Reset Status|Fabric"
+_Q_SECTION_RE = re.compile(r"^" + _H + r"+(?:" + Q_SECTIONS + r")" + _H + r"*$", re.M | re.I)
 _Q_ATTACHED_RE = re.compile(r"^" + _H + r"*Attached GPUs" + _H + r"*:", re.M)
 _Q_GPU_RE = re.compile(r"^" + _H + r"*GPU" + _H + r"+" + PCI_TXT + _H + r"*$", re.M)
 _TABLE_BORDER_RE = re.compile(r"^" + _H + r"*\+-{5,}", re.M)

@@ -98,6 +98,10 @@ def _row_gpu(facts, names, cols, index, ln, s):
     return g
 
 
+# what starts a note a person typed after a pasted row: an arrow or a comment mark after blanks
+_NOTE_RE = re.compile(r"(?<=\S)(?:\s{2,}(?:<=+|<-+|#|//)|\s(?:<=+|<-{1,2})\s)")
+
+
 def parse_csv(text, source, expected_gpus, fields, thresholds):
     text = as_text(text)
     lines = list(iter_lines(text))
@@ -126,6 +130,12 @@ def parse_csv(text, source, expected_gpus, fields, thresholds):
             continue
         if looks_like_header(cols) and [c.lower() for c in cols] == [n.lower() for n in names]:
             continue  # the header again (concatenated captures)
+        if len(cols) > len(names):
+            # a person's note pasted after the row ('1, Reset   <= GPU is unusable, reset required'): the
+            # row is nvidia-smi's without it (its evidence keeps the note)
+            m = _NOTE_RE.search(s)
+            if m and len(split_csv(s[:m.start()])) == len(names):
+                cols = split_csv(s[:m.start()])
         if len(cols) != len(names):
             # a GPU's row not read: that GPU's health is not established (never a silent healthy)
             parse_findings.append(finding("nvsmi_csv_bad_row", "CSV row has %d columns, header has %d: this row "

@@ -120,8 +120,9 @@ def _state_findings(g, th, add, label):
     # N/A: a GPU outside an NVSwitch fabric) is never a fabric fault, whatever the status says
     if (fs and fs != "completed") or (fs == "completed" and fst and fst != "success"):
         add("fabric_state" if fs and fs != "completed" else "fabric_status", "fabric_not_ready",
-            "%s: NVLink fabric not ready (state %s, status %s): CUDA/NCCL cannot use this GPU"
-            % (label, g.get("fabric_state"), g.get("fabric_status")))
+            "%s: NVLink fabric not ready (state %s%s): CUDA/NCCL cannot use this GPU"
+            % (label, g.get("fabric_state"),
+               ", status %s" % g["fabric_status"] if g.get("fabric_status") is not None else ""))
     if g.get("reset_required"):
         add("reset_required", "gpu_reset_required", "%s reports 'GPU requires reset'" % label)
     elif g.get("drain_and_reset_recommended"):

@@ -290,7 +290,30 @@ def match_line(line, names=EMITTERS):
         m = t.match(line)
         if m is not None and (best is None or m[1] > best[2]):
             best = (t, m[0], m[1])
+    if best is None and "nvml" in names:
+        return _nvml_return_quoted(line)
     return None if best is None else (best[0], dict(zip(ROW_FIELDS, best[1])))
+
+
+# nvmlErrorString's texts of the two returns that say the GPU itself is gone (nvml.h
+# NVML_ERROR_GPU_IS_LOST 15, NVML_ERROR_RESET_REQUIRED 16), too short to be rows of their own
+_NVML_GONE = (("GPU is lost", 15), ("GPU requires reset", 16))
+
+
+def _nvml_return_quoted(line):
+    """(nvml table, the code's row) for a line that quotes NVML's return text for a GPU that is
+    gone and names NVML (a Go or C caller's 'error creating nvml.Device 5: nvml: GPU is lost'),
+    else None: the return value says what failed, whichever program met it."""
+    if "GPU " not in line or "nvml" not in line.lower():
+        return None
+    for text, number in _NVML_GONE:
+        if text in line:
+            t, c = table("nvml"), code("nvml", number)
+            if t is None or c is None:
+                return None
+            return t, {"file": c["file"], "line": c["line"], "format": c["text"], "kind": c["kind"],
+                       "category": c["category"], "severity": c["severity"], "meaning": c["meaning"]}
+    return None
 
 
 _LATER = {}
