@@ -98,8 +98,14 @@ def _perfquery(line):
     return not line.strip() or line.startswith("# ") or bool(_PQ_ROW_RE.match(line))
 
 
+# a sysfs file's value under head's '==> PATH <==': a count, a state ('4: ACTIVE'), a rate, a link layer
+_SYSFS_VALUE_RE = re.compile(r"^\s{0,8}(?:\d{1,20}(?:: [A-Za-z_]{1,24})?|\d{1,4}(?:\.\d{1,3})? Gb/sec[^\n]{0,40}|"
+                             r"InfiniBand|Ethernet|0x[0-9a-fA-F]{1,16})\s*$")
+
+
 def _sysfs(line):
-    return not line.strip() or line.startswith("/sys/class/infiniband")
+    return (not line.strip() or line.startswith("/sys/class/infiniband") or line.startswith("==> /sys/class/infiniband")
+            or bool(_SYSFS_VALUE_RE.match(line)))
 
 
 def _rdma_link(line):
@@ -198,8 +204,9 @@ BLOCKS = (
     ("nvidia-smi-query-gpu.csv", _CSV_HEADER_RE, None),
     # the pasted command line of a --query-gpu output (with or without its header): its fields
     ("nvidia-smi-query-gpu.csv", re.compile(r"^[^\n]{0,300}?" + QUERY_COMMAND_RE.pattern), None),
-    ("ib-sysfs.txt", re.compile(r"^/sys/class/infiniband/[^/\s]{1,64}/ports/\d{1,3}/(?:state|phys_state|rate|"
-                                r"link_layer|counters/\w{1,64}|hw_counters/\w{1,64}):"), _sysfs),
+    # (grep -H's 'PATH:VALUE', or head/tail's '==> PATH <==' over each file's value)
+    ("ib-sysfs.txt", re.compile(r"^(?:==> )?/sys/class/infiniband/[^/\s]{1,64}/ports/\d{1,3}/(?:state|phys_state|rate|"
+                                r"link_layer|counters/\w{1,64}|hw_counters/\w{1,64})(?::| <==\s*$)"), _sysfs),
     ("ibstat.txt", re.compile(r"^CA '[^'\n]{1,64}'"), _ibstat),
     # an ibstat excerpt cut above its port block ('Port 1:' over its indented 'State:' lines)
     ("ibstat.txt", re.compile(r"^Port" + _H + r"{1,4}\d{1,3}:" + _H + r"*$"), _ibstat),

@@ -743,3 +743,23 @@ def test_rdma_link_readings_of_one_port_that_go_down_and_back_are_a_flap():
     assert f["source"] == "rdma-link.txt:2" and f["ib"]["device"] == "mlx5_7"
     steady = "".join(text.splitlines(True)[0] for _ in range(3))
     assert "ib_link_downed" not in [f["kind"] for f in parse_ib(steady, source="rdma-link.txt")[1]]
+
+
+def test_sysfs_files_shown_by_head_are_read_as_grep_h_shows_them(tmp_path):
+    # 'head /sys/class/infiniband/.../{state,rate,counters/...}': '==> PATH <==' over each file's value
+    base = "/sys/class/infiniband/mlx5_0/ports/1/"
+    heads = "".join("==> %s%s <==\n%s\n\n" % (base, f, v) for f, v in (
+        ("state", "4: ACTIVE"), ("phys_state", "5: LinkUp"), ("rate", "400 Gb/sec (4X NDR)"),
+        ("counters/link_downed", "255")))
+    grep = "".join("%s%s:%s\n" % (base, f, v) for f, v in (
+        ("state", "4: ACTIVE"), ("phys_state", "5: LinkUp"), ("rate", "400 Gb/sec (4X NDR)"),
+        ("counters/link_downed", "255")))
+    a_facts, a = ib.parse_ib_sysfs(heads)
+    b_facts, b = ib.parse_ib_sysfs(grep)
+    assert a_facts["devices"] == b_facts["devices"]
+    assert [f["kind"] for f in a] == [f["kind"] for f in b] == ["ib_link_downed"]
+    # by content, under any name: the head block is the sysfs reader's
+    (tmp_path / "counters.txt").write_text("$ head " + base + "{state,phys_state,rate}\n" + heads)
+    from gpu_runbook.cli import analyze_paths
+    (h,) = analyze_paths([str(tmp_path / "counters.txt")])["hosts"]
+    assert h["verdict"] == "ib_network" and "ib_link_downed" in [f["kind"] for f in h["findings"]]

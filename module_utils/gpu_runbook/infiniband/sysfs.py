@@ -33,9 +33,28 @@ def _device_line(h, m):
         info["sys_guid"] = v or None
 
 
+# head/tail over several files: '==> PATH <==' above each file's lines
+_HEAD_RE = re.compile(r"^==> (/\S{1,400}) <==\s*$")
+
+
+def _lines(text):
+    """(n, 'PATH:VALUE'): grep -H's lines as they are; head's '==> PATH <==' joined to the value under it."""
+    path = None
+    for n, line in iter_lines(text):
+        m = _HEAD_RE.match(line)
+        if m:
+            path = m.group(1)
+            continue
+        if path is not None and line.strip():
+            yield n, "%s:%s" % (path, line.strip())
+            path = None
+            continue
+        yield n, line
+
+
 def _parse(text, source, expected_rate=None, expected_devices=None, thresholds=None):
     h = Host("ib-sysfs", source)
-    for n, line in iter_lines(text):
+    for n, line in _lines(text):
         m = _SYSFS_RE.match(line)
         if not m:
             m2 = _SYSFS_DEV_RE.match(line)
