@@ -369,7 +369,8 @@ def _job_verdict(job, culprits, explanations):
     if serious:
         top = max(serious, key=rank_key)
         return top["category"], top
-    first = next((f for f in found if f["kind"] == "nccl_watchdog_timeout_first"), None)
+    first = next((f for f in found if f["kind"] in ("nccl_watchdog_timeout_first", "nccl_watchdog_timeout_stalled")),
+                 None)
     if first is not None:  # the first transfer never completed: no phase makes that the code's
         return "unknown", first
     trend = (job.get("iteration_rate") or {}).get("trend")

@@ -22,6 +22,7 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 import re
 
 from . import dcgm
+from .infiniband.names import NO_DEVICES_RE
 from .nvsmi.dispatch import Q_SECTIONS
 from .nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
 
@@ -212,6 +213,8 @@ BLOCKS = (
     ("ibstat.txt", re.compile(r"^Port" + _H + r"{1,4}\d{1,3}:" + _H + r"*$"), _ibstat),
     ("ibstat.txt", re.compile(r"^Infiniband device '[^'\n]{1,64}' port \d{1,3} status:"), _ibstatus),
     ("ibv_devinfo.txt", re.compile(r"^hca_id:" + _H + r"*\S"), _ibv),
+    # ibv_devinfo (rdma-core libibverbs/examples/devinfo.c) when the verbs stack lists no device: its one line
+    ("ibv_devinfo.txt", NO_DEVICES_RE, _one_line),
     ("perfquery.txt", re.compile(r"^# (?:Port (?:extended )?counters|PortXmitData|Port counters):"), _perfquery),
     ("ibdev2netdev.txt", re.compile(r"^\s{0,8}(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?[\w.\-]{1,64}\s"
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("

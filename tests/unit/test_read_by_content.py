@@ -1091,3 +1091,93 @@ def test_nvml_s_return_text_quoted_by_its_caller_says_what_failed(tmp_path, caps
     verdicts = [doc["job"]["verdict"]] if doc["job"] else []
     verdicts += [h["verdict"] for h in doc["hosts"]]
     assert category in verdicts, (verdicts, err)
+
+
+_MLLOG = (':::MLLOG {"namespace": "", "time_ms": 1715848320425, "event_type": "INTERVAL_START", "key": "run_start", '
+          '"value": null, "metadata": {"file": "/workspace/ft-llm/custom_callbacks.py", "lineno": 145}}\r\n'
+          ':::MLLOG {"namespace": "", "time_ms": 1715850093688, "event_type": "INTERVAL_END", "key": "run_stop", '
+          '"value": 0.92, "metadata": {"file": "/workspace/ft-llm/custom_callbacks.py", "lineno": 195, '
+          '"samples_count": 3072, "status": "%s"}}\r\n')
+
+
+def test_an_mlperf_result_log_says_how_its_run_ended(tmp_path, capsys):
+    # mlcommons/logging mllog: run_stop's metadata status is "success" or "aborted"
+    (tmp_path / "result_0.txt").write_bytes((_MLLOG % "success").encode())
+    rc, doc, err = analyze_json(capsys, tmp_path / "result_0.txt")
+    assert doc["job"]["verdict"] == "healthy" and doc["job"]["success"][0]["who"] == "MLPerf logging (mllog)"
+    (tmp_path / "result_0.txt").write_bytes((_MLLOG % "aborted").encode())
+    rc, doc, err = analyze_json(capsys, tmp_path / "result_0.txt")
+    assert not (doc["job"] or {}).get("success") and (doc["job"] or {}).get("verdict") != "healthy"
+
+
+def test_timeouts_in_one_seqnum_with_different_operations_are_mismatched_collectives(tmp_path, capsys):
+    # rank 7 waits in a BROADCAST, rank 3 in an ALLREDUCE, both collective #80078 of the default group
+    (tmp_path / "launch.log").write_text(
+        "[rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, NumelOut=5056, Timeout(ms)=600000) ran for "
+        "600071 milliseconds before timing out.\n"
+        "[rank3]:[E816 01:45:40.212150935 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=80078, OpType=ALLREDUCE, NumelIn=2106881, NumelOut=2106881, Timeout(ms)=600000) "
+        "ran for 600099 milliseconds before timing out.\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "launch.log")
+    job = doc["job"]
+    assert job["verdict"] == "application" and job["decided_by"]["kind"] == "collective_mismatch"
+    assert "ALLREDUCE vs BROADCAST" in job["decided_by"]["message"]
+    # the same operation on both ranks is one collective: no mismatch
+    (tmp_path / "launch.log").write_text((tmp_path / "launch.log").read_text().replace("BROADCAST", "ALLREDUCE"))
+    rc, doc, err = analyze_json(capsys, tmp_path / "launch.log")
+    assert not any(f["kind"] == "collective_mismatch" for f in doc["job"]["findings"])
+
+
+def test_every_rank_joined_and_none_finished_is_the_collective_s_transport(tmp_path, capsys):
+    # PyTorch's desync report: all 16 ranks joined #730, none finished, in the run's first step: no rank
+    # fell behind and no code path diverged; the collective stalled (unknown, not the application's)
+    everyone = ", ".join(str(r) for r in range(16))
+    (tmp_path / "train.log").write_text(
+        "  0%|          | 0/4325 [00:00<?, ?it/s]\n"
+        "[rank6]:[E1115 16:42:37.766242859 ProcessGroupNCCL.cpp:629] [Rank 6] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=730, OpType=ALLREDUCE, NumelIn=544997376, NumelOut=544997376, Timeout(ms)=600000) "
+        "ran for 600010 milliseconds before timing out.\n"
+        "[rank6]:[E1115 16:42:37.768057301 ProcessGroupNCCL.cpp:1936] Rank 6\n"
+        "\t - [6] Timeout at collective: ALLREDUCE, #730\n"
+        "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+        "\t   - [" + everyone + "] joined but didn't finish collective #730 (count from 1)\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
+    job = doc["job"]
+    assert job["verdict"] == "unknown" and job["decided_by"]["kind"] == "nccl_watchdog_timeout_stalled"
+    assert "none finished" in job["decided_by"]["message"] and job["culprit_ranks"] == []
+    # some ranks joined and did not finish, the others never joined: those are behind (a culprit), as before
+    (tmp_path / "train.log").write_text((tmp_path / "train.log").read_text().replace(everyone, "0, 1, 2"))
+    rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
+    assert doc["job"]["decided_by"]["kind"] != "nccl_watchdog_timeout_stalled"
+
+
+def test_dcgmi_nvlink_error_counts_are_read(tmp_path, capsys):
+    # dcgmi/Nvlink.cpp's 'NVLINK Error Counts' box: every count zero is a reading of sound links; a count
+    # above zero is nvlink_errors on that GPU
+    rows = "".join("| Link %d                      |                                                |\n" % n +
+                   "".join("| -> %-24s | %-46s |\n" % (name, "{%s%d}" % (name.split()[0], n))
+                           for name in ("CRC FLIT Error", "CRC Data Error", "Replay Error", "Recovery Error"))
+                   for n in range(2))
+    box = ("> dcgmi nvlink -g 1 -e\n+-----------------------------+------------------------------------------------+\n"
+           "| NVLINK Error Counts                                                          |\n"
+           "| GPU 1                                                                        |\n"
+           "+=============================+================================================+\n" + rows +
+           "+-----------------------------+------------------------------------------------+\n")
+    zero = {k + str(n): "0" for k in ("CRC", "Replay", "Recovery") for n in range(2)}
+    (tmp_path / "nvlink-errors.txt").write_text(box.format(**zero))
+    rc, doc, err = analyze_json(capsys, tmp_path / "nvlink-errors.txt")
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "healthy" and not h["findings"], h["findings"]
+    (tmp_path / "nvlink-errors.txt").write_text(box.format(**dict(zero, Replay1="17")))
+    rc, doc, err = analyze_json(capsys, tmp_path / "nvlink-errors.txt")
+    (h,) = doc["hosts"]
+    (f,) = [f for f in h["findings"] if f["kind"] == "nvlink_errors"]
+    assert "link 1 Replay Error 17" in f["message"] and f["gpu"]["index"] == 1
+
+
+def test_ibv_devinfo_listing_no_device_is_read_under_any_name(tmp_path, capsys):
+    (tmp_path / "node.txt").write_text("ibv_devinfo\nFailed to get IB devices list: Function not implemented\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "node.txt")
+    (h,) = doc["hosts"]
+    assert h["verdict"] == "ib_network" and "ib_no_devices" in [f["kind"] for f in h["findings"]]

@@ -23,7 +23,7 @@ from .. import vocab
 from ..findings import SEVERITY_RANK, SUSPICION, finding, gpu_ref, iter_lines, never_raise, small_int, unpaste
 from ..taxonomy import KINDS
 from ..taxonomy.kinds_vocab import BY_CATEGORY
-from .nvlink import LINE as _LINK_LINE, facts_of as _link_facts, findings_of as _link_findings, link_status
+from .nvlink import LINE as _LINK_LINE, read_nvlink
 
 SOURCE = "dcgmi.txt"
 _SECTIONS = r"(?:Metadata|Deployment|Integration|Hardware|Stress|Training)"
@@ -34,7 +34,7 @@ OPENING = re.compile(r"^[ \t]{0,8}(?:\+-[-+=]{4,}[ \t]*$|[+|]-{3,}[ \t]{1,4}" + 
                      r" - (?:All\b|GPUs?: \d)|[A-Za-z_]{1,12}\d{1,4}: (?:Pass|Fail|Warn|Skip|Not Run)\b)|\{)")
 _BOX_TOP = re.compile(r"^[ \t]{0,8}\+-[-+=]{4,}[ \t]*$")
 _HEADER_ROW = re.compile(r"^[ \t]{0,8}(?:\|[ \t]{1,3}(?:Diagnostic[ \t]{1,40}\|[ \t]{1,3}Result|Health Monitor "
-                         r"Report|NvLink Link Status)\b|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t])")
+                         r"Report|NvLink Link Status|NVLINK Error Counts)\b|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t])")
 _JSON_HEAD = re.compile(r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|Health Monitor Report)"|"Overall Result" ?: ?"|"body"'
                         r' ?: ?\{ ?"(?:Overall Health|GPU|vGPU|Switch|GPU_I|GPU_CI|LINK|CPU|CPU_CORE|ConnectX)" ?:')
 _JSON_SCALAR = re.compile(r'^(?:-?\d{1,20}(?:\.\d{1,20})?|true|false|null),?$|'
@@ -117,12 +117,7 @@ def _parse(text, source=SOURCE):
             i = end  # a broken object's lines are no table: past them
             continue
         i += 1
-    findings, facts = [], []
-    links, read = link_status(lines, raw, source)  # dcgmi nvlink --link-status (dcgm/nvlink.py)
-    for rep in links:
-        found = _link_findings(rep, source)
-        findings.extend(found)
-        facts.append(_link_facts(rep, found))
+    findings, facts, read = read_nvlink(lines, raw, source)  # dcgmi nvlink -s / -e (dcgm/nvlink.py)
     for rep in _text_reports(lines, raw, taken | read) + reports:
         found = _health_findings(rep, source) if rep["tool"] != "dcgmi diag" else [
             _make(c if isinstance(c, dict) else _named("unknown"), "warning", "dcgmi diag did not run: %s" % t[:300],

@@ -15,7 +15,7 @@ from .nccl_words import fill_process_ranks, settle_nvls
 from .job_findings import job_findings
 from .patterns import RANK_PREFIX
 from .progress import observations
-from .text import line_time, median
+from .text import add, line_time, median
 
 _NCCL_ERROR_KEYS = ("kind", "rank", "host", "peer", "status", "status_name", "status_text", "vendor_err", "hca",
                     "direction", "what", "src")
@@ -29,8 +29,24 @@ def empty_job():
             "nccl": {"transport": "unknown", "ib_devices": [], "errors": []}}
 
 
+def mismatched_timeouts(st):
+    """Watchdog timeouts of one process group at one SeqNum whose operations differ (rank 7 waits in
+    a BROADCAST, rank 3 in an ALLREDUCE, both collective #80078): the ranks called different
+    collectives, which PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) would have named."""
+    by = {}
+    for t in st.timeouts:
+        if t.get("seq") is not None and t.get("op") and t.get("rank") is not None:
+            by.setdefault((t.get("pg"), t["seq"]), {}).setdefault(t["op"], t)
+    for (_pg, seq), ops in sorted(by.items(), key=lambda kv: kv[0][1]):
+        if len(ops) > 1 and not any(e["kind"] == "collective_mismatch" for e in st.events):
+            first = [ops[o] for o in sorted(ops)]
+            add(st.events, {"kind": "collective_mismatch", "rank": None, "ranks": [t["rank"] for t in first],
+                            "seqs": [seq], "ops": sorted(ops), "src": first[0]["src"], "evidence": first[0]["evidence"]})
+
+
 def analyse(st):
     observations(st)
+    mismatched_timeouts(st)
     world, rank_map = world_and_map(st)
     settle_nvls(st)
     fill_process_ranks(st, st.events)

@@ -83,7 +83,15 @@ SUCCESS = (
     # microsoft/DeepSpeed deepspeed/launcher/launch.py: logger.info(f"Process {process.pid} exits successfully.")
     # for each rank that returned 0 (one that did not: "exits with return code = N", and the others killed)
     (re.compile(r"\bProcess \d+ exits successfully\."), "DeepSpeed launcher"),
+    # mlcommons/logging mlperf_logging/mllog (constants.py RUN_STOP, STATUS, SUCCESS): the benchmark's
+    # ':::MLLOG {..., "key": "run_stop", ..., "metadata": {..., "status": "success"}}' ("aborted": no end)
+    (re.compile(r'"key": "run_stop",[^\n]{0,4000}?"status": "success"'), "MLPerf logging (mllog)"),
 )
+# a literal every line SUCCESS reads holds: the prefilters (quiet.py, might_read) let those lines through
+SUCCESS_WORDS = ("Training completed", "train_runtime", "train metrics", "epochs completed in",
+                 "max training steps reached", "Key: avg_train_prep", "Trainer.fit", "worker group", "WorkerState",
+                 "Done waiting", "after training is done", "exiting program", "done training", "exits successfully",
+                 '"key": "run_stop"')
 
 # A training run's own progress lines, with no NCCL in them: a step/iteration/epoch counter and
 # a loss ('step 1200 loss 2.31', Megatron's ' iteration  100/ 500000 | ... | lm loss: 7.1E+00 |',
@@ -135,11 +143,9 @@ def might_read(text):
     Slurm, of a run's end, a loss, or an emitter's marker (one search)."""
     global _GATE
     if _GATE is None:
-        words = ["srun", "***", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
-                 "train_runtime", "epochs completed in", "max training steps reached", "Key: avg_train_prep",
-                 "after training is done", "exiting program", "done training", "exits successfully", "oss", "OSS", "rror", "RROR", "xception", "atal", "ATAL", "ailed",
+        words = ["srun", "***", "oss", "OSS", "rror", "RROR", "xception", "atal", "ATAL", "ailed",
                  "AILED", "ailure", "AILURE", "bort", "anic", "egmentation", "dumped", "illed", "imed out",
-                 "TIMEOUT"] + list(emitter_markers())
+                 "TIMEOUT"] + list(SUCCESS_WORDS) + list(emitter_markers())
         _GATE = re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
     return _GATE.search(text) is not None
 

@@ -143,6 +143,13 @@ def _driver_old(ev, c, st, phase, trend):
 def _collective_mismatch(ev, c, st, phase, trend):
     ranks = ev.get("ranks") or []
     seqs = ev.get("seqs") or []
+    if ev.get("ops"):
+        return finding(
+            "collective_mismatch",
+            "Ranks %s timed out in the same collective (SeqNum %s) in different operations (%s): the ranks called "
+            "different collectives, an application bug." % (
+                " and ".join(str(r) for r in ranks), seqs[0] if seqs else "?", " vs ".join(ev["ops"])),
+            **c.common)
     return finding(
         "collective_mismatch",
         "Ranks %s are running different collectives%s: the application issues mismatched collectives "

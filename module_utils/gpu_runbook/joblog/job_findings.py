@@ -266,8 +266,9 @@ def _early_failure(st, job, last_prog, findings):
         return None
     if any(f["kind"] == "nccl_error_trace" for f in findings):
         return None  # the failure began inside NCCL (its error trail): NCCL's or the network's, not the code's
-    if _first_collective(job) and not any(f["severity"] == "critical" for f in findings):
-        return None  # no data ever moved: the transport's question (nccl_watchdog_timeout_first), not the code's
+    if (_first_collective(job) or all_joined_none_finished(st, job)) and \
+            not any(f["severity"] == "critical" for f in findings):
+        return None  # no data moved: the transport's question (nccl_watchdog_timeout_first, _stalled), not the code's
     fa = job["failed_at"] or {}
     culprits = job["culprit_ranks"]
     src = last_prog["src"] if last_prog else (st.timeouts[0]["src"] if st.timeouts else "")
@@ -299,13 +300,28 @@ def _first_collective(job):
     return c.get("seq") in (0, 1) and not job["culprit_ranks"] and bool(job["timed_out_ranks"])
 
 
-def _timeout_kind(cause, job):
+def all_joined_none_finished(st, job):
+    """PyTorch's desync report says every rank joined the collective and none finished it ('[0, 1,
+    ..., 15] joined but didn't finish collective #730'), and no rank is named behind it: the
+    collective itself stalled (its transport), which a rank that fell behind does not explain."""
+    if job["culprit_ranks"] or not st.desync_lagging or any(i[2] == "finished" for i in st.desync_lagging):
+        return False
+    for ranks, _seq, how, _src, _raw in st.desync_lagging:
+        everyone = set(range(job["world_size"])) if job["world_size"] else set(range(max(ranks) + 1))
+        if how == "joined" and len(ranks) >= 2 and set(ranks) >= everyone:
+            return True
+    return False
+
+
+def _timeout_kind(cause, job, st):
     """(kind, category) of the timeout finding: its cause's remedy, else what the phase and
     the culprit's host say."""
     if cause is not None and cause["rung"] in _TIMEOUT_KIND_BY_RUNG:
         return _TIMEOUT_KIND_BY_RUNG[cause["rung"]], cause["category"]
     if _first_collective(job):
         return "nccl_watchdog_timeout_first", "unknown"
+    if all_joined_none_finished(st, job):
+        return "nccl_watchdog_timeout_stalled", "unknown"
     if job["phase"] == "early":
         return "nccl_watchdog_timeout_early", "application"
     if job["culprit_hosts"] or job["culprit_ranks"] or job["phase"] == "late":
@@ -318,12 +334,13 @@ def _timeout(st, job, findings):
     culprits, hosts, rank_map = job["culprit_ranks"], job["culprit_hosts"], job["rank_map"]
     first = st.timeouts[0] if st.timeouts else None
     cause = _cause(findings, culprits)
-    kind, category = _timeout_kind(cause, job)
+    kind, category = _timeout_kind(cause, job, st)
     c = job["collective"] or {}
     world = job["world_size"]
     cul = ("culprit rank(s) %s on %s (%s)" % (
         ",".join(str(r) for r in culprits), ",".join(hosts) or "unknown host", job["culprit_evidence"])
-        if culprits else "culprit not identified")
+        if culprits else "every rank joined it and none finished (PyTorch's desync report)"
+        if kind == "nccl_watchdog_timeout_stalled" else "culprit not identified")
     r0 = culprits[0] if culprits else None
     gpu = None
     if r0 is not None and (rank_map.get(r0) or {}).get("gpu_pci"):

@@ -22,7 +22,7 @@ translate and one dict lookup; scan.py judges whole blocks of lines by their sha
 
 import re
 
-from .emitter_lines import emitter_markers
+from .emitter_lines import SUCCESS_WORDS, emitter_markers
 # memtrend's words: a line holding one is read while the job's first memtrend.EARLY memory figures
 # are gathered (then its file's last lines give the late ones), not every line of a long run
 from .memtrend import EARLY, WORDS as MEMORY_WORDS
@@ -45,12 +45,10 @@ NEEDLES = (
     "INCOMPLETE", "DEAD", "ERROR", "MISMATCH", "TIMEOUT",
     "Traceback", "GLOBAL_RANK", "[rank", "](",                                      # error_lines, read_line
     # emitter_lines: Slurm's words, a run's end, the words of a failure (vocab/reading.py ERROR_LIKE)
-    "srun", "***", "JobID", "Training completed", "Trainer.fit", "worker group", "WorkerState", "Done waiting",
-    "after training is done", "exiting program", "done training", "exits successfully", "train_runtime",
-    "epochs completed in", "max training steps reached", "Key: avg_train_prep",
+    "srun", "***", "JobID",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
-) + emitter_markers()
+) + SUCCESS_WORDS + emitter_markers()
 FOLDED = ("oom", "out of memory")  # memory_and_cuda tests these on the line in lower case
 
 ZERO = bytes.maketrans(b"123456789", b"000000000")

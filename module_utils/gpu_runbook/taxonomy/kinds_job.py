@@ -403,6 +403,12 @@ KINDS = {
         "(GPU peer-to-peer, shared memory, the network) rather than a rank that fell behind",
         "첫 collective가 어느 랭크에서도 끝나지 않음: GPU 사이에 데이터가 한 번도 오가지 못함 -- 뒤처진 랭크가 "
         "아니라 전송 경로(GPU peer-to-peer, 공유 메모리, 네트워크) 문제"),
+    "nccl_watchdog_timeout_stalled": kind(
+        "unknown", "critical", "none", ("job_test_first_transfer",),
+        "every rank joined the collective and none finished it: the collective itself stalled -- its transport "
+        "(GPU peer-to-peer, shared memory, the network) rather than a rank that fell behind or mismatched calls",
+        "모든 랭크가 collective에 들어갔으나 아무도 끝내지 못함: collective 자체가 멈춤 -- 뒤처진 랭크나 어긋난 호출이 "
+        "아니라 전송 경로(GPU peer-to-peer, 공유 메모리, 네트워크) 문제"),
     "nccl_watchdog_timeout_unexplained": kind(
         "nccl_deadlock", "critical", "none", ("job_check_collective_order", "job_enable_desync_debug"),
         "collective timeout whose culprit rank could not be identified",
