@@ -1181,3 +1181,32 @@ def test_ibv_devinfo_listing_no_device_is_read_under_any_name(tmp_path, capsys):
     rc, doc, err = analyze_json(capsys, tmp_path / "node.txt")
     (h,) = doc["hosts"]
     assert h["verdict"] == "ib_network" and "ib_no_devices" in [f["kind"] for f in h["findings"]]
+
+
+def _wd(rank, seq, op, numel, pg=""):
+    return ("[rank%d]:[E ProcessGroupNCCL.cpp:563] %s[Rank %d] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=%d, OpType=%s, NumelIn=%d, NumelOut=%d, Timeout(ms)=600000) ran for 600057 milliseconds "
+            "before timing out.\n" % (rank, pg, rank, seq, op, numel, numel))
+
+
+@pytest.mark.parametrize("lines,said", [
+    # one SeqNum, one ALLREDUCE, two sizes: a gradient all-reduce on rank 0, a one-element one on rank 1
+    ((_wd(0, 3437, "ALLREDUCE", 4311252), _wd(1, 3437, "ALLREDUCE", 1)), "ALLREDUCE of 1 vs ALLREDUCE of 4311252"),
+    # one process group, each rank's first timeout at another SeqNum: their calls do not line up
+    ((_wd(0, 7559, "_ALLGATHER_BASE", 8), _wd(1, 7561, "_ALLGATHER_BASE", 8)), "different SeqNums"),
+])
+def test_timeouts_that_cannot_be_one_collective_are_mismatched_calls(tmp_path, capsys, lines, said):
+    (tmp_path / "train.log").write_text("".join(lines))
+    rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
+    job = doc["job"]
+    assert job["verdict"] == "application" and job["decided_by"]["kind"] == "collective_mismatch"
+    assert said in job["decided_by"]["message"]
+
+
+def test_timeouts_of_different_process_groups_or_sizes_that_may_differ_are_no_mismatch(tmp_path, capsys):
+    # two process groups count their own SeqNums; an all-gather's input is each rank's own part
+    (tmp_path / "train.log").write_text(
+        _wd(0, 7559, "ALLREDUCE", 8, "[PG ID 1 PG GUID 1 Rank 0] ") + _wd(1, 12, "ALLREDUCE", 8, "[PG ID 2 PG GUID 2 Rank 1] ")
+        + _wd(2, 40, "_ALLGATHER_BASE", 8) + _wd(3, 40, "_ALLGATHER_BASE", 16))
+    rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
+    assert not any(f["kind"] == "collective_mismatch" for f in doc["job"]["findings"])

@@ -227,9 +227,6 @@ KNOWN_MISSES = {
     "x11-03-alcf-sirius-2node-seqnum1-allreduce-timeout-nccl-net-gdr-level-phb": (
         "category", "a watchdog timeout at SeqNum 1 names no cause (unknown); the README's fix "
                     "(NCCL_NET_GDR_LEVEL=PHB) is outside the log"),
-    "x11-05-two-threads-alltoall-same-communicator-watchdog-timeout": (
-        "category", "ranks that waited and one named: a hang (nccl_deadlock); that two threads shared a "
-                    "communicator is the thread's comments"),
     "x11-07-k8s-a40-node-a44-gpu0-all-err-nvidia-smi-slow": (
         ("category", "culprit_hosts"), "nvidia-smi's ERR! in every field of GPU 0 reads as the GPU's; the host "
                                        "(a44) is named only in the thread's prose; labelled unknown"),
@@ -416,6 +413,32 @@ KNOWN_MISSES = {
     "x18-25-pg-not-destroyed-warning-at-exit": (
         "category", "ProcessGroupNCCL's destructor warning alone (benign in PyTorch's table) says nothing of how "
                     "the run ended: unknown by the same rule"),
+    # the nineteenth held-out set (scored blind before it joined: see the issue-24 note of stop 36; its cases
+    # 01 and 03 were fixtures already, x8-001 and x18-08, and are not joined twice)
+    "x19-04-h100-b200-fabricmanager-config-errors": (
+        "category", "Fabric Manager's own configuration errors have no public source the engine reads (as x17-02)"),
+    "x19-05-hgx-b200-talos-fabricmanager-wrapper-log": (
+        "category", "a Fabric Manager wrapper's log has no reader; the label is the thread's"),
+    "x19-07-bright-node-nv-hostengine-nvswitch-errors": (
+        "category", "nv-hostengine's own ERROR lines have no table (as x18-03): quoted, unknown"),
+    "x19-10-a100-pcie-dcgmi-health-nvlink-links-down": (
+        "category", "dcgmi health's NVLink-down incidents read as the GPU's; that an A100 PCIe card has no "
+                    "NVLink to be down is the thread's"),
+    "x19-11-h100-kern-nvlink-postrx-linkmask": (
+        "category", "the driver's NVLink discovery message reads as the driver's; the examiner (low): the GPU"),
+    "x19-16-lightning-3gpu-rank0-preparing-test-set-ranks1-2-allreduce-seqnum3-timeout": (
+        ("category", "culprit_ranks"), "ranks 1 and 2 wait in SeqNum 3 while a progress bar (rank 0's, by "
+                                       "Lightning's convention, not by any line) runs: an early failure "
+                                       "(application); the examiner: a hang on rank 0"),
+    "x19-17-funasr-2gpu-same-seqnum-allreduce-size-mismatch-rank1-in-validation": (
+        ("category", "culprit_ranks"), "one SeqNum, ALLREDUCE of 4311252 on rank 0 and of 1 on rank 1: mismatched "
+                                       "calls (application); the examiner: a hang whose culprit is rank 1"),
+    "x19-23-arctic-8gpu-allgather-seqnum-120049-timeout-watchdog-stuck-480s": (
+        "category", "PyTorch's 'watchdog got stuck' reads as a CUDA/NCCL call hung in the driver; the thread "
+                    "never found the cause (unknown)"),
+    "x19-24-lightning-ddp-ncclinternalerror-connection-closed-by-remote-peer-user": (
+        "category", "'Connection closed by remote peer' reads as the peer's network or process; the thread "
+                    "never found the cause (unknown)"),
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),

@@ -29,19 +29,50 @@ def empty_job():
             "nccl": {"transport": "unknown", "ib_devices": [], "errors": []}}
 
 
+# collectives whose input has one size on every rank (a difference is two different calls)
+_SAME_SIZE_OPS = ("ALLREDUCE", "BROADCAST", "REDUCE")
+
+
 def mismatched_timeouts(st):
     """Watchdog timeouts of one process group at one SeqNum whose operations differ (rank 7 waits in
-    a BROADCAST, rank 3 in an ALLREDUCE, both collective #80078): the ranks called different
-    collectives, which PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) would have named."""
+    a BROADCAST, rank 3 in an ALLREDUCE, both collective #80078), or whose sizes differ where every
+    rank gives the same size (an ALLREDUCE of 4311252 elements on rank 0, of 1 on rank 1): the ranks
+    called different collectives, which PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) would
+    have named."""
+    if any(e["kind"] == "collective_mismatch" for e in st.events):
+        return
     by = {}
     for t in st.timeouts:
         if t.get("seq") is not None and t.get("op") and t.get("rank") is not None:
-            by.setdefault((t.get("pg"), t["seq"]), {}).setdefault(t["op"], t)
-    for (_pg, seq), ops in sorted(by.items(), key=lambda kv: kv[0][1]):
-        if len(ops) > 1 and not any(e["kind"] == "collective_mismatch" for e in st.events):
-            first = [ops[o] for o in sorted(ops)]
+            call = (t["op"], t.get("numel_in") if t["op"] in _SAME_SIZE_OPS else None)
+            by.setdefault((t.get("pg"), t["seq"]), {}).setdefault(call, t)
+    for (_pg, seq), calls in sorted(by.items(), key=lambda kv: kv[0][1]):
+        if len(calls) > 1:
+            first = [calls[c] for c in sorted(calls, key=str)]
+            ops = ["%s%s" % (c[0], " of %d" % c[1] if c[1] is not None and len(set(x[0] for x in calls)) == 1 else "")
+                   for c in sorted(calls, key=str)]
             add(st.events, {"kind": "collective_mismatch", "rank": None, "ranks": [t["rank"] for t in first],
-                            "seqs": [seq], "ops": sorted(ops), "src": first[0]["src"], "evidence": first[0]["evidence"]})
+                            "seqs": [seq], "ops": ops, "src": first[0]["src"], "evidence": first[0]["evidence"]})
+            return
+    # one process group, each rank's first timed-out collective at another SeqNum: a collective completes on
+    # every rank or on none, so rank 1 past #7559 while rank 0 still waits in it means their calls do not
+    # line up (one issued more collectives than the other)
+    first_seq = {}
+    for t in st.timeouts:
+        if t.get("seq") is not None and t.get("rank") is not None:
+            key = (t.get("pg"), t["rank"])
+            if key not in first_seq or t["seq"] < first_seq[key]["seq"]:
+                first_seq[key] = t
+    per_pg = {}
+    for (pg, _rank), t in first_seq.items():
+        per_pg.setdefault(pg, {}).setdefault(t["seq"], t)
+    for pg, seqs in per_pg.items():
+        if len(seqs) > 1:
+            first = [seqs[s] for s in sorted(seqs)]
+            add(st.events, {"kind": "collective_mismatch", "rank": None, "ranks": [t["rank"] for t in first],
+                            "seqs": sorted(seqs), "apart": True, "src": first[0]["src"],
+                            "evidence": first[0]["evidence"]})
+            return
 
 
 def analyse(st):

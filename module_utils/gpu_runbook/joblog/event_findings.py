@@ -143,6 +143,13 @@ def _driver_old(ev, c, st, phase, trend):
 def _collective_mismatch(ev, c, st, phase, trend):
     ranks = ev.get("ranks") or []
     seqs = ev.get("seqs") or []
+    if ev.get("apart"):
+        return finding(
+            "collective_mismatch",
+            "Ranks %s timed out at different SeqNums of one process group (%s): a collective completes on every "
+            "rank or on none, so their calls do not line up (one rank issued more collectives than another), an "
+            "application bug." % (" and ".join(str(r) for r in ranks), " vs ".join(str(x) for x in seqs)),
+            **c.common)
     if ev.get("ops"):
         return finding(
             "collective_mismatch",
