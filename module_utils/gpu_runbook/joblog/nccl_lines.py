@@ -96,7 +96,7 @@ def bare_ib_completion(line, fs, st):
         # PyTorch's head over NCCL's last error (c10d NCCLUtils.cpp getNcclErrorDetailStr: "\nLast error:\n"
         # + ncclGetLastError()): the next line is NCCL's message without NCCL's prefix (the head itself
         # is the last reader's: emitter_lines)
-        fs.last_error = [line.rank, LAST_ERROR_LINES]
+        fs.last_error = (line.rank, _lineno(line))
         return False
     if "Got completion " in line.text:
         ev = ib_completion(line.text, line, None, None, None, st)
@@ -313,13 +313,18 @@ def ib_completion(body, line, host, pid, dev, st):
     return ev
 
 
+def _lineno(line):
+    return int(line.src.rsplit(":", 1)[1])
+
+
 def _under_last_error(line, fs):
-    """True for a line of the same rank among the LAST_ERROR_LINES under 'Last error:'."""
-    rank, left = fs.last_error
-    if line.rank != rank or not line.text.strip():
+    """True for a line of the same rank among the LAST_ERROR_LINES lines under 'Last error:' (by the
+    file's line numbers: a line another handler took still counts)."""
+    rank, at = fs.last_error
+    if _lineno(line) - at > LAST_ERROR_LINES:
+        fs.last_error = None
         return False
-    fs.last_error = [rank, left - 1] if left > 1 else None
-    return True
+    return line.rank == rank and bool(line.text.strip())
 
 
 def _last_error(line, st):
