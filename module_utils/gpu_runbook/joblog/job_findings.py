@@ -347,6 +347,13 @@ def _timeout(st, job, findings):
         gpu = gpu_ref(rank_map[r0]["gpu_pci"], rank_map[r0].get("local_rank"))
     # which host to drain is the point of a drain: name it in every language
     note = "Culprit host(s): %s." % ", ".join(hosts) if kind == "nccl_watchdog_timeout" and hosts else None
+    # the line that says it: a watchdog's timeout, else the desync report's, else monitored_barrier's
+    if first:
+        said, src = evidence(first["evidence"]), first["src"]
+    elif st.desync_timeout:
+        said, src = "", st.desync_timeout[0][3]
+    else:
+        said, src = evidence(st.barrier_missing[0][3]), st.barrier_missing[0][2]
     return finding(
         kind,
         "%d rank(s) timed out in %s%s%s; %s%s." % (
@@ -354,11 +361,7 @@ def _timeout(st, job, findings):
             " SeqNum %s" % c["seq"] if c.get("seq") is not None else "",
             (" of %d" % world) if world else "", cul,
             ("; cause: %s" % cause["kind"]) if cause else ""),
-        category=category, note=note,
-        evidence=evidence(first["evidence"]) if first else (evidence(st.barrier_missing[0][3]) if not st.desync_timeout
-                                                             and st.barrier_missing else ""),
-        source=first["src"] if first else st.desync_timeout[0][3] if st.desync_timeout else st.barrier_missing[0][2],
-        rank=r0, gpu=gpu)
+        category=category, note=note, evidence=said, source=src, rank=r0, gpu=gpu)
 
 
 def dedupe(findings):

@@ -195,8 +195,7 @@ class Table(object):
             for fmt in getattr(module, "CODE_FORMATS", ()):
                 text = fmt.replace("{number}", str(c["number"])).replace("{name}", str(c["name"])) \
                     .replace("{text}", str(c["text"]))
-                rows.append((c["file"], c["line"], text, c["kind"], c["category"], c["severity"],
-                             c["meaning"] or c["text"]))
+                rows.append(code_row(c, text))
         return rows
 
     def _compile(self):
@@ -230,6 +229,11 @@ class Table(object):
                     continue  # a benign message quoted by an error: the next row, or nothing, explains it
                 return row, size
         return None
+
+
+def code_row(c, text):
+    """The row (ROW_FIELDS order) a numbered code (a CODE_FIELDS dict) is read by when printed as ``text``."""
+    return (c["file"], c["line"], text, c["kind"], c["category"], c["severity"], c["meaning"] or c["text"])
 
 
 _TABLES = {}
@@ -297,7 +301,8 @@ def match_line(line, names=EMITTERS):
 
 # nvmlErrorString's texts of the two returns that say the GPU itself is gone (nvml.h
 # NVML_ERROR_GPU_IS_LOST 15, NVML_ERROR_RESET_REQUIRED 16), too short to be rows of their own
-_NVML_GONE = (("GPU is lost", 15), ("GPU requires reset", 16))
+# (vocab/reading.py reads them in a driver message that quotes them)
+NVML_GONE = (("GPU is lost", 15), ("GPU requires reset", 16))
 
 
 def _nvml_return_quoted(line):
@@ -306,13 +311,12 @@ def _nvml_return_quoted(line):
     else None: the return value says what failed, whichever program met it."""
     if "GPU " not in line or "nvml" not in line.lower():
         return None
-    for text, number in _NVML_GONE:
+    for text, number in NVML_GONE:
         if text in line:
             t, c = table("nvml"), code("nvml", number)
             if t is None or c is None:
                 return None
-            return t, {"file": c["file"], "line": c["line"], "format": c["text"], "kind": c["kind"],
-                       "category": c["category"], "severity": c["severity"], "meaning": c["meaning"]}
+            return t, dict(zip(ROW_FIELDS, code_row(c, c["text"])))
     return None
 
 

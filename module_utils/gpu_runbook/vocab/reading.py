@@ -13,7 +13,7 @@ for the job's lines (joblog/emitter_lines.py) and the node's (kernlog/nodelines.
 
 import re
 
-from . import BENIGN
+from . import BENIGN, NVML_GONE
 
 # A line that says something failed. Words, not substrings: 'val_error' and 'errors: 0' in a
 # metrics line are not; 'Warning' lines are not (a warning is not a failure).
@@ -31,7 +31,7 @@ NOT_AN_ERROR = re.compile(r"\b(?:[0]|no|No|without) (?:errors?|failures?)\b|\b(?
 # NVML's return strings for NVML_ERROR_GPU_IS_LOST (15) and NVML_ERROR_RESET_REQUIRED (16), as any
 # caller quotes nvmlErrorString (Slurm's 'NVML: Failed to get usage(15): GPU is lost', DCGM's
 # nvml_error_strings.h): the GPU's state, whichever program's NVML call met it
-_NVML_GPU_GONE = re.compile(r"\bGPU is lost\b|\bGPU requires reset\b")
+_NVML_GPU_GONE = re.compile("|".join(r"\b%s\b" % re.escape(text) for text, _number in NVML_GONE))
 MAX_KEPT = 512   # messages or line shapes kept (first ones win); more are counted
 QUOTED = 5       # distinct unexplained lines quoted in the finding's message
 _DIGITS = re.compile(r"\d+")
