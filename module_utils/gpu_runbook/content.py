@@ -22,6 +22,7 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 import re
 
 from . import dcgm
+from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .infiniband.names import NO_DEVICES_RE
 from .nvsmi.dispatch import Q_SECTIONS
 from .nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
@@ -121,6 +122,16 @@ def _ibportstate(line):
     return not line.strip() or bool(_IBPORTSTATE_LINE_RE.match(line))
 
 
+def _mlxlink(line):
+    # mlxlink's own lines: section titles, their dashes, 'Key   : value', its -E-/-W-/-I- messages
+    return not line.strip() or bool(_MLXLINK_LINE_RE.match(line))
+
+
+def _json_lines(line):
+    # a JSON document's lines: brackets, braces, '"key": value' (GPUd's states)
+    return not line.strip() or bool(_JSON_LINE_RE.match(line))
+
+
 def _ibdev2netdev(line):
     return not line.strip() or "==>" in line
 
@@ -177,6 +188,14 @@ def _perftest(line):
 _IBPORTSTATE_OPEN_RE = re.compile(r"^(?:Initial )?(?:Switch |CA/RT )?PortInfo:\s*$|^# Port info:[^\n]{0,200} port \d{1,3}\s*$")
 _IBPORTSTATE_LINE_RE = re.compile(r"^(?:(?:Initial |Peer |After )?(?:Switch |CA/RT )?PortInfo(?: set)?:|# (?:MLNX ext )?Port "
                                   r"info:|[A-Za-z][A-Za-z0-9]{1,40}:\.{2,80}|ibwarn:|ibportstate)")
+# mlxlink (MFT / mstflint): a section's title over its dashes (infiniband/mlxlink.py)
+_MLXLINK_OPEN_RE = re.compile(r"^(?:Operational Info|Troubleshooting Info|Physical Counters and BER Info)" + _H + r"*$")
+_MLXLINK_LINE_RE = re.compile(r"^(?:-{4,}\s*$|-[EWI]- |[A-Z][A-Za-z0-9 ()/&.\-]{2,60}$|[A-Za-z][A-Za-z0-9 ()\[\]/.,#_+\-]{0,60}?"
+                              r"\s{0,40}: )")
+# GPUd's health states: a "component" key naming one of gpud's checks (gpud_components.py)
+_GPUD_OPEN_RE = re.compile(r'^\s{0,12}(?:\[\s{0,4})?(?:\{\s{0,4})?"component"\s{0,4}:\s{0,4}"(?:' +
+                           "|".join(re.escape(c[0]) for c in GPUD_COMPONENTS) + r')"')
+_JSON_LINE_RE = re.compile(r'^\s{0,40}(?:[\[\]{}]|"[^"\n]{1,200}"\s{0,4}:)')
 _PQ_ROW_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,60}:\.{0,80}-?\d")
 _CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus_id|gpu_uuid|timestamp|"
                             r"driver_version)\b[^\n]{0,4000},")
@@ -222,17 +241,19 @@ BLOCKS = (
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link),
     ("ibportstate.txt", _IBPORTSTATE_OPEN_RE, _ibportstate),
+    ("mlxlink.txt", _MLXLINK_OPEN_RE, _mlxlink),
     ("ibstat.txt", IBTOOL_MESSAGE_RE, _ibtool_message),
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
     # perftest's report (ib_write_bw ...): its title line or its results header, then its own lines
     ("perftest.txt", _PERFTEST_OPEN_RE, _perftest),
+    ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),
 )
 # sources whose opening line may be the whole block (nvidia-smi's one-line messages, an ibstat
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
-                "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt")
+                "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
@@ -255,6 +276,8 @@ def _opening(line, after=()):
                 any("nvidia_smi_log" in a for a in after[:3]):
             continue
         if source == "dcgmi.txt" and not dcgm.opens(line, after):
+            continue
+        if source == "mlxlink.txt" and not (after and after[0].startswith("----")):
             continue
         if source == "ibstat.txt" and line.startswith("Port") and not any(
                 a.lstrip().startswith(("State:", "Physical state:")) for a in after[:3]):

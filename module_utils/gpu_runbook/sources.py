@@ -11,7 +11,7 @@ NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvid
 COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
 KERNEL_LOG = "kern.log"
 IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "rdma-link.txt", "ibportstate.txt",
-                   "ibdev2netdev.txt")
+                   "mlxlink.txt", "ibdev2netdev.txt")
 # first present wins (sysfs is authoritative; rdma link has states, no rate; ibdev2netdev says the
 # least: a port's interface Up or Down)
 IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")
@@ -20,6 +20,7 @@ BUG_REPORT = "bug-report.txt"
 SLURM_NODE = "slurm-node.txt"  # `scontrol show node`: what Slurm says of a node (its state, its reason)
 DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own test of the GPUs
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
+GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a node agent's checks
 JOB_LOG = "nccl.log"
 # not a source: the key under which a loader or probe hands over findings about the evidence
 # itself (a read cut at the cap, a truncated capture); analyze adds them to the host's findings
@@ -27,12 +28,14 @@ NOTES = "_notes"
 # not a source: {source name: the file it was read from, as the user named it} (capture.py); the
 # parsers cite that name, not the source's
 NAMES = "_names"
-HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, DCGMI, PERFTEST)
+HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, DCGMI, PERFTEST,
+                                                                       GPUD)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
-                                                   (SLURM_NODE, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib")])
+                                                   (SLURM_NODE, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"),
+                                                   (GPUD, "gpu")])
 
 # (source, pattern searched in the first 64 KiB), most specific first
 DETECTORS = (

@@ -22,9 +22,18 @@ import sys
 _URL = re.compile(r"(?:https?://)?(?:www\.)?((?:github\.com|gitlab\.com|[a-z0-9-]+(?:\.[a-z0-9-]+)+)/[^\s)\"',]+)", re.I)
 
 
+# a repository named with its thread in words: 'github.com/NVIDIA/nccl issue #902', '... PR #12'
+_REPO_THREAD = re.compile(r"\b((?:github\.com|gitlab\.com)/[\w.\-]+/[\w.\-]+)\s{1,4}(issue|pr|pull request|pull)\s{0,2}#(\d+)",
+                          re.I)
+
+
 def sources_of(text):
-    """The normalised addresses a case.json's source names."""
-    return {m.group(1).rstrip(".;:").rstrip("/").lower() for m in _URL.finditer(text or "")}
+    """The normalised addresses a case.json's source names (a thread named in words, 'github.com/x/y
+    issue #3', as its address github.com/x/y/issues/3)."""
+    out = {m.group(1).rstrip(".;:").rstrip("/").lower() for m in _URL.finditer(text or "")}
+    for m in _REPO_THREAD.finditer(text or ""):
+        out.add("%s/%s/%s" % (m.group(1).lower(), "issues" if m.group(2).lower() == "issue" else "pull", m.group(3)))
+    return out
 
 
 def content_key(path):

@@ -29,9 +29,6 @@ KNOWN = {
     "nvsmi_query_csv/02-mlengineering-vbios-h100-healthy": (
         ("category",), "a CSV of VBIOS versions alone is no health reading: unknown, on purpose"),
     # -- read, and read otherwise than the label, on purpose
-    "fabricmanager/04-cube-studio29-journal-nothing-to-do": (
-        ("category", "hosts"), "the start script's '... failed! Exit code: 1' has no public source: unexplained "
-                               "(the same capture as real/x-018)"),
     "ibdev2netdev/01-imbue-cluster-health4-pure-ib-all-down-is-normal": (
         ("category",), "ibdev2netdev's Up/Down is the netdev's: no port health is claimed from it, so no healthy"),
     "k8s_device_plugin/01-k8sdp189-xid69-device-unhealthy": (

@@ -21,6 +21,13 @@ def test_a_source_with_or_without_its_scheme_is_one_thread():
         {"github.com/nvidia/nccl/issues/1837"}
 
 
+def test_a_thread_named_in_words_is_its_address():
+    # x-018's 'github.com/data-infra/cube-studio issue #29' came back as ../issues/29 in round x20
+    assert sources_of("github.com/data-infra/cube-studio issue #29 (description)") == \
+        {"github.com/data-infra/cube-studio", "github.com/data-infra/cube-studio/issues/29"}
+    assert "github.com/nvidia/nccl/pull/12" in sources_of("github.com/NVIDIA/nccl PR #12")
+
+
 def test_cases_that_repeat_a_known_thread_or_capture_are_named(tmp_path, capsys):
     known, held = tmp_path / "known", tmp_path / "held"
     _case(known, "ref-1", "github.com/a/b/issues/1 (whole file)", {"kern.log": "NVRM: Xid 79\n"})

@@ -309,7 +309,7 @@ def test_cuda_error_out_of_memory_is_an_oom_and_explains_the_lost_peers():
     job, findings = parse_job_logs({"job.log": text})
     f = {x["kind"]: x for x in findings}
     assert f["cuda_oom"]["rank"] == 0
-    assert f["nccl_peer_connection_error"]["severity"] == "warning"   # the consequence, not the cause
+    assert f["nccl_peer_closed"]["severity"] == "warning"   # the consequence, not the cause
     assert job["culprit_ranks"] == [0] and "n1-ib" not in job["culprit_hosts"]
 
 
@@ -336,3 +336,14 @@ def test_an_emitters_message_raised_as_an_exception_is_the_emitters_not_a_bare_e
     job, findings = parse_job_logs({"log.txt": text})
     kinds = [f["kind"] for f in findings]
     assert "logged_dataloader_error" in kinds and "python_exception" not in kinds, kinds
+
+
+def test_the_host_a_pdsh_prefix_names_on_the_failing_line_is_the_jobs_culprit_host():
+    # DeepSpeed's multi-node runner: pdsh puts 'host: ' before each line; no rank names the host otherwise
+    text = ("gpu-q-13:     ret = input.softmax(dim, dtype=dtype)\n"
+            "gpu-q-13: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB (GPU 2; 79.17 GiB "
+            "total capacity; 76.68 GiB already allocated; 381.31 MiB free; 77.24 GiB reserved in total by PyTorch)\n")
+    job, findings = parse_job_logs({"train.log": text})
+    assert "cuda_oom" in kinds(findings) and job["culprit_hosts"] == ["gpu-q-13"]
+    job, findings = parse_job_logs({"train.log": text.replace("gpu-q-13: ", "")})
+    assert job["culprit_hosts"] == []

@@ -46,7 +46,7 @@ def test_duplicate_gpu_is_config_and_the_peer_losses_are_its_consequence():
             "gpu-04:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-03<57557>\n")
     job, f = kinds(text)
     assert f["nccl_duplicate_gpu"]["severity"] == "critical" and f["nccl_duplicate_gpu"]["rung"] == "fix_application"
-    assert f["nccl_peer_connection_error"]["severity"] == "warning"
+    assert f["nccl_peer_closed"]["severity"] == "warning"
     assert job["culprit_hosts"] == []            # a setup error names no host to drain
     assert "nccl_invalid_usage" not in f
 
@@ -120,7 +120,10 @@ def test_async_events_are_counted_per_host_and_name_the_reporter():
 ])
 def test_the_peer_is_the_suspect_not_the_reporter(line, peer):
     job, f = kinds(line)
-    assert "nccl_peer_connection_error" in f
+    # a peer that closed the socket ended its process (its own log says why): not a network verdict
+    closed = "closed by remote peer" in line
+    kind = "nccl_peer_closed" if closed else "nccl_peer_connection_error"
+    assert f[kind]["category"] == ("unknown" if closed else "ib_network")
     assert job["culprit_hosts"] == [peer]
 
 
@@ -293,3 +296,31 @@ def test_a_local_completion_error_names_its_reporter_not_the_peer():
     # status 12 (retries exceeded) reported by two hosts about one peer: the peer is the suspect
     job, _f = kinds(text.replace("error 4,", "error 12,"))
     assert job["culprit_hosts"] == ["fe80::966d:ae03:8b:df78%ib0"]
+
+
+def test_last_error_under_a_launchers_tag_is_read_as_nccls_words():
+    # milabench tags every line ('opt-1_3b.0 [stderr] '): PyTorch's head and NCCL's last error under it
+    text = ("opt-1_3b.0 [stderr] ncclInternalError: Internal check failed.\n"
+            "opt-1_3b.0 [stderr] Last error:\n"
+            "opt-1_3b.0 [stderr] Failed to find reverse path from remNode 0/5f000 nlinks 4 to node 0/cb000\n")
+    job, f = kinds(text)
+    (topo,) = [x for x in f.values() if "reverse path" in x["evidence"]]
+    assert topo["category"] == "nccl_config" and "topology" in topo["message"]
+    assert "unexplained_errors" not in f  # the head itself is no unexplained line
+    # another tag's line under it is not the last error
+    job, f = kinds(text.replace("opt-1_3b.0 [stderr] Failed", "other.1 [stdout] Failed"))
+    assert not any("reverse path" in x["evidence"] and x["category"] == "nccl_config" for x in f.values())
+
+
+@pytest.mark.parametrize("signal", ["[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)",
+                                    "Fatal Python error: Bus error"])
+def test_sigbus_with_nccls_frames_is_its_shared_memory(signal):
+    frames = (" 2 0x000000000007587d ncclGroupEnd()  ???:0\n"
+              " 5 0x00000000000489b1 ???()  /usr/lib/x86_64-linux-gnu/libnccl.so.2:0\n")
+    job, f = kinds(signal + "\n==== backtrace (tid:   3095) ====\n" + frames)
+    assert f["nccl_shm_failed"]["category"] == "nccl_config" and f["nccl_shm_failed"]["evidence"] == signal
+    # without NCCL on the stack, or a SIGBUS of a memory error (BUS_MCEERR), it says nothing of /dev/shm
+    job, f = kinds(signal + "\n 2 0x000000000007587d at::native::copy_()  ???:0\n")
+    assert "nccl_shm_failed" not in f
+    job, f = kinds("[h:1 :0:2] Caught signal 7 (Bus error: object-specific hardware error)\n" + frames)
+    assert "nccl_shm_failed" not in f

@@ -380,7 +380,9 @@ def test_xml_missing_gpu():
     assert (f["kind"], f["severity"], f["category"], f["rung"]) == ("gpu_missing", "critical", "gpu_hardware",
                                                                     "reboot")
     assert "GPU missing (fallen off the bus?)" in f["message"] and f["source"] == "m.xml:7"
-    assert parse_nvidia_smi_xml(text, "m.xml")[1] == []
+    # without an expected count, 7 of an SXM model is only a warning that one may be missing
+    assert [(f["kind"], f["severity"]) for f in parse_nvidia_smi_xml(text, "m.xml")[1]] == [
+        ("gpu_count_unusual", "warning")]
 
 
 def test_xml_power_brake_all():
@@ -947,3 +949,29 @@ def test_package_shape():
         for node in ast.walk(ast.parse(src)):
             if isinstance(node, ast.FunctionDef):
                 assert node.end_lineno - node.lineno < 100, (path.name, node.name)
+
+
+def _csv(names):
+    rows = "".join("%d, %s, 00000000:%02X:00.0, 0\n" % (i, n, 0x18 + 0x10 * i) for i, n in enumerate(names))
+    return "index, name, pci.bus_id, ecc.errors.uncorrected.volatile.total\n" + rows
+
+
+@pytest.mark.parametrize("names,odd", [
+    (["NVIDIA B300 SXM6 AC"] * 7, True),
+    (["NVIDIA H100 80GB HBM3"] * 6, True),
+    (["NVIDIA A100-SXM4-80GB"] * 5, True),
+    (["NVIDIA H100 80GB HBM3"] * 8, False),       # a full baseboard
+    (["NVIDIA H100 80GB HBM3"] * 4, False),       # a 4-GPU baseboard (or half a node given to a VM)
+    (["NVIDIA H100 NVL"] * 7, False),             # PCIe cards come in any number
+    (["NVIDIA L40S"] * 7, False),
+])
+def test_a_count_of_baseboard_gpus_no_hgx_platform_has_is_no_healthy_claim(names, odd):
+    facts, findings = nvsmi.parse_nvidia_smi(_csv(names), "nvidia-smi-query-gpu.csv")
+    assert facts["count"] == len(names)
+    got = [f for f in findings if f["kind"] == "gpu_count_unusual"]
+    assert bool(got) == odd
+    if odd:
+        assert (got[0]["category"], got[0]["severity"]) == ("unknown", "warning") and str(len(names)) in got[0]["message"]
+    # an expected count given by the operator decides instead
+    facts, findings = nvsmi.parse_nvidia_smi(_csv(names), "nvidia-smi-query-gpu.csv", expected_gpus=len(names))
+    assert not [f for f in findings if f["kind"] in ("gpu_count_unusual", "gpu_missing")]

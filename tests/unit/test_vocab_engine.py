@@ -46,3 +46,63 @@ def test_a_benign_message_beside_words_of_success_is_still_explained():
     assert m is None or m[1]["kind"] == vocab.BENIGN
     line = "[2024-05-01 10:00:00] ERROR Auto-detected mode as 'legacy'"
     assert vocab.match_line(line) is None
+
+
+FM_CONFIG_ERRORS = ("[ERROR] not all local fabric manager instances finished their configuration\n"
+                    "[ERROR] fabric manager error handler is called for unhandled config error type 8\n"
+                    "[ERROR] failed to configure all the available GPUs or NVSwitches\n")
+
+
+@pytest.mark.parametrize("line", [
+    "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] fabric manager error handler is called for unhandled config error type 8",
+    "gpu-a-03: fabric manager config file item: FABRIC_NODE_CONFIG_FILE has an invalid value",
+    "Unknown option: /usr/share/nvidia/nvswitch/fabricmanager.cfg",
+])
+def test_a_fabric_manager_line_that_says_it_failed_and_no_row_lists_is_fabric_not_ready(line):
+    m = vocab.match_line(line)
+    assert m is not None and m[0].name == "fabricmanager"
+    assert (m[1]["kind"], m[1]["category"], m[1]["severity"]) == ("fabric_not_ready", "driver", "warning")
+
+
+@pytest.mark.parametrize("line", [
+    # its own success words, and the unit's state in systemd's and systemctl's words (not why it failed)
+    "[Feb 27 2025 15:10:02] [INFO] [tid 1808] Successfully configured all the available NVSwitches to route GPU "
+    "NVLink traffic",
+    "Sep 18 03:19:01 gpu01 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, "
+    "status=1/FAILURE",
+    "Job for nvidia-fabricmanager.service failed because the control process exited with error code.",
+    # another program's error that merely names it
+    "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12, opcode 0",
+])
+def test_other_fabric_manager_lines_are_not_its_failures(line):
+    m = vocab.match_line(line)
+    assert m is None or m[1]["kind"] != "fabric_not_ready" or m[1]["file"] != vocab.FM_UNLISTED[0]
+
+
+@pytest.mark.parametrize("name", ["fabricmanager.log", "notes.txt"])
+def test_fabric_managers_unlisted_errors_give_a_driver_verdict_quoting_them(tmp_path, name):
+    # lines with no host or time: the job-side reader reads them, through the same tables
+    from gpu_runbook.cli import analyze_paths
+    (tmp_path / name).write_text(FM_CONFIG_ERRORS)
+    job = analyze_paths([str(tmp_path)])["job"]
+    assert job["verdict"] == "driver"
+    (f,) = [f for f in job["findings"] if f["kind"] == "fabric_not_ready"]
+    assert (f["severity"], f["count"]) == ("warning", 2) and f["evidence"] == FM_CONFIG_ERRORS.split("\n")[0]
+    assert f["source"].endswith(name + ":1")
+
+
+def test_an_unlisted_fabric_manager_failure_after_a_listed_one_says_nothing_more(tmp_path):
+    # NV_WARN_NOTHING_TO_DO (no NVSwitch: gpud's row, info) explains the start script's exit that follows
+    from gpu_runbook.cli import analyze_paths
+    (tmp_path / "kern.log").write_text(
+        "Sep 18 03:19:01 gpu01 nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information "
+        "from NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]\n"
+        'Sep 18 03:19:01 gpu01 nvidia-fabricmanager-start.sh[4753]: "/usr/bin/nv-fabricmanager -c '
+        '/usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1\n')
+    (h,) = analyze_paths([str(tmp_path)])["hosts"]
+    assert [f["severity"] for f in h["findings"] if f["kind"] == "fabric_not_ready"] == ["info"]
+    (tmp_path / "kern.log").write_text(
+        'Sep 18 03:19:01 gpu01 nvidia-fabricmanager-start.sh[4753]: "/usr/bin/nv-fabricmanager -c '
+        '/usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1\n')
+    (h,) = analyze_paths([str(tmp_path)])["hosts"]
+    assert [f["severity"] for f in h["findings"] if f["kind"] == "fabric_not_ready"] == ["warning"]

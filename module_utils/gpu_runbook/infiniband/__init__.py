@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """InfiniBand / RoCE port state and error counters: sysfs, ibstat, ibstatus, ibv_devinfo,
-``rdma link``, ibportstate, ibdev2netdev, perfquery and iblinkinfo text -> (facts, findings).
+``rdma link``, ibportstate, mlxlink, ibdev2netdev, perfquery and iblinkinfo text -> (facts, findings).
 
 Every parser returns ``(facts, findings)`` with
 
@@ -33,7 +33,7 @@ from .sysfs import parse_ib_sysfs
 __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
            "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_ibdev2netdev",
            "parse_iblinkinfo",
-           "parse_ibportstate", "parse_ibstat", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parse_rdma_link", "parser",
+           "parse_ibportstate", "parse_ibstat", "parse_mlxlink", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parse_rdma_link", "parser",
            "port_state_kind"]
 
 
@@ -59,6 +59,9 @@ def __getattr__(name):
     if name == "parse_ibportstate":
         from .ibportstate import parse_ibportstate
         return parse_ibportstate
+    if name == "parse_mlxlink":
+        from .mlxlink import parse_mlxlink
+        return parse_mlxlink
     if name == "parse_ibdev2netdev":
         from .ibdev2netdev import parse_ibdev2netdev
         return parse_ibdev2netdev
@@ -76,13 +79,16 @@ _SNIFF = (
                                r"PhysLinkState):", re.M)),
     ("perfquery", re.compile(r"^[ \t]*#[ \t]*Port[ \t]+[^:\n]*:[ \t]*Lid[ \t]+\d+", re.M | re.I)),
     ("iblinkinfo", re.compile(r"==\([^\n()]*\)==>")),
+    # mlxlink's sections (MlxlinkCmdPrint: the title over its dashes, then 'State   : Active')
+    ("mlxlink", re.compile(r"^(?:Operational Info|Troubleshooting Info)[ \t]*\r?\n(?:-{4,}[ \t]*\r?\n)?"
+                           r"[A-Z][^\n:]{0,60}:", re.M)),
     ("rdma-link", re.compile(r"^[ \t]{0,8}(?:\d{1,4}/\d{1,3}:[ \t]{1,4})?link[ \t]{1,4}[\w.\-]{1,64}/\d{1,3}[ \t][^\n]{0,800}?"
                              r"\b(?:physical_)?state[ \t]+[A-Z_]{2,32}", re.M)),
     ("ibdev2netdev", re.compile(r"\bport[ \t]+\d{1,3}(?:[ \t]+\([A-Z_]{1,16}\))?[ \t]+==>[ \t]+\S{1,64}[ \t]+\((?:Up|Down)\)")),
 )
 _PARSERS = {"ib-sysfs": "parse_ib_sysfs", "ibstat": "parse_ibstat", "ibv_devinfo": "parse_ibv_devinfo",
             "perfquery": "parse_perfquery", "iblinkinfo": "parse_iblinkinfo", "ibdev2netdev": "parse_ibdev2netdev",
-            "rdma-link": "parse_rdma_link", "ibportstate": "parse_ibportstate"}
+            "rdma-link": "parse_rdma_link", "ibportstate": "parse_ibportstate", "mlxlink": "parse_mlxlink"}
 
 
 def detect_ib_format(text):

@@ -26,6 +26,10 @@ from ..linefamily import is_node_line
 from ..vocab.reading import error_like
 from .text import add
 
+# PyTorch's 'Last error:' head, alone or after a tag a launcher puts before every line ('opt-1_3b.0 [stderr] ',
+# a bracketed or colon-ended word, no blanks inside but the one before '[')
+LAST_ERROR_HEAD = re.compile(r"^((?:[\w.\-]{1,80}(?: \[\w{1,20}\])?:? )?)Last error:\s*$")
+
 
 
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
@@ -284,7 +288,7 @@ def read(line, fs, st):
         return True
     if read_vocabulary(line, st, quote=False):
         return True
-    if text.strip() == "Last error:":
+    if LAST_ERROR_HEAD.match(text):
         # the header PyTorch puts over NCCL's last error (c10d/NCCLUtils.cpp getNcclErrorDetailStr:
         # "\nLast error:\n" + ncclGetLastError()): the lines under it are NCCL's (nccl_words.read_bare)
         return True

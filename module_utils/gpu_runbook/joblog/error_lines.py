@@ -5,6 +5,8 @@ PyTorch raises them, world-size hints, and the exception line that ends a Python
 
 A handler takes (line, file state, job state) and returns True when the line is fully read."""
 
+import re
+
 from .patterns import (COLL_MISMATCH, COLL_MISMATCH_OTHER, CUDA_DRIVER_OLD, CUDA_ERR, CUDA_OOM, DEVICE_ASSERT, DL_BUS, DL_EXITED, DL_KILLED, DL_TIMEOUT, ELASTIC_HOST, ELASTIC_RANK,
                        EXC_LINE, HOST_OOM, MSG_GLOBAL_RANK, NCCL_ERROR_IN, NCCL_ERROR_NAME, SRUN_ERR, SRUN_EXIT, STORE_BARRIER, TRACEBACK, WORLD)
 from .text import add, task_list
@@ -32,6 +34,8 @@ def memory_and_cuda(line, fs, st):
     """CUDA OOM, CUDA errors, host OOM (kernel or Slurm OOM killer)."""
     text = line.text
     base = {"rank": line.rank, "src": line.src, "evidence": line.raw}
+    if line.host:
+        base["prefix_host"] = line.host  # the host a launcher's prefix names (pdsh 'gpu-q-13: '): where it failed
     if "out of memory" in text.lower():
         m = CUDA_OOM.search(text)
         if m:
@@ -61,6 +65,43 @@ def memory_and_cuda(line, fs, st):
     if ("oom" in ml or "out of memory" in ml) and not text.startswith("srun: error:"):
         if HOST_OOM.search(text):
             add(st.events, dict(base, kind="host_oom"))
+    return False
+
+
+# a process killed by SIGBUS for an address with no page behind it (BUS_ADRERR): UCX's handler ('Caught signal 7
+# (Bus error: nonexistent physical address)', ucs/debug/debug.c), the shell's 'Bus error (core dumped)', Python's
+# faulthandler, torchelastic's 'Signal 7 (SIGBUS) received'. Not BUS_MCEERR ('object-specific hardware error', a
+# memory error) nor BUS_ADRALN (alignment)
+_SIGBUS = re.compile(r"Caught signal 7 \(Bus error: nonexistent physical address|^\S{0,40}\s?Bus error \(core dumped\)|"
+                     r"Fatal Python error: Bus error|Signal 7 \(SIGBUS\) received")
+# a backtrace frame (UCX's ' 2 0x000000000007587d ncclGroupEnd()  ???:0', gdb's '#3 0x... in ncclShmOpen', glibc's
+# 'libnccl.so.2(+0x489b1)') in NCCL's code
+_NCCL_FRAME = re.compile(r"^\s{0,8}(?:#?\d{1,3}\s{1,4}0x[0-9a-fA-F]{4,16}\s[^\n]{0,300}?\bnccl|"
+                         r"[^\n]{0,300}?libnccl[\w.\-]{0,20}\.so)", re.I)
+SIGBUS_FRAMES = 40  # how far below the signal its backtrace is looked for
+
+
+def sigbus_in_nccl(line, fs, st):
+    """SIGBUS with NCCL's frames on the stack: NCCL maps its shared-memory segments from /dev/shm
+    (src/misc/shmutils.cc, ncclShmOpen); a segment larger than what /dev/shm holds (a container's
+    64 MB default) maps, and the first touch of a page /dev/shm cannot back kills the process with
+    SIGBUS instead of an error NCCL could print: the set-up's /dev/shm, as NCCL's own shm failures."""
+    text = line.text
+    if "ignal" in text or "Bus error" in text:
+        if _SIGBUS.search(text):
+            fs.sigbus = (int(line.src.rsplit(":", 1)[1]), line)
+            return False
+    if fs.sigbus is None or ("ccl" not in text and "CCL" not in text):
+        return False
+    at, bus = fs.sigbus
+    if int(line.src.rsplit(":", 1)[1]) - at > SIGBUS_FRAMES:
+        fs.sigbus = None
+        return False
+    if _NCCL_FRAME.match(text):
+        fs.sigbus = None
+        add(st.nccl_words, {"kind": "nccl_shm_failed", "rank": bus.rank, "host": bus.host, "pid": None,
+                            "src": bus.src, "evidence": bus.raw, "what": "SIGBUS with NCCL's frames on the stack",
+                            "why": "a page of a shared-memory segment /dev/shm could not back"})
     return False
 
 

@@ -63,6 +63,14 @@ def _ib_completion(ev, c, st, phase, trend):
 def _peer_connection(ev, c, st, phase, trend):
     peer = ev.get("peer")
     peer_host = st.ip_host.get(peer) if peer else None
+    if ev["what"].lower() == "connection closed by remote peer":
+        # the peer ended the connection in order (misc/socket.cc: recv returned 0): its process exited or
+        # was killed; a broken link resets or times out instead. Why the peer ended is in its own log.
+        return finding(
+            "nccl_peer_closed",
+            "%s: peer %s%s closed its NCCL connection (%s): that rank's process ended (a crash, an OOM kill, a "
+            "cancelled step); no network fault is shown here, and the peer's own log says why." % (
+                c.where, peer or "?", " (%s)" % peer_host if peer_host else "", ev["what"]), **c.common)
     return finding(
         "nccl_peer_connection_error",
         "%s: NCCL connection to peer %s%s failed (%s); that node's network is broken or its "

@@ -32,6 +32,7 @@ HANDLERS = (
     torch_lines.flight_recorder_json,
     error_lines.dataloader,
     error_lines.memory_and_cuda,
+    error_lines.sigbus_in_nccl,
     error_lines.collective_mismatch,
     error_lines.srun_and_elastic,
     error_lines.nccl_error,

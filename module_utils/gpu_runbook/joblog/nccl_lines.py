@@ -12,7 +12,7 @@ from .patterns import (BOOTSTRAP, CAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLE
                        NCCL_TRACE, NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_PLUGIN_EXTERNAL, NET_PLUGIN_INTERNAL, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
 from .nccl_words import peer_gone, read_bare, read_warn
-from .emitter_lines import read_vocabulary
+from .emitter_lines import LAST_ERROR_HEAD, read_vocabulary
 from .text import add, busid_to_pci, evidence
 from ..vocab.reading import error_like
 
@@ -91,12 +91,14 @@ LAST_ERROR_LINES = 2
 def bare_ib_completion(line, fs, st):
     """An IB completion without the NCCL prefix (PyTorch's 'Last error:' block), and NCCL's
     other words there (no socket interface, duplicate GPU, /dev/shm ...: nccl_words)."""
-    under = fs.last_error is not None and _under_last_error(line, fs)
-    if line.text.strip() == "Last error:":
+    under = _under_last_error(line, fs) if fs.last_error is not None else None
+    head = LAST_ERROR_HEAD.match(line.text)
+    if head:
         # PyTorch's head over NCCL's last error (c10d NCCLUtils.cpp getNcclErrorDetailStr: "\nLast error:\n"
         # + ncclGetLastError()): the next line is NCCL's message without NCCL's prefix (the head itself
-        # is the last reader's: emitter_lines)
-        fs.last_error = (line.rank, _lineno(line))
+        # is the last reader's: emitter_lines). A tag a launcher put before every line ('opt-1_3b.0
+        # [stderr] ') stands before both: the line under it is read without it
+        fs.last_error = (line.rank, _lineno(line), head.group(1))
         return False
     if "Got completion " in line.text:
         ev = ib_completion(line.text, line, None, None, None, st)
@@ -105,7 +107,7 @@ def bare_ib_completion(line, fs, st):
         return False
     if read_bare(line, st):
         return False
-    return bool(under) and _last_error(line, st)
+    return under is not None and _last_error(line, under, st)
 
 
 def nccl_body(body, line, host, pid, dev, st, level=None):
@@ -318,20 +320,24 @@ def _lineno(line):
 
 
 def _under_last_error(line, fs):
-    """True for a line of the same rank among the LAST_ERROR_LINES lines under 'Last error:' (by the
-    file's line numbers: a line another handler took still counts)."""
-    rank, at = fs.last_error
+    """The line's text without the head's tag, for a line of the same rank and tag among the
+    LAST_ERROR_LINES lines under 'Last error:' (by the file's line numbers: a line another handler
+    took still counts); else None."""
+    rank, at, tag = fs.last_error
     if _lineno(line) - at > LAST_ERROR_LINES:
         fs.last_error = None
-        return False
-    return line.rank == rank and bool(line.text.strip())
+        return None
+    if line.rank != rank or not line.text.startswith(tag) or not line.text[len(tag):].strip():
+        return None
+    return line.text[len(tag):]
 
 
-def _last_error(line, st):
-    """NCCL's last error under 'Last error:' that NCCL's own readers did not take: read as NCCL's
-    words, though it carries none of NCCL's markers. A connection a peer closed is that event; one
-    to a loopback address is the set-up's (no other node can reach it). True when it was read."""
-    text = line.text.strip()
+def _last_error(line, text, st):
+    """NCCL's last error under 'Last error:' (``text``: the line's text without a launcher's tag)
+    that NCCL's own readers did not take: read as NCCL's words, though it carries none of NCCL's
+    markers. A connection a peer closed is that event; one to a loopback address is the set-up's
+    (no other node can reach it). True when it was read."""
+    text = text.strip()
     from ..vocab import ROW_FIELDS, table
     what = peer_gone(text)
     if what:

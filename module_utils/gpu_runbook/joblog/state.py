@@ -98,7 +98,8 @@ class FileState(object):
         self.ras_ctx = None            # NCCL RAS report: the section being read
         self.sacct = None              # sacct's table being read: its columns (emitter_lines.sacct)
         self.pyspy = None              # the py-spy dump being read: its process and thread (pyspy.py)
-        self.last_error = None         # (rank, line number) of PyTorch's 'Last error:' (NCCL's words follow)
+        self.last_error = None         # (rank, line number, tag) of PyTorch's 'Last error:' (NCCL's words follow)
+        self.sigbus = None             # (line number, line) of a SIGBUS report whose backtrace may follow
 
 
 class Line(object):

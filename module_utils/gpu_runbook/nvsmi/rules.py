@@ -287,8 +287,9 @@ def _count_finding(facts, gpus, handle_pcis, source, expected_gpus, attached_ln)
 
 
 def wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln=None,
-            lost_index=None):
-    """Shared tail of the GPU parsers: finalize, findings, expected-count check, strip internals."""
+            lost_index=None, inventory=True):
+    """Shared tail of the GPU parsers: finalize, findings, expected-count check, strip internals.
+    ``inventory``: the output lists every GPU (not nvlink's or -L's list, which a paste often cuts)."""
     th = dict(DEFAULT_THRESHOLDS)
     if thresholds:
         th.update(thresholds)
@@ -308,4 +309,27 @@ def wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_finding
         missing = _count_finding(facts, gpus, handle_pcis, source, expected_gpus, attached_ln)
         if missing:
             findings.append(missing)
+    elif not expected_gpus and not fail and inventory:
+        odd = _baseboard_count(facts, gpus, source)
+        if odd:
+            findings.append(odd)
     return facts, findings
+
+
+# GPUs that only come on an HGX baseboard of 4 or 8 (SXM modules): 'A100-SXM4-80GB', 'H100 80GB HBM3' (the
+# SXM5 H100; the PCIe and NVL cards say so), H200 / H800 / B200 / B300 but their NVL and PCIe cards
+_BASEBOARD = re.compile(r"SXM|\bH100 80GB HBM3\b|\b(?:H200|H800|B200|B300)\b(?![^\n]{0,40}\b(?:NVL|PCIe)\b)")
+
+
+def _baseboard_count(facts, gpus, source):
+    """gpu_count_unusual: every GPU of a full listing is a baseboard (SXM) model and there are 5, 6 or 7
+    of them (a baseboard carries 4 or 8); None otherwise."""
+    n = len(gpus)
+    if n not in (5, 6, 7) or (facts.get("attached_gpus") not in (None, n)):
+        return None
+    names = set((g.get("name") or "") for g in gpus)
+    if len(names) != 1 or not _BASEBOARD.search(next(iter(names))):
+        return None
+    return finding("gpu_count_unusual",
+                   "%d %s GPUs listed: an HGX baseboard carries 4 or 8 of them, so one may not have enumerated "
+                   "(or the node is a VM given %d)" % (n, next(iter(names)), n), source=src(source, 0))

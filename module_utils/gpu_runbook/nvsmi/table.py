@@ -240,7 +240,8 @@ def parse_table(text, source, expected_gpus, thresholds):
     r.mig_counts()
     if not r.gpus and r.facts["driver_version"] is None:
         return unparseable("table", text, source, "the nvidia-smi table")
-    if not any(g["_ev"].get("header", (0, ""))[1].startswith("|") for g in r.gpus):
+    inventory = any(g["_ev"].get("header", (0, ""))[1].startswith("|") for g in r.gpus)
+    if not inventory:
         expected_gpus = None  # nvlink --status / -L only: not a GPU inventory we can count on
     extra = []
     only_mig = [g for g in r.gpus if g.get("_mig_only")]
@@ -252,4 +253,4 @@ def parse_table(text, source, expected_gpus, thresholds):
             evidence=s, source=src(source, ln)))
     for g in only_mig:
         del g["_mig_only"]
-    return wrap_up(r.facts, r.gpus, lines, source, expected_gpus, thresholds, extra)
+    return wrap_up(r.facts, r.gpus, lines, source, expected_gpus, thresholds, extra, inventory=inventory)

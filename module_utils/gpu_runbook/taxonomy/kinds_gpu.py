@@ -262,6 +262,13 @@ _UNREADABLE_GPU = {
         "nvidia-smi가 GPU를 열 권한이 없음: 점검되지 않음"),
     # Critical: Slurm itself sets such a node INVAL ("gres/gpu count reported lower than configured"),
     # Azure's NHC2009 and gpud's GPU count check fail it; reboot, RMA when it stays missing.
+    # no expected count was given, but the GPUs are of an HGX baseboard's model (SXM), which carries 4 or 8:
+    # 5, 6 or 7 of them is a count no platform ships, so one may not have enumerated (not certain: a VM
+    # may pass some through): warning, unknown until lspci and the kernel log say
+    "gpu_count_unusual": kind(
+        "unknown", "warning", "none", ("gpu_check_bus",),
+        "a count of baseboard (SXM) GPUs no HGX platform has: one may be missing",
+        "HGX 플랫폼에 없는 베이스보드(SXM) GPU 수: GPU 하나가 누락되었을 수 있음"),
     "gpu_missing": kind(
         "gpu_hardware", "critical", "reboot", _GPU_GONE,
         "fewer GPUs than expected: a GPU fell off the bus or was not enumerated",

@@ -16,6 +16,10 @@ STEPS = {
     "job_exclude_peer": (None, "Resolve the peer address to its node and exclude that node from the next run "
                                "(`sbatch --exclude`).",
                          "피어 주소에 해당하는 노드를 찾아 다음 실행에서 제외하십시오 (`sbatch --exclude`)."),
+    "job_read_peer_log": (None, "Read the log of the peer's rank (and its node's kernel log) for why its process "
+                                "ended: a crash, an out-of-memory kill, a cancelled step or a failed GPU.",
+                          "피어 랭크의 로그(와 그 노드의 커널 로그)에서 프로세스가 종료된 이유를 확인하십시오: 크래시, "
+                          "메모리 부족 종료, 취소된 스텝 또는 GPU 장애."),
     "job_read_ecc": (None, "Read the GPU's Xid and ECC counters (`nvidia-smi -q -d ECC,ROW_REMAPPER`).",
                      "GPU의 Xid와 ECC 카운터를 확인하십시오 (`nvidia-smi -q -d ECC,ROW_REMAPPER`)."),
     "job_read_xid": (None, "Read the host's kernel log for Xid errors (GPU hangs) before returning it to service.",
@@ -183,6 +187,13 @@ KINDS = {
         "ib_network", "critical", "drain", ("job_exclude_peer", "drain_node"),
         "rank {rank}: NCCL's connection to a peer failed: that node's network is broken or its process is gone",
         "랭크 {rank}: 피어로의 NCCL 연결 실패: 해당 노드의 네트워크가 고장났거나 프로세스가 종료됨"),
+    # NCCL's 'Connection closed by remote peer' (misc/socket.cc): the peer ended the connection in order
+    # -- its process exited or was killed -- with no network fault shown; why it ended is in its own log
+    "nccl_peer_closed": kind(
+        "unknown", "warning", "none", ("job_read_peer_log",),
+        "rank {rank}: a peer closed its NCCL connection: its process ended; its own log says why",
+        "랭크 {rank}: 피어가 NCCL 연결을 닫음: 피어 프로세스가 종료됨; 그 이유는 피어 자신의 로그에 있음",
+        also=("ib_network",)),
     "nccl_error": kind(
         "unknown", "warning", "none", ("job_read_nccl_warn",),
         "rank {rank}: an NCCL call failed (system, remote or internal error)",

@@ -295,7 +295,11 @@ def match_line(line, names=EMITTERS):
         if m is not None and (best is None or m[1] > best[2]):
             best = (t, m[0], m[1])
     if best is None and "nvml" in names:
-        return _nvml_return_quoted(line)
+        found = _nvml_return_quoted(line)
+        if found is not None:
+            return found
+    if best is None and "fabricmanager" in names:
+        return _fabric_manager_unlisted(line)
     return None if best is None else (best[0], dict(zip(ROW_FIELDS, best[1])))
 
 
@@ -318,6 +322,37 @@ def _nvml_return_quoted(line):
                 return None
             return t, dict(zip(ROW_FIELDS, code_row(c, c["text"])))
     return None
+
+
+# Fabric Manager is closed source: its table holds only the messages public sources quote. Its
+# other lines still name it ('fabric manager config file item: ... has an invalid value', the
+# start script's 'Unknown option: /usr/share/nvidia/nvswitch/fabricmanager.cfg', the unit's
+# 'nvidia-fabricmanager.service: Failed with result ...') and say that they failed by its log level
+# ('[ERROR]' / '[FATAL]', gpud's testdata/fabricmanager.log) or by words of refusal: Fabric Manager
+# did not set the NVLink fabric up, which the taxonomy gives the driver stack (fabric_not_ready), as
+# a warning: which message it was, no source says.
+_FM_NAMED_RE = re.compile(r"(?i)fabric[ _-]?manager")
+_FM_FAILED_RE = re.compile(r"\[(?:ERROR|FATAL|CRITICAL)\]|(?i:\binvalid\b|\bunknown option\b|\bunable to\b|"
+                           r"\bcannot\b|\bcould not\b|\babort(?:ed|ing)?\b)")
+# systemd's and systemctl's words about the unit ('systemd[1]: nvidia-fabricmanager.service: Failed with
+# result ...', 'Job for nvidia-fabricmanager.service failed because ...'): the unit's state, not why
+_UNIT_STATE_RE = re.compile(r"\bsystemd\[1\]:|^\s{0,8}Job for \S{1,200} failed because")
+FM_UNLISTED = ("https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/", 0,
+               "(a Fabric Manager line that says it failed, in no public list)", "fabric_not_ready", "driver",
+               "warning", "Fabric Manager (or its start-up) reports an error no public source lists: the NVLink "
+               "fabric may not be set up on this node, so CUDA can fail with 'system not yet initialized'")
+
+
+def _fabric_manager_unlisted(line):
+    """(Fabric Manager's table, FM_UNLISTED) for a line of Fabric Manager's that says it failed
+    and that no row explains, else None."""
+    if "abric" not in line or not _FM_NAMED_RE.search(line) or _UNIT_STATE_RE.search(line):
+        return None
+    from .reading import error_like
+    if not (_FM_FAILED_RE.search(line) or error_like(line)):
+        return None
+    t = table("fabricmanager")
+    return None if t is None else (t, dict(zip(ROW_FIELDS, FM_UNLISTED)))
 
 
 _LATER = {}

@@ -13,7 +13,7 @@ for the job's lines (joblog/emitter_lines.py) and the node's (kernlog/nodelines.
 
 import re
 
-from . import BENIGN, NVML_GONE
+from . import BENIGN, FM_UNLISTED, NVML_GONE
 
 # A line that says something failed. Words, not substrings: 'val_error' and 'errors: 0' in a
 # metrics line are not; 'Warning' lines are not (a warning is not a failure).
@@ -87,9 +87,15 @@ class Seen(object):
         from ..timeutil import span_text
         quoted = set(quoted)
         out = []
+        # a Fabric Manager line in no public list says no more than a listed one of the same log
+        # (NV_WARN_NOTHING_TO_DO: no NVSwitch here, so the start script's 'failed! Exit code: 1' follows)
+        fm_listed = any(r["table"] == "fabricmanager" and r["row"]["file"] != FM_UNLISTED[0]
+                        for r in self.messages.values())
         for rec in self.messages.values():
             ev = cut(rec["evidence"])
             if ev in quoted or rec["row"]["kind"] in covered:
+                continue
+            if fm_listed and rec["table"] == "fabricmanager" and rec["row"]["file"] == FM_UNLISTED[0]:
                 continue
             row = rec["row"]
             kind, category, severity, meaning = row["kind"], row["category"], row["severity"], row["meaning"]

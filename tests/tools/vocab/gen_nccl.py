@@ -37,7 +37,7 @@ What is read:
   ``switch`` routes to them, with the event text libibverbs prints (EVENT_TEXT);
 - CODES: ``ncclResult_t`` (src/nccl.h.in) with ``ncclGetErrorString`` (src/init.cc), in the
   messages CODE_FORMATS lists;
-- the releases in OLDER (the newest patch of each minor release 2.18 .. 2.29): every WARN format
+- the releases in OLDER (the newest patch of each minor release 2.10 .. 2.29): every WARN format
   of theirs, and every INFO line kept by the rules above (RAS's aside), that the pin words
   otherwise, as a row with file "path@tag" (the line at that tag), classified by the same rules;
   a tag the source lacks is skipped with a note.
@@ -70,11 +70,13 @@ from gpu_runbook.vocab.reading import error_like  # noqa: E402
 
 GENERATOR = "tests/tools/vocab/gen_nccl.py"
 PIN = "v2.30.7-1"
-# Releases the field still runs (the newest patch of each minor release 2.18 .. 2.29; PyTorch wheels of
-# recent years bundle 2.18 .. 2.27): each WARN format of theirs that the pin words otherwise is a row too,
-# file "path@tag", newest first (a format is kept once, at the newest release that has it)
+# Releases the field still runs (the newest patch of each minor release 2.10 .. 2.29; PyTorch wheels of
+# the last years bundle 2.10 .. 2.27, 2.14.3 in torch 2.0): each WARN format of theirs that the pin words
+# otherwise is a row too, file "path@tag", newest first (a format is kept once, at the newest release
+# that has it)
 OLDER = ("v2.29.7-1", "v2.28.9-1", "v2.27.7-1", "v2.26.6-1", "v2.25.1-1", "v2.24.3-1", "v2.23.4-1", "v2.22.3-1",
-         "v2.21.5-1", "v2.20.5-1", "v2.19.4-1", "v2.18.6-1")
+         "v2.21.5-1", "v2.20.5-1", "v2.19.4-1", "v2.18.6-1", "v2.17.1-1", "v2.16.5-1", "v2.15.5-1", "v2.14.3-1",
+         "v2.13.4-1", "v2.12.12-1", "v2.11.4-1", "v2.10.3-1")
 ORIGIN = "https://github.com/NVIDIA/nccl"
 LICENCE = ("Apache-2.0 for most of the project, parts under their original BSD-3-Clause licence (NVIDIA, LBNL, "
            "U.S. DOE): LICENSE.txt")
@@ -341,14 +343,14 @@ ERR, CFG, IB, APP = "logged_error", "logged_nccl_config_error", "logged_ib_error
 DRV, MEM, B = "logged_driver_error", "logged_memory_error", "benign"
 USAGE, PEER, SHM, IFACE = "nccl_invalid_usage", "nccl_peer_connection_error", "nccl_shm_failed", "nccl_socket_interface"
 REG, NVLS = "nccl_ib_registration_failed", "nccl_nvls_unavailable"
-FM, ASYNC = "nccl_fabric_manager", "nccl_ib_async_event"
+FM, ASYNC, CLOSED = "nccl_fabric_manager", "nccl_ib_async_event", "nccl_peer_closed"
 MIXED, DUP, SIZE = "nccl_ib_hca_mixed", "nccl_duplicate_gpu", "nccl_net_size_mismatch"
 CATEGORY = {ERR: "unknown", CFG: "nccl_config", IB: "ib_network", APP: "application", DRV: "driver", MEM: "memory_leak",
             USAGE: "nccl_config", PEER: "ib_network", SHM: "nccl_config", IFACE: "nccl_config", REG: "nccl_config",
             NVLS: "nccl_config", FM: "driver", ASYNC: "ib_network", MIXED: "nccl_config", DUP: "nccl_config",
             SIZE: "nccl_config", "ib_completion_error": "ib_network", "nvml_init_failed": "driver",
             "nvml_missing": "driver",
-            "nccl_ras_unresponsive": "nccl_deadlock", "nccl_error": "unknown", B: "healthy"}
+            "nccl_ras_unresponsive": "nccl_deadlock", "nccl_error": "unknown", CLOSED: "unknown", B: "healthy"}
 
 # Meanings used by several rules
 M_INTERNAL = ("An internal consistency check of NCCL failed: it names no cause outside NCCL (report it with the NCCL "
@@ -358,7 +360,7 @@ M_TOPO = ("NCCL's topology detection or search failed: an unusual or virtualised
           "or a wrong NCCL_TOPO_FILE / NCCL_GRAPH_FILE.")
 M_SHM = ("NCCL could not create or map its shared-memory segment: /dev/shm is too small or missing (a container's "
          "default 64 MB), or full.")
-M_PEER = ("A socket to a peer rank failed (refused, reset, closed, timed out): that peer's process exited or its "
+M_PEER = ("A socket to a peer rank failed (refused, reset, timed out): that peer's process exited or its "
           "host's network failed; the peer's own log tells which.")
 M_USAGE = "NCCL rejected the call as invalid usage (ncclInvalidUsage): the job's calls or communicator set-up."
 M_ARG = "NCCL rejected an argument of the call (ncclInvalidArgument): the caller's bug."
@@ -429,10 +431,15 @@ WARN_RULES = [
     (r"", r"NCCL_OOB_NET_IFNAME", IFACE, "critical",
      "NCCL_OOB_NET_IFNAME matches no network device for the out-of-band bootstrap."),
     (r"", r"Invalid NCCL_COMM_ID|should not be called when NCCL_COMM_ID is set", CFG, "critical", ""),
+    # --- a peer that closed its socket (recv returned 0): its process ended; before the address rule, as
+    # releases up to 2.17 printed it 'Net : Connection closed by remote peer %s'
+    (r"", r"Connection closed by remote peer", CLOSED, "warning",
+     "A peer closed its socket: its process ended (exited, crashed or was killed); no network fault is shown, "
+     "and the peer's own log says why."),
     (r"^src/misc/socket\.cc$", r"^Net : ", CFG, "critical",
      "An address could not be parsed or resolved (NCCL_COMM_ID, the bootstrap root's host name)."),
     # --- connections to peers: the peer's process or its network (not established which)
-    (r"", r"Connection closed by remote peer|[Cc]onnect to %s (?:failed|returned)|PollConnect to %s failed|"
+    (r"", r"[Cc]onnect to %s (?:failed|returned)|PollConnect to %s failed|"
           r"connect returned %s, exceeded error retry count|[Ss]ocketProgressOpt: Call to (?:%s %s|recv from %s) "
           r"failed|NET/Socket : socket progress error|socket(?:Start|Poll)Connect: exceeded (?:retries|timeouts)|"
           r"socketPollConnect poll\(\) (?:failed|returned)", PEER, "critical", M_PEER),
@@ -955,7 +962,7 @@ there (text: libibverbs' ibv_event_type_str): both classified as vocab/rdma.py c
 the status / event. CODES: ncclResult_t (src/nccl.h.in) with ncclGetErrorString
 (src/init.cc), in PyTorch's, torch.cuda.nccl's, nccl-tests' and NCCL's examples' messages
 and alone. ncclSuccess ("no error") is left out.
-Older releases (OLDER: the newest patch of each of 2.18 .. 2.29, the NCCLs PyTorch wheels of
+Older releases (OLDER: the newest patch of each of 2.10 .. 2.29, the NCCLs PyTorch wheels of
 recent years bundle): each of their WARN formats that the pin words otherwise is a row too, file
 "path@tag" with the line at that tag, classified by the same rules (a format once, at the
 newest release that has it); their NET/IB completion and async-event formats are expanded
@@ -968,8 +975,9 @@ VERSION, the ncclras client's report text, bindings/ and docs/, the RAS INFO lin
 releases, releases before 2.18.
 Classification (generator rules, first match wins): CUDA failures -> unknown (the CUDA table
 reads the error text); duplicate GPU, version mismatch, NVLS/IMEX/Fabric Manager, /dev/shm
-(nccl_shm_failed), no socket interface (nccl_socket_interface), peer sockets refused / reset /
-closed (nccl_peer_connection_error), IB memory registration (nccl_ib_registration_failed),
+(nccl_shm_failed), no socket interface (nccl_socket_interface), peer sockets refused / reset
+(nccl_peer_connection_error), a peer that closed its socket (nccl_peer_closed, unknown: its process
+ended, its own log says why), IB memory registration (nccl_ib_registration_failed),
 mixed IB/RoCE NICs (nccl_ib_hca_mixed), transfer-size mismatch (nccl_net_size_mismatch), IB
 completion errors and async events (per status / event, as vocab/rdma.py), ibverbs calls
 (ib_network; teardown calls unknown), NVML (driver; init -> nvml_init_failed, library missing
