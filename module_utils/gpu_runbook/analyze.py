@@ -14,7 +14,8 @@ from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
-                      NOTES, NVSMI_SOURCES, SLURM_NODE, DCGMI, PERFTEST, GPUD)
+                      NOTES, NVSMI_SOURCES, SLURM_NODE, DCGMI, PERFTEST, GPUD,
+                      LSPCI)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -104,6 +105,9 @@ def _parse_all(sources, opts, parsed, shown=None):
     if _text(sources, GPUD) is not None:  # a node agent's health checks (GPUd)
         from .gpud import parse_gpud
         run("gpud", GPUD, parse_gpud, sources[GPUD], source=GPUD)
+    if _text(sources, LSPCI) is not None:  # the PCIe links of the GPUs and HCAs
+        from .lspci import parse_lspci
+        run("lspci", LSPCI, parse_lspci, sources[LSPCI], source=LSPCI)
     ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)

@@ -24,6 +24,7 @@ import re
 from . import dcgm
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .infiniband.names import NO_DEVICES_RE
+from .lspci import HEADER_RE as LSPCI_HEADER_RE
 from .nvsmi.dispatch import Q_SECTIONS
 from .nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
 
@@ -130,6 +131,11 @@ def _mlxlink(line):
 def _json_lines(line):
     # a JSON document's lines: brackets, braces, '"key": value' (GPUd's states)
     return not line.strip() or bool(_JSON_LINE_RE.match(line))
+
+
+def _lspci(line):
+    # lspci -vv: device headers and their indented capability lines
+    return not line.strip() or _indented(line) or bool(LSPCI_HEADER_RE.match(line))
 
 
 def _ibdev2netdev(line):
@@ -247,6 +253,8 @@ BLOCKS = (
     # perftest's report (ib_write_bw ...): its title line or its results header, then its own lines
     ("perftest.txt", _PERFTEST_OPEN_RE, _perftest),
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
+    # lspci -vv: a device's header over its indented capabilities
+    ("lspci.txt", LSPCI_HEADER_RE, _lspci),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),
 )
@@ -279,6 +287,8 @@ def _opening(line, after=()):
             continue
         if source == "mlxlink.txt" and not (after and after[0].startswith("----")):
             continue
+        if source == "lspci.txt" and not (after and after[0][:1] == "\t" or after and after[0].startswith("        ")):
+            continue  # -v's indented lines under the header (plain lspci's one line a device says no link)
         if source == "ibstat.txt" and line.startswith("Port") and not any(
                 a.lstrip().startswith(("State:", "Physical state:")) for a in after[:3]):
             continue

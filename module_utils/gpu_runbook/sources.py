@@ -21,6 +21,7 @@ SLURM_NODE = "slurm-node.txt"  # `scontrol show node`: what Slurm says of a node
 DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own test of the GPUs
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
 GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a node agent's checks
+LSPCI = "lspci.txt"  # lspci -vv: the PCIe link of each GPU and HCA (LnkSta against LnkCap)
 JOB_LOG = "nccl.log"
 # not a source: the key under which a loader or probe hands over findings about the evidence
 # itself (a read cut at the cap, a truncated capture); analyze adds them to the host's findings
@@ -29,13 +30,13 @@ NOTES = "_notes"
 # parsers cite that name, not the source's
 NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, DCGMI, PERFTEST,
-                                                                       GPUD)
+                                                                       GPUD, LSPCI)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
                                                    (SLURM_NODE, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"),
-                                                   (GPUD, "gpu")])
+                                                   (GPUD, "gpu"), (LSPCI, "gpu")])
 
 # (source, pattern searched in the first 64 KiB), most specific first
 DETECTORS = (
