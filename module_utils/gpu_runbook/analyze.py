@@ -15,7 +15,7 @@ from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
                       NOTES, NVSMI_SOURCES, SLURM_NODE, DCGMI, PERFTEST, GPUD,
-                      LSPCI)
+                      LSPCI, SYSTEMCTL)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -108,6 +108,11 @@ def _parse_all(sources, opts, parsed, shown=None):
     if _text(sources, LSPCI) is not None:  # the PCIe links of the GPUs and HCAs
         from .lspci import parse_lspci
         run("lspci", LSPCI, parse_lspci, sources[LSPCI], source=LSPCI)
+    if _text(sources, SYSTEMCTL) is not None:  # the node's services (Fabric Manager, openibd ...)
+        from .systemd_units import parse_systemctl
+        run("systemctl", SYSTEMCTL, parse_systemctl, sources[SYSTEMCTL], source=SYSTEMCTL)
+        # a unit it knows, running or not, or one that is not installed: a reading of that service
+        usable[SYSTEMCTL] = bool(facts["systemctl"]) or any(f.get("name") == "systemd" for f in findings)
     ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)

@@ -21,7 +21,7 @@ from .joblog.culprits import SETUP_EVIDENCE
 from .taxonomy import RUNG_TABLE
 from .taxonomy.kinds_job import CUDA_ERROR_KINDS
 from .timeutil import to_utc
-from .verdict import SUSPICION, host_verdict, rank_key, sort_findings
+from .verdict import SUSPICION, code_error, host_verdict, rank_key, sort_findings
 
 
 def _app_xids(h):
@@ -366,9 +366,19 @@ def _job_verdict(job, culprits, explanations):
     serious = [f for f in found
                if (f["severity"] in ("warning", "critical") and f["category"] in _CAUSES)
                or (f["severity"] == "critical" and f["category"] == "application")]
+    bug = next((f for f in found if f["kind"] == "python_exception" and code_error(f)), None)
+    if job.get("success") and bug is None and not culprits and not any(
+            f["severity"] in ("warning", "critical") and f["category"] != "nccl_config" and f["kind"] != "unexplained_errors"
+            for f in found):
+        # the run said it ended well and nothing failed: what warned of NCCL's set-up (SHARP not set up, a
+        # mixed NIC list) or a line nobody explains (a message at teardown) is advice for the next run, not
+        # why this one failed; a task that failed or a step cancelled (Slurm's words) still is
+        return "healthy", None
     if serious:
         top = max(serious, key=rank_key)
         return top["category"], top
+    if bug is not None:  # a rank died of the code's own error; ranks that waited for it waited for a dead rank
+        return "application", bug
     first = next((f for f in found if f["kind"] in ("nccl_watchdog_timeout_first", "nccl_watchdog_timeout_stalled")),
                  None)
     if first is not None:  # the first transfer never completed: no phase makes that the code's

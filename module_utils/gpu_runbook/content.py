@@ -25,6 +25,7 @@ from . import dcgm
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .infiniband.names import NO_DEVICES_RE
 from .lspci import HEADER_RE as LSPCI_HEADER_RE
+from .systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
 from .nvsmi.dispatch import Q_SECTIONS
 from .nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
 
@@ -138,6 +139,11 @@ def _lspci(line):
     return not line.strip() or _indented(line) or bool(LSPCI_HEADER_RE.match(line))
 
 
+def _systemctl(line):
+    # a unit's indented lines (Loaded:, Active:, its journal tail) and the tree of its processes
+    return not line.strip() or _indented(line)
+
+
 def _ibdev2netdev(line):
     return not line.strip() or "==>" in line
 
@@ -220,7 +226,7 @@ BLOCKS = (
     ("nvidia-smi-q.xml", re.compile(r"^\s{0,8}(?:<\?xml\b|<!DOCTYPE nvidia_smi_log|<nvidia_smi_log\b)"), None),
     ("nvidia-smi-q.txt", re.compile(r"^=+NVSMI LOG=+|^Attached GPUs" + _H + r"*:|^GPU" + _H +
                                     r"+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d" + _H + r"*$|^" + _H +
-                                    r"+(?:" + Q_SECTIONS + r")" + _H + r"*$"), _q_text),
+                                    r"*(?:" + Q_SECTIONS + r")" + _H + r"*$"), _q_text),
     ("nvidia-smi.txt", re.compile(r"^" + _H + r"*\+-{5,}[-+]*" + _H + r"*$|^\|" + _H + r"+NVIDIA-SMI \d"), _table),
     ("nvidia-smi.txt", re.compile(r"^GPU" + _H + r"+\d{1,3}:" + _H + r"[^\n]{1,200}$"), _nvlink),
     ("nvidia-smi.txt", _SMI_FAILURE_RE, _one_line),
@@ -255,13 +261,17 @@ BLOCKS = (
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
     # lspci -vv: a device's header over its indented capabilities
     ("lspci.txt", LSPCI_HEADER_RE, _lspci),
+    # systemctl status: a unit's first line over its indented Loaded:/Active: lines, or 'could not be found'
+    ("systemctl.txt", SYSTEMCTL_HEADER_RE, _systemctl),
+    ("systemctl.txt", SYSTEMCTL_NOT_FOUND_RE, _one_line),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs),
 )
 # sources whose opening line may be the whole block (nvidia-smi's one-line messages, an ibstat
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
-                "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt")
+                "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt",
+                "systemctl.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
@@ -286,6 +296,11 @@ def _opening(line, after=()):
         if source == "dcgmi.txt" and not dcgm.opens(line, after):
             continue
         if source == "mlxlink.txt" and not (after and after[0].startswith("----")):
+            continue
+        if source == "nvidia-smi-q.txt" and line[:1] not in (" ", "\t", "=", "A", "G") and not (
+                after and after[0][:1] in (" ", "\t") and after[0].strip()):
+            continue  # a section's title pasted without its indent: only over its own indented lines
+        if source == "systemctl.txt" and belongs is _systemctl and not any("Loaded:" in a for a in after[:2]):
             continue
         if source == "lspci.txt" and not (after and after[0][:1] == "\t" or after and after[0].startswith("        ")):
             continue  # -v's indented lines under the header (plain lspci's one line a device says no link)

@@ -22,6 +22,7 @@ DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own te
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
 GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a node agent's checks
 LSPCI = "lspci.txt"  # lspci -vv: the PCIe link of each GPU and HCA (LnkSta against LnkCap)
+SYSTEMCTL = "systemctl.txt"  # systemctl status: Fabric Manager, IMEX, persistenced, openibd, opensm, DCGM
 JOB_LOG = "nccl.log"
 # not a source: the key under which a loader or probe hands over findings about the evidence
 # itself (a read cut at the cap, a truncated capture); analyze adds them to the host's findings
@@ -30,13 +31,14 @@ NOTES = "_notes"
 # parsers cite that name, not the source's
 NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, DCGMI, PERFTEST,
-                                                                       GPUD, LSPCI)
+                                                                       GPUD, LSPCI, SYSTEMCTL)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
                                                    (SLURM_NODE, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"),
-                                                   (GPUD, "gpu"), (LSPCI, "gpu")])
+                                                   (GPUD, "gpu"), (LSPCI, "gpu"),
+                                                   (SYSTEMCTL, "gpu")])
 
 # (source, pattern searched in the first 64 KiB), most specific first
 DETECTORS = (

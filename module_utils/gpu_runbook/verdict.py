@@ -3,7 +3,11 @@
 and the one order (``rank_key``) every ranking of findings uses: the host's primary finding,
 the finding that explains a job's culprit rank, the job's cause."""
 
+import builtins
+import re
+
 from .findings import RUNG_RANK, SEVERITY_RANK, SUSPICION, rank_key, worst_severity  # noqa: F401 (the one order)
+
 
 def primary_finding(findings):
     """The finding that decides the verdict (None when nothing is at warning or above)."""
@@ -32,3 +36,20 @@ def host_verdict(findings):
 def sort_findings(findings):
     """Most important first: the order a report should list them in."""
     return sorted(findings, key=rank_key, reverse=True)
+
+
+def code_error(f):
+    """A Python exception of the kinds Python raises for a program's own mistakes (its builtin
+    LookupError, TypeError, ValueError, AttributeError, NameError, AssertionError, ArithmeticError,
+    ImportError, SyntaxError, NotImplementedError, RecursionError and their subclasses: IndexError,
+    KeyError, ZeroDivisionError, ModuleNotFoundError ...), not RuntimeError (CUDA's and NCCL's
+    errors come as one) nor OSError (the host's)."""
+    m = _RAISED_RE.search(f.get("message") or "")
+    return bool(m) and m.group(1).rsplit(".", 1)[-1] in _CODE_ERRORS
+
+
+_RAISED_RE = re.compile(r" raised ([\w.]{1,120})")
+_CODE_ERRORS = frozenset(
+    name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, (
+        LookupError, TypeError, ValueError, AttributeError, NameError, AssertionError, ArithmeticError, ImportError,
+        SyntaxError, NotImplementedError, RecursionError)) and not issubclass(obj, (UnicodeError, Warning)))

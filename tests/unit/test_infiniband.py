@@ -763,3 +763,17 @@ def test_sysfs_files_shown_by_head_are_read_as_grep_h_shows_them(tmp_path):
     from gpu_runbook.cli import analyze_paths
     (h,) = analyze_paths([str(tmp_path / "counters.txt")])["hosts"]
     assert h["verdict"] == "ib_network" and "ib_link_downed" in [f["kind"] for f in h["findings"]]
+
+
+def test_every_port_down_and_disabled_is_one_warning_not_a_fault_per_port():
+    # PortPhysicalState Disabled: turned off (by the SM, the switch side or locally), not missing a partner
+    off = {"state": "1: DOWN", "phys_state": "3: Disabled", "rate": "10 Gb/sec (4X SDR)"}
+    text = sysfs(n=4, special=dict(("mlx5_%d" % i, off) for i in range(4)))
+    facts, findings = ib.parse_ib_sysfs(text, source="ib-sysfs.txt")
+    (f,) = sev(findings, "warning", "critical")
+    assert (f["kind"], f["category"], f["severity"]) == ("ib_ports_all_disabled", "unknown", "warning")
+    assert "all 4" in f["message"]
+    # one of them Disabled among Active ones is that port's fault, said as turned off, not as a cable
+    facts, findings = ib.parse_ib_sysfs(sysfs(special={"mlx5_3": off}), source="ib-sysfs.txt")
+    (f,) = sev(findings, "warning", "critical")
+    assert f["kind"] == "ib_port_down" and "turned off" in f["message"]

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from gpu_runbook.joblog import lines as joblog_lines
+from gpu_runbook.joblog import parse_job_logs
 from gpu_runbook.joblog import pyspy
 from gpu_runbook.joblog.state import FileState, JobState
 
@@ -376,3 +377,18 @@ def test_dumps_with_one_process_elsewhere_and_the_rest_in_collectives_are_a_hang
     (tmp_path / "py-spy.txt").write_text(text.replace("--rank ", "--seed "))
     cli.main(["analyze", "--format", "json", str(tmp_path)])
     assert json.loads(capsys.readouterr().out)["job"]["verdict"] == "unknown"
+
+
+def test_a_thread_waiting_on_a_queue_inside_a_frameworks_data_module_is_the_input_pipeline():
+    # fairseq's buffered iterator: the main thread waits for the next batch from its background thread
+    dump = ('Thread 0x7FA6E7C01740 (idle): "MainThread"\n'
+            "    wait (threading.py:302)\n    get (queue.py:170)\n    __next__ (fairseq/data/iterators.py:648)\n"
+            "    train (fairseq_cli/train.py:274)\n")
+    job, findings = parse_job_logs({"py-spy-dump.txt": dump})
+    (f,) = [f for f in findings if f["category"] == "dataloader"]
+    assert "fairseq/data/iterators.py" in f["message"]
+    # torch's own pin-memory thread waits on its queue in every healthy run: not this rule's
+    pin = dump.replace("fairseq/data/iterators.py:648", "torch/utils/data/_utils/pin_memory.py:52").replace(
+        "__next__", "do_one_step")
+    job, findings = parse_job_logs({"py-spy-dump.txt": pin})
+    assert not [f for f in findings if f["category"] == "dataloader"]

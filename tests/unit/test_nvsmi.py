@@ -975,3 +975,11 @@ def test_a_count_of_baseboard_gpus_no_hgx_platform_has_is_no_healthy_claim(names
     # an expected count given by the operator decides instead
     facts, findings = nvsmi.parse_nvidia_smi(_csv(names), "nvidia-smi-query-gpu.csv", expected_gpus=len(names))
     assert not [f for f in findings if f["kind"] in ("gpu_count_unusual", "gpu_missing")]
+
+
+def test_all_links_inactive_in_any_case_of_the_drivers_wording():
+    # newer drivers write 'inActive'
+    text = "GPU 2: NVIDIA B200 (UUID: GPU-xxx)\nNVML: Unable to retrieve NVLink information as all links are inActive\n"
+    facts, findings = parse_nvidia_smi(text, "nv.txt")
+    assert facts["gpus"][0]["nvlink_all_inactive"] is True
+    assert [(f["kind"], f["category"]) for f in findings] == [("nvlink_inactive", "gpu_hardware")]

@@ -23,7 +23,7 @@ LAYERS = {
     # a Slurm node's Gres line: its resource names and GPU count (slurm's node records, the inventory plugin)
     "slurm_gres": 2.8,
     # pure parsers, one per format family
-    "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3, "gpud": 3, "lspci": 3,
+    "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3, "gpud": 3, "lspci": 3, "systemd_units": 3,
     # one job in squeue and what requeue / scancel said (reads slurm's hostlists); its output files' names
     "slurm_jobs": 3.2,
     # the active tier: its judges read the parsers' facts; run.py runs the tools (probes' runner)
@@ -41,7 +41,7 @@ LAYERS = {
     "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11, "plan_step": 11,
     "__init__": 0,
 }
-PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm", "dcgm", "gpud", "lspci")
+PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm", "dcgm", "gpud", "lspci", "systemd_units")
 
 
 def _modules():

@@ -36,7 +36,10 @@ def port_state_kind(state, phys):
 
 def _why_down(state, phys):
     """The sentence that explains a port that is not Active, from its physical state."""
-    if phys in ("Polling", "Disabled", "Sleep"):
+    if phys == "Disabled":
+        return (" Disabled means the port is turned off (by the subnet manager, the switch side or locally), "
+                "not training: check why it was disabled, then its cable.")
+    if phys in ("Polling", "Sleep"):
         return (" %s means no link partner is seen: cable, transceiver or switch-port side "
                 "(unplugged cable, dead optic, switch port disabled/down)." % phys)
     if phys == "LinkUp" and state in ("Init", "Armed"):
@@ -196,6 +199,17 @@ def _eth_port_finding(lay, p, ev, src, phys_txt):
 
 
 def port_state_findings(h, lay):
+    if len(lay.ports) >= 2 and all(p["state"] not in _NOT_A_FAULT and p["phys_state"] == "Disabled" for p in lay.ports):
+        # no port is up and none waits for a partner: the ports were turned off, or the cards are not used
+        ev = h.ev.get((lay.ports[0]["device"], lay.ports[0]["port"]), {})
+        ln, line = ev.get("phys_state") or ev.get("state") or (0, "")
+        h.findings.append(finding(
+            "ib_ports_all_disabled", "all %d InfiniBand/RoCE ports of the host (%s) are Down with their physical "
+            "state Disabled (turned off by the subnet manager or locally, not waiting for a cable's partner, "
+            "which is Polling): no port carries traffic" % (
+                len(lay.ports), ", ".join("%s/%d" % (p["device"], p["port"]) for p in lay.ports[:8])),
+            evidence=line, source=h.src(ln)))
+        return
     for p in lay.ports:
         if p["state"] is None and p["phys_state"] in ("Polling", "Disabled", "Sleep"):
             p["state"] = "Down"     # no physical link means the logical port is Down

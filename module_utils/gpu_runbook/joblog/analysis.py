@@ -46,8 +46,9 @@ def mismatched_timeouts(st):
         if t.get("seq") is not None and t.get("op") and t.get("rank") is not None:
             call = (t["op"], t.get("numel_in") if t["op"] in _SAME_SIZE_OPS else None)
             by.setdefault((t.get("pg"), t["seq"]), {}).setdefault(call, t)
-    for (_pg, seq), calls in sorted(by.items(), key=lambda kv: kv[0][1]):
-        if len(calls) > 1:
+    one_group = _one_group_on_every_rank(st)
+    for (pg, seq), calls in sorted(by.items(), key=lambda kv: kv[0][1]):
+        if len(calls) > 1 and one_group(pg):
             first = [calls[c] for c in sorted(calls, key=str)]
             ops = ["%s%s" % (c[0], " of %d" % c[1] if c[1] is not None and len(set(x[0] for x in calls)) == 1 else "")
                    for c in sorted(calls, key=str)]
@@ -67,12 +68,29 @@ def mismatched_timeouts(st):
     for (pg, _rank), t in first_seq.items():
         per_pg.setdefault(pg, {}).setdefault(t["seq"], t)
     for pg, seqs in per_pg.items():
+        if not one_group(pg):
+            continue
         if len(seqs) > 1:
             first = [seqs[s] for s in sorted(seqs)]
             add(st.events, {"kind": "collective_mismatch", "rank": None, "ranks": [t["rank"] for t in first],
                             "seqs": sorted(seqs), "apart": True, "src": first[0]["src"],
                             "evidence": first[0]["evidence"]})
             return
+
+
+def _one_group_on_every_rank(st):
+    """-> pg -> whether the timeouts under that process-group label are one group on every rank. Lines
+    that name no group, where one rank timed out at two SeqNums, hold several groups (a tensor-parallel
+    group's #3119 beside the data-parallel group's #3054764); where several groups are named, a group's
+    number is its place in each rank's own creation order (PG 5 is rank 2's tensor-parallel group and
+    rank 6's another): only the default group, PG 0, which every rank is in, is one group everywhere."""
+    seqs = {}
+    for t in st.timeouts:
+        if t.get("pg") is None and t.get("seq") is not None and t.get("rank") is not None:
+            seqs.setdefault(t["rank"], set()).add(t["seq"])
+    several = any(len(v) > 1 for v in seqs.values())
+    named = set(t.get("pg") for t in st.timeouts if t.get("pg") is not None)
+    return lambda pg: not ((pg is None and several) or (pg is not None and pg != "0" and len(named) > 1))
 
 
 def analyse(st):

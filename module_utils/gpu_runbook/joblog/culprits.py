@@ -51,10 +51,19 @@ def culprits(st, world, coll, timed_out, behind):
         found = finder(st, world)
         if found:
             return found
-    found = _gpu_fault(st) or _silent_ranks(st, world, coll, timed_out, behind)
+    found = _gpu_fault(st) or _died(st, timed_out) or _silent_ranks(st, world, coll, timed_out, behind)
     if found:
         return found
     return _last_completed(st) or _first_error(st) or _setup_failed_rank(st) or _srun_first_exit(st) or ([], None)
+
+
+def _died(st, timed_out):
+    """Ranks whose process ran out of memory (the OOM killer's kill, CUDA's out of memory) and that did not
+    time out themselves: the others waited for a rank that was gone, whatever their SeqNums say (with
+    several process groups they differ by group)."""
+    ranks = sorted(set(ev["rank"] for ev in st.events if ev["kind"] in ("host_oom", "cuda_oom")
+                       and ev.get("rank") is not None and ev["rank"] not in timed_out))
+    return (ranks, "rank_died") if ranks and timed_out else None
 
 
 def _srun_first_exit(st):

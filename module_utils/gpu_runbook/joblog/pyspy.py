@@ -289,11 +289,37 @@ def classify(thread):
                     i = next((j for j in range(i + 1, len(frames)) if not is_native(frames[j][1])
                               and row[4](frames[j][0], frames[j][1].replace("\\", "/"), False)), i)
                 return row, i
+    fed = _waits_for_data(frames)
+    if fed is not None:
+        return WHERE_TABLE[2], fed
     if native:
         sync = [i for i, (func, path, _ln) in enumerate(frames) if is_native(path) and _cuda_sync(func, path)]
         named = [i for i in sync if not frames[i][0].startswith("0x")]
         if sync:
             return CUDA_SYNC_ROW, (named or sync)[0]
+    return None
+
+
+# a thread blocked on a queue or a lock (queue.get, threading's wait, multiprocessing's recv/poll) ...
+_WAIT_FILES = ("threading.py", "queue.py", "queues.py", "connection.py")
+# ... inside a data pipeline's own module (fairseq/data/iterators.py's buffered iterator, a framework's
+# data_loader.py or datasets/ package): the framework's DataLoader, as torch.utils.data is torch's
+_DATA_MODULE = re.compile(r"(?:^|/)(?:data|datasets?|dataloaders?|data_loaders?)/|(?:data_?loaders?|iterators?)\.py$", re.I)
+
+
+def _waits_for_data(frames):
+    """The index of the data-pipeline frame a thread waits under (its innermost frames a queue's or a
+    lock's wait, within 3 frames of a data module's), else None."""
+    i = 0
+    while i < len(frames) and frames[i][1].replace("\\", "/").rsplit("/", 1)[-1] in _WAIT_FILES:
+        i += 1
+    if i == 0:
+        return None
+    for j in range(i, min(i + 3, len(frames))):
+        path = frames[j][1].replace("\\", "/")
+        # torch's own DataLoader is the table's row; its pin-memory and worker threads wait in every healthy run
+        if _DATA_MODULE.search(path) and "torch/utils/data/" not in path:
+            return j
     return None
 
 

@@ -21,7 +21,7 @@ _NVLINK_GPU_RE = re.compile(r"^\s*GPU\s+(\d+):(.*)$")
 # 'nvidia-smi nvlink -e': '\t Link 0: Replay Errors: 0' (Recovery, CRC, ... Errors)
 _NVLINK_ERR_RE = re.compile(r"^\s*Link\s+(\d+)\s*:\s*([A-Za-z][\w ]{0,40}?) Errors?\s*:\s*(\d+)\s*$")
 _NVLINK_LINK_RE = re.compile(r"^\s*Link\s+(\d+)\s*:(.*)$")
-_ALL_INACTIVE = "Unable to retrieve NVLink information as all links are inactive"
+_ALL_INACTIVE = "unable to retrieve nvlink information as all links are inactive"  # compared in lower case
 
 
 def _cells(line):
@@ -213,7 +213,8 @@ class _Reader(object):
                 errs.setdefault(int(m.group(1)), {})[m.group(2).strip()] = n
                 note(self.nv, "nvlink_errors", ln, s)
             return
-        if self.nv is not None and _ALL_INACTIVE in line:  # nvidia-smi nvlink -s on a GPU none of whose links is up
+        # nvidia-smi nvlink -s on a GPU none of whose links is up ('... are inActive' in newer drivers)
+        if self.nv is not None and _ALL_INACTIVE in line.lower():
             self.nv["nvlink_inactive"] = self.nv["nvlink_inactive"] or []
             self.nv["nvlink_all_inactive"] = True
             note(self.nv, "nvlink", ln, s)

@@ -20,10 +20,6 @@ from .table import kind
 # Steps only the GPU findings take. Prefixed ``gpu_`` so they can never collide with
 # rungs.STEPS or another domain's steps.
 STEPS = {
-    "pcie_check_link": (None, "Reseat the card (or its riser) at the next service window and check that `lspci -vv` "
-                              "shows LnkSta at LnkCap's width under load.",
-                        "다음 정비 시간에 카드(또는 라이저)를 재장착하고, 부하 상태에서 `lspci -vv`의 LnkSta 폭이 "
-                        "LnkCap과 같은지 확인하십시오."),
     "gpu_check_memory_health": (
         None, "Then check remapped rows, retired pages and the aggregate ECC counters "
               "(`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`).",
@@ -273,12 +269,6 @@ _UNREADABLE_GPU = {
         "unknown", "warning", "none", ("gpu_check_bus",),
         "a count of baseboard (SXM) GPUs no HGX platform has: one may be missing",
         "HGX 플랫폼에 없는 베이스보드(SXM) GPU 수: GPU 하나가 누락되었을 수 있음"),
-    # lspci -vv's LnkSta below LnkCap (lspci.py): fewer lanes halve the device's bandwidth
-    "pcie_link_degraded": kind(
-        "unknown", "warning", "none", ("pcie_check_link",),
-        "a GPU's or HCA's PCIe link runs below what it can (fewer lanes or a lower speed)",
-        "GPU 또는 HCA의 PCIe 링크가 가능한 것보다 낮게 동작함 (레인 수 또는 속도 저하)",
-        also=("gpu_hardware", "ib_network")),
     "gpu_missing": kind(
         "gpu_hardware", "critical", "reboot", _GPU_GONE,
         "fewer GPUs than expected: a GPU fell off the bus or was not enumerated",

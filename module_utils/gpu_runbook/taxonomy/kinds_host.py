@@ -5,6 +5,10 @@ reach or use, parser bugs, and the cross-host (cluster) rules."""
 from .table import kind
 
 STEPS = {
+    "pcie_check_link": (None, "Reseat the card (or its riser) at the next service window and check that `lspci -vv` "
+                              "shows LnkSta at LnkCap's width under load.",
+                        "다음 정비 시간에 카드(또는 라이저)를 재장착하고, 부하 상태에서 `lspci -vv`의 LnkSta 폭이 "
+                        "LnkCap과 같은지 확인하십시오."),
     "check_controller_access": (None, "Check the controller's SSH keys, inventory and network (`ansible -m ping`).",
                                 "컨트롤러의 SSH 키, 인벤토리, 네트워크를 확인하십시오 (`ansible -m ping`)."),
 }
@@ -27,6 +31,13 @@ KINDS = {
         "unknown", "warning", "none", ("check_console", "rerun_diagnosis"),
         "the health gather failed on this host",
         "이 호스트에서 상태 수집이 실패함"),
+    # ---- the node's PCIe links (lspci.py)
+    # lspci -vv's LnkSta below LnkCap (lspci.py): fewer lanes halve the device's bandwidth
+    "pcie_link_degraded": kind(
+        "unknown", "warning", "none", ("pcie_check_link",),
+        "a GPU's or HCA's PCIe link runs below what it can (fewer lanes or a lower speed)",
+        "GPU 또는 HCA의 PCIe 링크가 가능한 것보다 낮게 동작함 (레인 수 또는 속도 저하)",
+        also=("gpu_hardware", "ib_network")),
     # ---- cross-host rules (cluster.py)
     "xid_on_every_host": kind(
         "application", "warning", "fix_application", ("check_job_code", "fix_application"),

@@ -89,6 +89,14 @@ KINDS = {
         "ib_network", "info", "none", ("ib_check_port_meant_cabled",),
         "InfiniBand port {ib} is down like the same port on every card: probably not cabled",
         "InfiniBand 포트 {ib}가 모든 카드의 같은 포트처럼 내려가 있음: 케이블 미연결 포트로 보임"),
+    # every port of the host Down with its physical layer Disabled (PortPhysicalState 3: turned off by the
+    # subnet manager or locally, not a missing partner, which is Polling): no port carries traffic; whether
+    # the HCAs are meant to (unused cards) or were turned off is not in the reading
+    "ib_ports_all_disabled": kind(
+        "unknown", "warning", "none", ("ib_check_port_meant_cabled",),
+        "every InfiniBand port of the host is Down and Disabled: unused HCAs, or ports turned off",
+        "호스트의 모든 InfiniBand 포트가 Down이며 Disabled 상태: 사용하지 않는 HCA이거나 포트가 비활성화됨",
+        also=("ib_network",)),
     "roce_port_down": kind(
         "ib_network", "critical", "drain", ("drain_node", "check_cable", "ib_confirm_active"),
         "RoCE data-path port {ib} is down while its peers are up: the cable, transceiver or switch port",

@@ -333,7 +333,8 @@ def _nvml_return_quoted(line):
 # a warning: which message it was, no source says.
 _FM_NAMED_RE = re.compile(r"(?i)fabric[ _-]?manager")
 _FM_FAILED_RE = re.compile(r"\[(?:ERROR|FATAL|CRITICAL)\]|(?i:\binvalid\b|\bunknown option\b|\bunable to\b|"
-                           r"\bcannot\b|\bcould not\b|\babort(?:ed|ing)?\b)")
+                           r"\bcannot\b|\bcould not\b|\babort(?:ed|ing)?\b|\bdo(?:es)?n'?t match\b|"
+                           r"\bdo(?:es)? not match\b|\bmismatch)")
 # systemd's and systemctl's words about the unit ('systemd[1]: nvidia-fabricmanager.service: Failed with
 # result ...', 'Job for nvidia-fabricmanager.service failed because ...'): the unit's state, not why
 _UNIT_STATE_RE = re.compile(r"\bsystemd\[1\]:|^\s{0,8}Job for \S{1,200} failed because")

@@ -808,8 +808,11 @@ RULES = (
                 r"has timed out, will retry|waitForInput|failed to accept|not listening for connections|"
                 r"connect/validate to host .* - retrying", ERR, "warning",
      "a TCPStore connection failed or timed out: the store server (rank 0 or its agent) died or is unreachable"),
-    (STORE, "", r"Invalid value for environment variable|is deprecated; use", CFG, "warning",
-     "a TORCH_*/NCCL_* environment variable has an invalid or deprecated value"),
+    # c10d/Utils.hpp getCvarString: an old name (NCCL_ASYNC_ERROR_HANDLING) is still read, under its new one
+    (STORE, "", r"is deprecated; use", B, "ok",
+     "a deprecated environment variable's name: PyTorch reads its value under the new name and goes on"),
+    (STORE, "", r"Invalid value for environment variable", CFG, "warning",
+     "a TORCH_*/NCCL_* environment variable has an invalid value"),
     (STORE, EXC, r"environment variable|Received an empty list|device|tensor|Split|split", APP, "warning",
      "c10d rejected an argument or environment value"),
     (STORE, "", r"", ERR, "warning", "the c10d store or socket layer reported an error"),

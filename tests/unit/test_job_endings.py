@@ -1,0 +1,70 @@
+"""A job's verdict from how it ended: a run that said it ended well with only warnings, a rank
+that died of the code's own error, a rank the OOM killer took, and the process groups a
+watchdog's SeqNums belong to."""
+
+import pytest
+
+from gpu_runbook.cli import analyze_paths
+from gpu_runbook.joblog import parse_job_logs
+
+SUCCESS = (':::MLLOG {"namespace": "", "time_ms": 1715900000000, "event_type": "INTERVAL_END", "key": "run_stop", '
+           '"value": null, "metadata": {"file": "train.py", "lineno": 300, "status": "success"}}\n')
+SHARP = ("ip-0A230408:7276:7875 [0] sharp_plugin.c:288 NCCL WARN NET/IB :SHARP coll init error: Cannot create SHArP "
+         "job(-11)\n"
+         "ip-0A230408:7276:7875 [0] transport.cc:253 NCCL WARN Cannot initialize CollNet, using point-to-point network "
+         "instead\n")
+
+
+def job(tmp_path, text, name="result_0.txt"):
+    (tmp_path / name).write_text(text)
+    return analyze_paths([str(tmp_path)])["job"]
+
+
+def test_a_run_that_said_it_ended_well_with_only_warnings_is_healthy(tmp_path):
+    # SHARP not set up, NCCL went on without CollNet: advice for the next run, not why this one failed
+    j = job(tmp_path, SHARP + SUCCESS)
+    assert j["verdict"] == "healthy"
+    assert any(f["category"] == "nccl_config" and f["severity"] == "warning" for f in j["findings"])
+    assert job(tmp_path, SHARP)["verdict"] == "nccl_config"  # without the end said, the warning stands
+
+
+def test_the_codes_own_error_on_every_rank_is_the_application_even_after_an_end_said(tmp_path):
+    ranks = "".join("%d: [rank%d]: IndexError: list index out of range\n" % (r, r) for r in range(4))
+    text = "".join("%d: [rank%d]: Traceback (most recent call last):\n%d: [rank%d]:   File \"run.py\", line 9, in "
+                   "<module>\n" % (r, r, r, r) for r in range(4)) + ranks
+    j = job(tmp_path, text)
+    assert j["verdict"] == "application" and "IndexError" in j["decided_by"]["message"]
+    assert job(tmp_path, SUCCESS + text)["verdict"] == "application"  # an evaluation after training failed
+    # RuntimeError is CUDA's and NCCL's too: not by itself the code's
+    assert job(tmp_path, text.replace("IndexError", "RuntimeError"))["verdict"] != "application"
+
+
+def test_a_deprecated_environment_variable_is_no_configuration_fault(tmp_path):
+    line = (" 48: [W929 17:59:44.006593710 Utils.hpp:135] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is "
+            "deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function operator())\n")
+    j = job(tmp_path, line + SUCCESS)
+    assert j["verdict"] == "healthy" and not [f for f in j["findings"] if f["category"] == "nccl_config"]
+
+
+def _timeout(rank, seq, numel, pg=None):
+    head = "[PG %s Rank %d] Process group watchdog thread terminated with exception: " % (pg, rank % 4) if pg else ""
+    return ("%d: [rank%d]:[E ProcessGroupNCCL.cpp:563] %s[Rank %d] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, NumelIn=%d, NumelOut=%d, Timeout(ms)=1800000) ran for 1800000 "
+            "milliseconds before timing out.\n" % (rank, rank, head, rank % 4, seq, numel, numel))
+
+
+def test_the_rank_the_oom_killer_took_is_the_one_the_others_waited_for():
+    text = ("0: slurmstepd: error: Detected 1 oom_kill event in StepId=130.13. Some of the step tasks have been OOM "
+            "Killed.\n" + "".join(_timeout(r, 3054761, 8192) for r in (1, 2, 3)) +
+            "".join(_timeout(r, 3054764, 67108864) for r in (4, 5, 6, 7)) + _timeout(4, 3119, 2))
+    j, findings = parse_job_logs({"job.log": text})
+    assert j["culprit_ranks"] == [0]
+    # several process groups (rank 4 timed out at two SeqNums): their SeqNums are not one group's
+    assert "collective_mismatch" not in {f["kind"] for f in findings}
+
+
+@pytest.mark.parametrize("pgs,mismatch", [(("0", "0"), True), (("5", "5"), False)])
+def test_seqnums_of_a_numbered_group_compare_only_for_the_default_group_when_several_are_named(pgs, mismatch):
+    text = (_timeout(0, 7559, 4, pg=pgs[0]) + _timeout(1, 7561, 4, pg=pgs[1]) + _timeout(2, 10, 2, pg="1"))
+    j, findings = parse_job_logs({"job.log": text})
+    assert ("collective_mismatch" in {f["kind"] for f in findings}) == mismatch
