@@ -58,6 +58,19 @@ SAMPLES = {
         "nvidia 56287232 47 nvidia_uvm,nvidia_modeset,nvidia_peermem, Live 0x0\n"
         "mlx5_ib 446464 0 - Live 0x0\nib_core 421888 8 rdma_ucm,ib_ipoib,mlx5_ib, Live 0x0\n",
         "Id=nvidia-persistenced.service\nActiveState=active\nSubState=running\nMainPID=1234\nLoadState=loaded\n",
+        # GPUd's states (cut mid-object), lspci -vv, systemctl status, mlxlink
+        '[{"component": "accelerator-nvidia-fabric-manager", "states": [{"name": "x", "health": "Unhealthy", '
+        '"reason": "fabric manager found but not active", "extra_info": {"data": "{\\"a\\":',
+        "3b:00.0 3D controller: NVIDIA Corporation GA100 [A100 SXM4 80GB] (rev a1)\n"
+        "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM not supported\n"
+        "\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x8 (downgraded)\n",
+        "\u25cf nvidia-fabricmanager.service - NVIDIA fabric manager service\n"
+        "     Loaded: loaded (/lib/systemd/system/nvidia-fabricmanager.service; enabled; preset: enabled)\n"
+        "     Active: failed (Result: exit-code) since Thu 2024-05-16 23:22:02 UTC; 7s ago\n"
+        "Unit nvidia-imex.service could not be found.\n",
+        "Operational Info\n----------------\nState                              : Polling\n"
+        "Physical state                     : N/A\n\nTroubleshooting Info\n--------------------\n"
+        "Status Opcode                      : 1024\nRecommendation                     : Cable is unplugged\n",
         "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\tSYS\t0-47\t0\n"
         "GPU1\tNV18\t X \tNODE\t0-47\t0\nNIC0\tSYS\tNODE\t X \n\nLegend:\n  X    = Self\n",
         "GPU 00000000:3B:00.0 was successfully reset.\nAll done.\n",

@@ -8,10 +8,10 @@ one-line error its caller reports); anything else is a bug."""
 
 from hypothesis import strategies as st
 
-from gpu_runbook import (analyze, bugreport, capture, content, dcgm, linefamily, runbook, slurm, slurm_jobs, sources,
-                         timeutil, vocab)
-from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibstat, ibv_devinfo, names, perfquery,
-                                    rdma_link, reload, restart)
+from gpu_runbook import (analyze, bugreport, capture, content, dcgm, gpud, linefamily, lspci, runbook, slurm, slurm_jobs,
+                         sources, systemd_units, timeutil, vocab)
+from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibstat, ibv_devinfo, mlxlink, names,
+                                    perfquery, rdma_link, reload, restart)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.active import nvbandwidth, perftest
@@ -136,6 +136,11 @@ TARGETS = [
     Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
     Target(rdma_link.parse_rdma_link, "ib", returns=tuple),
     Target(ibportstate.parse_ibportstate, "ib", returns=tuple),
+    Target(mlxlink.parse_mlxlink, "ib", returns=tuple),
+    # the node's agents and services: GPUd's states, lspci -vv, systemctl status
+    Target(gpud.parse_gpud, "system", returns=tuple),
+    Target(lspci.parse_lspci, "system", returns=tuple),
+    Target(systemd_units.parse_systemctl, "system", returns=tuple),
     # the active tier's outputs (nvbandwidth's matrices, perftest's bandwidth table)
     Target(nvbandwidth.parse_nvbandwidth, "system", returns=dict),
     Target(perftest.parse_perftest_bw, "system", returns=dict),

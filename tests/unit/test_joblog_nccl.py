@@ -324,3 +324,16 @@ def test_sigbus_with_nccls_frames_is_its_shared_memory(signal):
     assert "nccl_shm_failed" not in f
     job, f = kinds("[h:1 :0:2] Caught signal 7 (Bus error: object-specific hardware error)\n" + frames)
     assert "nccl_shm_failed" not in f
+
+
+def test_sockets_after_a_network_plugin_that_failed_to_start_are_a_fallback():
+    # aws-ofi-nccl could not start on an EFA node: NCCL finds no IB device and runs on eth0
+    text = ("h:954:3133 [6] nccl_net_ofi_create_plugin:1067 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n"
+            "h:954:3133 [6] NCCL INFO NET/IB : No device found.\n"
+            "h:954:3133 [6] NCCL INFO NET/Socket : Using [0]eth0:10.67.132.202<0>\n"
+            "h:954:3133 [6] NCCL INFO Using network Socket\n")
+    job, f = kinds(text)
+    assert (f["nccl_socket_fallback"]["category"], f["nccl_socket_fallback"]["severity"]) == ("nccl_config", "warning")
+    assert "network plugin failed to start" in f["nccl_socket_fallback"]["message"]
+    job, f = kinds(text.split("\n", 1)[1])  # a cloud VM with no plugin and no IB: sockets are its network
+    assert f["nccl_socket_fallback"]["severity"] == "info"

@@ -983,3 +983,22 @@ def test_all_links_inactive_in_any_case_of_the_drivers_wording():
     facts, findings = parse_nvidia_smi(text, "nv.txt")
     assert facts["gpus"][0]["nvlink_all_inactive"] is True
     assert [(f["kind"], f["category"]) for f in findings] == [("nvlink_inactive", "gpu_hardware")]
+
+
+def _q_two_gpus(host_max=("Unknown Error", "Unknown Error")):
+    gpu = ("GPU 00000000:00:%02X.0\n    Product Name                          : Tesla V100-SXM2-16GB\n"
+           "    PCI\n        GPU Link Info\n            PCIe Generation\n"
+           "                Max                       : 3\n                Current                   : 3\n"
+           "                Host Max                  : %s\n")
+    return ("==============NVSMI LOG==============\n\nTimestamp                                 : Mon Dec  1 10:00:00 "
+            "2025\nDriver Version                            : 550.127.05\nCUDA Version                              : "
+            "12.4\n\nAttached GPUs                             : 2\n" + gpu % (4, host_max[0]) + gpu % (5, host_max[1]))
+
+
+def test_a_field_no_gpu_of_the_host_can_read_is_the_platforms_not_each_gpus():
+    # a VM's host link ('Host Max' of the PCIe generation) reads Unknown Error on every GPU
+    facts, findings = parse_nvidia_smi(_q_two_gpus(), "q.txt")
+    assert [(f["kind"], f["severity"]) for f in findings] == [("nvsmi_err_field", "info")]
+    # one GPU alone that cannot read it is that GPU's
+    facts, findings = parse_nvidia_smi(_q_two_gpus(("3", "Unknown Error")), "q.txt")
+    assert [f["kind"] for f in findings] == ["nvml_field_error"]

@@ -254,7 +254,12 @@ def _network_choice(body, line, host, pid, dev, st):
 
 
 def _net_plugin(body, line, host, pid, dev, st):
-    """Which network plugin this host's NCCL runs: its internal one, or an external libnccl-net."""
+    """Which network plugin this host's NCCL runs: its internal one, or an external libnccl-net; and a
+    plugin that could not start (aws-ofi-nccl's 'NET/OFI aws-ofi-nccl initialization failed'): the
+    fabric it serves (EFA) was meant, so NCCL's sockets after it are a fallback."""
+    if "NET/OFI" in body and "initialization failed" in body and st.net_plugin_failed is None:
+        st.net_plugin_failed = (line.src, line.raw)
+        return False
     if "Plugin" not in body:
         return False
     if NET_PLUGIN_INTERNAL.search(body):

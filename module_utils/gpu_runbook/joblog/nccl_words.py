@@ -415,6 +415,13 @@ def _socket_without_ib(st, findings):
     """'NET/IB : No device found' alone does not make sockets a fallback: a cloud VM without
     IB has nothing better. Without an IB/RoCE device, NCCL_IB_DISABLE or an IPoIB interface
     (which proves IB hardware), the socket finding is only information (in place)."""
+    if st.net_plugin_failed:
+        for f in findings:
+            if f["kind"] == "nccl_socket_fallback":
+                f["severity"] = "warning" if f["severity"] == "info" else f["severity"]
+                f["message"] += " (The network plugin failed to start before it: '%s'; the fabric it serves was " \
+                                "meant, so sockets are a fallback.)" % st.net_plugin_failed[1].strip()[-120:]
+        return
     if st.ib_devices or st.roce_devices or st.ib_disabled or st.ipoib_seen or st.ib_unopened:
         return
     for f in findings:

@@ -59,6 +59,7 @@ class JobState(object):
         self.socket_loopback = None  # (line, host, pid): NCCL's sockets on the loopback interface only
         self.ib_unopened = []     # RDMA devices NET/IB saw but could not open
         self.ipoib_seen = False    # NCCL's Bootstrap / NET/Socket used an IPoIB interface (ib0, ibp12s0 ...)
+        self.net_plugin_failed = None  # (src, line) of a network plugin that could not start (aws-ofi-nccl)
         self.nccl_tests = None     # nccl-tests output (nccl_tests.py): header ranks, #wrong, the end summary
         self.launch = []           # launch/rendezvous and torchrun failure records (launch_lines.py)
         self.ras = []              # NCCL RAS report records (launch_lines.py)

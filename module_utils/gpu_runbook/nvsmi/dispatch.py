@@ -23,8 +23,10 @@ from .q_xml import parse_xml
 _H = r"[ \t\r\f\v]"
 # the headers of the -q sections an excerpt is pasted from (indented, no colon): the health ones
 Q_SECTIONS = r"ECC Errors|Retired Pages|Remapped Rows|Clocks (?:Throttle|Event) Reasons|GPU Reset Status|Fabric"
-# a section's title over its indented lines (pasted with or without its own indent)
-_Q_SECTION_RE = re.compile(r"^" + _H + r"*(?:" + Q_SECTIONS + r")" + _H + r"*\r?\n" + _H + r"+\S", re.M | re.I)
+# a section's title at its indent, or pasted without it over its own indented lines ([ \t] only: ^\s+ would
+# run across every blank line after a line start, quadratic in a text of blank lines)
+_Q_SECTION_RE = re.compile(r"^(?:" + _H + r"+(?:" + Q_SECTIONS + r")" + _H + r"*$|(?:" + Q_SECTIONS + r")" + _H +
+                           r"*\r?\n" + _H + r"+\S)", re.M | re.I)
 _Q_ATTACHED_RE = re.compile(r"^" + _H + r"*Attached GPUs" + _H + r"*:", re.M)
 _Q_GPU_RE = re.compile(r"^" + _H + r"*GPU" + _H + r"+" + PCI_TXT + _H + r"*$", re.M)
 _TABLE_BORDER_RE = re.compile(r"^" + _H + r"*\+-{5,}", re.M)

@@ -286,6 +286,24 @@ def _count_finding(facts, gpus, handle_pcis, source, expected_gpus, attached_ln)
                    evidence=evidence, source=src(source, ln))
 
 
+def _platform_fields(gpus, source):
+    """-q's fields (a dotted path: 'PCI.GPU Link Info.PCIe Generation.Host Max') that no GPU of the host
+    could read, none of them lost or needing a reset: a field this platform or driver does not give (a
+    VM's host link), not each GPU's fault. Taken off the GPUs' errors and said once, as information."""
+    if len(gpus) < 2 or any(k in g["_ev"] for g in gpus for k in ("errors_gpu_is_lost", "errors_gpu_requires_reset")):
+        return []
+    common = set.intersection(*(set(g.get("errors") or ()) for g in gpus))
+    common = sorted(f for f in common if "." in f and f not in _ERR_HW_FIELDS)
+    if not common:
+        return []
+    for g in gpus:
+        g["errors"] = [f for f in g["errors"] if f not in common]
+    ln, evidence = ev(gpus[0], "errors")
+    return [finding("nvsmi_err_field", "no GPU of the host could read %s: a field this platform or driver does not "
+                    "give (a virtual machine's host link), not a GPU's fault" % ", ".join(common[:4]),
+                    severity="info", evidence=evidence, source=src(source, ln))]
+
+
 def wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_findings, attached_ln=None,
             lost_index=None, inventory=True):
     """Shared tail of the GPU parsers: finalize, findings, expected-count check, strip internals.
@@ -298,6 +316,7 @@ def wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_finding
         finalize_gpu(g)
     fail, handle_pcis = scan_failures(lines, source, gpus, lost_index)
     findings.extend(fail)
+    findings.extend(_platform_fields(gpus, source))
     err_gpus = err_reading_gpus(gpus)
     for g in gpus:
         findings.extend(gpu_findings(g, source, th, err_gpus))

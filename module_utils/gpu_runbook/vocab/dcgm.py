@@ -4,7 +4,7 @@ Source: NVIDIA DCGM 4.6.0 (72fa3feaa67d) (72fa3feaa67d716a75323a8f47c34ff3ee73f8
 
 Read: dcgmlib/dcgm_errors.h (enum dcgmError_enum: number, name, comment; every DCGM_FR_*_MSG
 and _NEXT with their string macros resolved), dcgmlib/src/dcgm_errors.c (DCGM_ERROR_TABLE_ENTRY:
-DCGM's severity and category per code), dcgmi/Diag.cpp and dcgmi/Health.cpp (text output).
+DCGM's severity and category per code), dcgmi/Diag.cpp and dcgmi/Health.cpp (text output), nvvs/include/TestFramework.inl (the diagnostic's plugin loading).
 CODES: every code but the sentinel; CODE_FORMATS: its number as `dcgmi diag -j` prints it
 ('"error_id" : N,'); meaning: the code's comment and DCGM's _NEXT. ROWS: every non-empty _MSG
 format once (printed as `dcgmi diag -j` does, '"warning" : "<message>"'; codes that share one
@@ -34,7 +34,7 @@ COMMIT = '72fa3feaa67d716a75323a8f47c34ff3ee73f824'
 LICENCE = 'Apache-2.0'
 ORIGIN = 'https://github.com/NVIDIA/DCGM'
 GENERATOR = 'tests/tools/vocab/gen_dcgm.py'
-MARKERS = ('"warning" : "', '"error_id" : ', 'GPU', 'DCGM', 'NvSwitch', 'NvLink', 'NVLink', 'NVVS', 'NVML', 'CUDA', 'Fabric Manager', 'IMEX', 'Overall Health', 'Health Monitor Report', 'health watches', 'Health watches', 'Health monitor', 'diagnostic', 'Diagnostic', 'host engine', '-> PCIe system', '-> NVLINK system', '-> PMU system', '-> MCU system', '-> Memory system', '-> SM system', '-> InfoROM system', '-> Thermal system', '-> Power system', '-> Driver', '-> ConnectX system')
+MARKERS = ('"warning" : "', '"error_id" : ', 'GPU', 'DCGM', 'NvSwitch', 'NvLink', 'NVLink', 'NVVS', 'NVML', 'Cannot load plugins', 'CUDA', 'Fabric Manager', 'IMEX', 'Overall Health', 'Health Monitor Report', 'health watches', 'Health watches', 'Health monitor', 'diagnostic', 'Diagnostic', 'host engine', '-> PCIe system', '-> NVLINK system', '-> PMU system', '-> MCU system', '-> Memory system', '-> SM system', '-> InfoROM system', '-> Thermal system', '-> Power system', '-> Driver', '-> ConnectX system')
 TEMPLATES = (
     ('dcgmlib/dcgm_errors.h', '"warning" : "{message}"'),
     ('', '{message}'),
@@ -203,6 +203,8 @@ ROWS = (
     ('dcgmlib/dcgm_errors.h', 514, 'GPU %u requires peer-to-peer traffic to be quiesced. Recovery action: %ld (DRAIN_P2P).', 'gpu_recovery_drain_p2p', 'gpu_hardware', 'critical', 'Peer-to-peer traffic must be drained. DCGM: Terminate GPU processes conducting peer-to-peer traffic and disable UVM persistence mode. Check GPU health status again after draining.'),
     ('dcgmlib/dcgm_errors.h', 517, 'GPU %u operating at reduced capacity due to a fault. Recovery action: %ld (DRAIN_AND_RESET).', 'gpu_drain_and_reset_recommended', 'gpu_hardware', 'critical', 'GPU operating at reduced capacity, drain and reset required. DCGM: Do not schedule new work on this GPU. Reset the GPU after existing work has drained.'),
     ('dcgmlib/dcgm_errors.h', 519, 'Detected NCCL error: %s Recovery action: %ld (DRAIN_AND_RESET).', 'logged_error', 'unknown', 'critical', 'Detected a NCCL error. DCGM: Attempt to reset the GPUs and reboot the machines if that fails.'),
+    ('nvvs/include/TestFramework.inl', 577, "Error: Cannot load plugins. Unable to change to the plugin dir '%s': '%s'", 'logged_driver_error', 'driver', 'warning', "The DCGM diagnostic has no plugins for this driver's CUDA version (the DCGM package does not match the driver): GPU health was not checked."),
+    ('nvvs/include/TestFramework.inl', 600, "Error: Cannot load plugins: unable to open the plugin dir '%s': '%s'", 'logged_driver_error', 'driver', 'warning', "The DCGM diagnostic could not open its plugins for this driver's CUDA version: GPU health was not checked."),
 )
 CODE_FORMATS = ('"error_id" : {number},',)
 CODES = (

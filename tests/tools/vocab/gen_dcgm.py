@@ -31,6 +31,7 @@ HEADER = "dcgmlib/dcgm_errors.h"
 TABLE = "dcgmlib/src/dcgm_errors.c"
 DIAG = "dcgmi/Diag.cpp"
 HEALTH = "dcgmi/Health.cpp"
+FRAMEWORK = "nvvs/include/TestFramework.inl"  # the diagnostic's plugin loading (its errors reach dcgmi's output)
 
 # a code's number as `dcgmi diag -j` prints it (dcgmi/Diag.cpp HelperJsonAddResult:
 # errorEntry["error_id"] = error.code, written by jsoncpp's toStyledString: keys sorted, so
@@ -179,6 +180,17 @@ DCGMI_ROWS = (
     (DIAG, '"Error: Unable to start an embedded host engine. "',
      "Error: Unable to start an embedded host engine. %s.",
      "logged_error", "unknown", "warning", "dcgmi could not start DCGM: GPU health was not checked."),
+    # the diagnostic's plugins are built per CUDA major (plugins/cudaNN/): a DCGM whose package lacks the
+    # driver's CUDA cannot run its tests (the DCGM / driver versions do not match)
+    (FRAMEWORK, '"Error: Cannot load plugins. Unable to change to the plugin dir',
+     "Error: Cannot load plugins. Unable to change to the plugin dir '%s': '%s'",
+     "logged_driver_error", "driver", "warning",
+     "The DCGM diagnostic has no plugins for this driver's CUDA version (the DCGM package does not match the "
+     "driver): GPU health was not checked."),
+    (FRAMEWORK, '"Error: Cannot load plugins: unable to open the plugin dir',
+     "Error: Cannot load plugins: unable to open the plugin dir '%s': '%s'",
+     "logged_driver_error", "driver", "warning",
+     "The DCGM diagnostic could not open its plugins for this driver's CUDA version: GPU health was not checked."),
     (DIAG, '"Successfully ran diagnostic for group."', "Successfully ran diagnostic for group.",
      "benign", "healthy", "ok", "The DCGM diagnostic ran; its table follows (a test's result is in it)."),
     (DIAG, '"Passed all "', "Passed all %u runs of the diagnostic",
@@ -213,6 +225,7 @@ SYSTEM_CATEGORY = {
 }
 
 MARKERS_BASE = ('"warning" : "', '"error_id" : ', "GPU", "DCGM", "NvSwitch", "NvLink", "NVLink", "NVVS", "NVML",
+                "Cannot load plugins",
                 "CUDA", "Fabric Manager", "IMEX", "Overall Health", "Health Monitor Report", "health watches",
                 "Health watches", "Health monitor", "diagnostic", "Diagnostic", "host engine")
 
@@ -398,8 +411,9 @@ def main(argv=None):
             meaning = "One of %s: the field named in the message tells which." % ", ".join(u[0] for u in users)
         rows.append((HEADER, line, matcher_safe(msg), cls[0], cls[1], cls[2], meaning))
 
+    framework = common.show(args.src, commit, FRAMEWORK)
     for path, literal, fmt, kind, category, severity, meaning in DCGMI_ROWS:
-        text = diag if path == DIAG else health
+        text = {DIAG: diag, HEALTH: health, FRAMEWORK: framework}[path]
         rows.append((path, line_of(text, literal, path), fmt, kind, category, severity, meaning))
     # dcgmi health --check's tree
     labels = re.findall(r"case (DCGM_HEALTH_WATCH_\w+):\s*return \"([^\"]+)\";",
@@ -438,7 +452,7 @@ def main(argv=None):
     doc = """\
 Read: dcgmlib/dcgm_errors.h (enum dcgmError_enum: number, name, comment; every DCGM_FR_*_MSG
 and _NEXT with their string macros resolved), dcgmlib/src/dcgm_errors.c (DCGM_ERROR_TABLE_ENTRY:
-DCGM's severity and category per code), dcgmi/Diag.cpp and dcgmi/Health.cpp (text output).
+DCGM's severity and category per code), dcgmi/Diag.cpp and dcgmi/Health.cpp (text output), nvvs/include/TestFramework.inl (the diagnostic's plugin loading).
 CODES: every code but the sentinel; CODE_FORMATS: its number as `dcgmi diag -j` prints it
 ('"error_id" : N,'); meaning: the code's comment and DCGM's _NEXT. ROWS: every non-empty _MSG
 format once (printed as `dcgmi diag -j` does, '"warning" : "<message>"'; codes that share one

@@ -221,6 +221,10 @@ RULES = (
      "the job's allocation was revoked by the controller (cancelled, node failure or time limit)"),
     ("", None, r"Slurm controller not responding|Unable to contact slurm controller|"
      r"Unable to establish controller", U, "warning", CTLD_UNREACHABLE),
+    # srun's own warning() in opt.c: it adjusted the request itself (fewer nodes, ignored --ntasks-per-node)
+    # and runs the step
+    ("src/srun/opt.c", {"warning"}, r"", "benign", "ok",
+     "srun adjusted the request itself (nodes, tasks per node) and runs the step"),
     ("src/srun/opt.c", None, r"", APP, "warning", "the job's srun options are invalid"),
     ("src/srun/multi_prog.c", None, r"", APP, "warning", "the job's --multi-prog configuration is invalid"),
     ("src/slurmd/slurmstepd/multi_prog.c", None, r"", APP, "warning",
