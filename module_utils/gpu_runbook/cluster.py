@@ -368,8 +368,8 @@ def _job_verdict(job, culprits, explanations):
                or (f["severity"] == "critical" and f["category"] == "application")]
     bug = next((f for f in found if f["kind"] == "python_exception" and code_error(f)), None)
     if job.get("success") and bug is None and not culprits and not any(
-            f["severity"] in ("warning", "critical") and f["category"] != "nccl_config" and f["kind"] != "unexplained_errors"
-            for f in found):
+            f["severity"] == "critical" or (f["severity"] == "warning" and f["category"] != "nccl_config"
+                                             and f["kind"] != "unexplained_errors") for f in found):
         # the run said it ended well and nothing failed: what warned of NCCL's set-up (SHARP not set up, a
         # mixed NIC list) or a line nobody explains (a message at teardown) is advice for the next run, not
         # why this one failed; a task that failed or a step cancelled (Slurm's words) still is

@@ -26,6 +26,10 @@ def test_a_run_that_said_it_ended_well_with_only_warnings_is_healthy(tmp_path):
     assert j["verdict"] == "healthy"
     assert any(f["category"] == "nccl_config" and f["severity"] == "warning" for f in j["findings"])
     assert job(tmp_path, SHARP)["verdict"] == "nccl_config"  # without the end said, the warning stands
+    # a critical finding of NCCL's set-up still decides, end said or not
+    shm = "h:1:2 [0] NCCL WARN Error: failed to extend /dev/shm/nccl-Hx3k9a to 9637892 bytes\n"
+    j = job(tmp_path, shm + SUCCESS)
+    assert j["verdict"] == "nccl_config" and j["decided_by"]["severity"] == "critical"
 
 
 def test_the_codes_own_error_on_every_rank_is_the_application_even_after_an_end_said(tmp_path):
