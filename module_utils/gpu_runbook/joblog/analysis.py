@@ -185,14 +185,11 @@ def _more_hosts(st, hosts):
     if one:
         extra.append(one)
     # the host a launcher's prefix names on the line where a process failed (DeepSpeed's pdsh runner:
-    # 'gpu-q-13: torch.cuda.OutOfMemoryError: ...'), when nothing else names one
+    # 'gpu-q-13: torch.cuda.OutOfMemoryError: ...'; error_lines.memory_and_cuda keeps it on its events),
+    # when nothing else names one
     if not hosts and not extra:
-        extra += [e["prefix_host"] for e in st.events if e.get("prefix_host") and e["kind"] in _PROCESS_FAILED]
+        extra += [e["prefix_host"] for e in st.events if e.get("prefix_host")]
     return list(hosts) + [h for i, h in enumerate(extra) if h not in hosts and h not in extra[:i]]
-
-
-# the events of error_lines.memory_and_cuda: a process failed on the host where its line was printed
-_PROCESS_FAILED = ("cuda_oom", "cuda_error", "host_oom", "cuda_driver_old")
 
 
 def world_and_map(st):

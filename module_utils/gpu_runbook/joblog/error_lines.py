@@ -89,12 +89,12 @@ def sigbus_in_nccl(line, fs, st):
     text = line.text
     if "ignal" in text or "Bus error" in text:
         if _SIGBUS.search(text):
-            fs.sigbus = (int(line.src.rsplit(":", 1)[1]), line)
+            fs.sigbus = line
             return False
     if fs.sigbus is None or ("ccl" not in text and "CCL" not in text):
         return False
-    at, bus = fs.sigbus
-    if int(line.src.rsplit(":", 1)[1]) - at > SIGBUS_FRAMES:
+    bus = fs.sigbus
+    if line.lineno() - bus.lineno() > SIGBUS_FRAMES:
         fs.sigbus = None
         return False
     if _NCCL_FRAME.match(text):

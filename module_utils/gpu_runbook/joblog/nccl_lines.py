@@ -98,7 +98,7 @@ def bare_ib_completion(line, fs, st):
         # + ncclGetLastError()): the next line is NCCL's message without NCCL's prefix (the head itself
         # is the last reader's: emitter_lines). A tag a launcher put before every line ('opt-1_3b.0
         # [stderr] ') stands before both: the line under it is read without it
-        fs.last_error = (line.rank, _lineno(line), head.group(1))
+        fs.last_error = (line.rank, line.lineno(), head.group(1))
         return False
     if "Got completion " in line.text:
         ev = ib_completion(line.text, line, None, None, None, st)
@@ -320,16 +320,12 @@ def ib_completion(body, line, host, pid, dev, st):
     return ev
 
 
-def _lineno(line):
-    return int(line.src.rsplit(":", 1)[1])
-
-
 def _under_last_error(line, fs):
     """The line's text without the head's tag, for a line of the same rank and tag among the
     LAST_ERROR_LINES lines under 'Last error:' (by the file's line numbers: a line another handler
     took still counts); else None."""
     rank, at, tag = fs.last_error
-    if _lineno(line) - at > LAST_ERROR_LINES:
+    if line.lineno() - at > LAST_ERROR_LINES:
         fs.last_error = None
         return None
     if line.rank != rank or not line.text.startswith(tag) or not line.text[len(tag):].strip():

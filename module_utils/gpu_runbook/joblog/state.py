@@ -100,7 +100,7 @@ class FileState(object):
         self.sacct = None              # sacct's table being read: its columns (emitter_lines.sacct)
         self.pyspy = None              # the py-spy dump being read: its process and thread (pyspy.py)
         self.last_error = None         # (rank, line number, tag) of PyTorch's 'Last error:' (NCCL's words follow)
-        self.sigbus = None             # (line number, line) of a SIGBUS report whose backtrace may follow
+        self.sigbus = None             # the Line of a SIGBUS report whose backtrace may follow
 
 
 class Line(object):
@@ -117,6 +117,10 @@ class Line(object):
         self.prefixed = prefixed
         self.host = host       # the host a launcher prefix names (pdsh 'node17: ')
         self.ip = ip           # the address a Ray prefix names ('(RayWorkerWrapper pid=1, ip=10.0.0.5)')
+
+    def lineno(self):
+        """The line's number in its file (``src`` is 'file:number')."""
+        return int(self.src.rsplit(":", 1)[1])
 
     def msg_rank(self, match):
         """The rank a PyTorch message is about: the line prefix wins, then '[Rank N]' in the
