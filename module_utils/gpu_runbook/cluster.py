@@ -367,9 +367,11 @@ def _job_verdict(job, culprits, explanations):
                if (f["severity"] in ("warning", "critical") and f["category"] in _CAUSES)
                or (f["severity"] == "critical" and f["category"] == "application")]
     bug = next((f for f in found if f["kind"] == "python_exception" and code_error(f)), None)
+    # a process's exit alone (no trainer said the run ended well) leaves a line nobody explains unexplained
+    exit_only = all(s.get("end") == "exit" for s in job.get("success") or ())
     if job.get("success") and bug is None and not culprits and not any(
             f["severity"] == "critical" or (f["severity"] == "warning" and f["category"] != "nccl_config"
-                                             and f["kind"] != "unexplained_errors") for f in found):
+                                             and (f["kind"] != "unexplained_errors" or exit_only)) for f in found):
         # the run said it ended well and nothing failed: what warned of NCCL's set-up (SHARP not set up, a
         # mixed NIC list) or a line nobody explains (a message at teardown) is advice for the next run, not
         # why this one failed; a task that failed or a step cancelled (Slurm's words) still is
@@ -391,7 +393,7 @@ def _job_verdict(job, culprits, explanations):
     dumps = job.get("pyspy") or {}
     # ranks that waited: their watchdogs timed out, or py-spy found them in a collective; a culprit
     # may be a rank, or a dumped process elsewhere whose rank no line names
-    waited = job.get("timed_out_ranks") or dumps.get("waiting")
+    waited = job.get("timed_out_ranks") or dumps.get("waiting") or job.get("stall_waited")
     named = bool(culprits or dumps.get("elsewhere"))
     failing = [f for f in found if f["severity"] in ("warning", "critical")]
     # early is a phase of a failure: a log that only stops early (no error, no rank waiting) is not one;

@@ -68,6 +68,9 @@ RULES = {
     "job_states_it": (HIGH, "the job's own log states it: {what}", "작업 자체 로그가 명시함: {what_ko}"),
     "job_warning": (MEDIUM, "one warning-level job finding: {what}", "경고 수준 작업 발견 하나: {what_ko}"),
     "job_ended_well": (HIGH, "the job's logs say it ended well ({who})", "작업 로그가 정상 종료를 밝힘 ({who})"),
+    "job_exited": (MEDIUM, "its processes reached their exit with no error in the logs ({who}); no trainer said the "
+                           "run ended well", "프로세스가 로그상 오류 없이 종료에 도달함 ({who}); 실행이 정상 종료되었다는 "
+                                         "트레이너의 말은 없음"),
     "job_reached_last_step": (MEDIUM, "the run counted its steps to their total ({who}); its exit is not in the logs",
                               "실행 자체의 스텝 수가 총계에 도달함 ({who}); 종료는 로그에 없음"),
     "job_nccl_only": (MEDIUM, "NCCL's own lines (setup, tests) show nothing wrong; they do not say the run ended",
@@ -236,7 +239,9 @@ def job_confidence(job, hosts=()):
     if verdict == "unknown":
         return _result("job_unknown")
     if verdict == "healthy":
-        said = [s for s in job.get("success") or () if s.get("end") != "step_count"]
+        said = [s for s in job.get("success") or () if s.get("end") not in ("step_count", "exit")]
+        if job.get("success") and not said and all(s.get("end") == "exit" for s in job["success"]):
+            return _result("job_exited", who=job["success"][0]["who"])
         if job.get("success") and not said:
             return _result("job_reached_last_step", who=", ".join(s["who"] for s in job["success"][:2]))
         if said:

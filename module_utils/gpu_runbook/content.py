@@ -207,6 +207,8 @@ _MLXLINK_LINE_RE = re.compile(r"^(?:-{4,}\s*$|-[EWI]- |[A-Z][A-Za-z0-9 ()/&.\-]{
 # GPUd's health states: a "component" key naming one of gpud's checks (gpud_components.py)
 _GPUD_OPEN_RE = re.compile(r'^\s{0,12}(?:\[\s{0,4})?(?:\{\s{0,4})?"component"\s{0,4}:\s{0,4}"(?:' +
                            "|".join(re.escape(c[0]) for c in GPUD_COMPONENTS) + r')"')
+# ... and its fabric-manager component's reason on a line of its own (gpud.py FABRIC_REASON_RE)
+_GPUD_FABRIC_RE = re.compile(r"^[^\n]{0,200}?\bwith unhealthy fabric state: GPU \S")
 _JSON_LINE_RE = re.compile(r'^\s{0,40}(?:[\[\]{}]|"[^"\n]{1,200}"\s{0,4}:)')
 _PQ_ROW_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,60}:\.{0,80}-?\d")
 _CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus_id|gpu_uuid|timestamp|"
@@ -259,6 +261,7 @@ BLOCKS = (
     # perftest's report (ib_write_bw ...): its title line or its results header, then its own lines
     ("perftest.txt", _PERFTEST_OPEN_RE, _perftest),
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
+    ("gpud.txt", _GPUD_FABRIC_RE, _one_line),
     # lspci -vv: a device's header over its indented capabilities
     ("lspci.txt", LSPCI_HEADER_RE, _lspci),
     # systemctl status: a unit's first line over its indented Loaded:/Active: lines, or 'could not be found'

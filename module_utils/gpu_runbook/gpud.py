@@ -22,6 +22,13 @@ _CATEGORY = dict((c[0], c[3]) for c in COMPONENTS)
 _KEY_RE = re.compile(r'"(component|health|reason|error)"\s{0,4}:\s{0,4}"((?:[^"\\\n]|\\.){0,2000})"')
 _XID_RE = re.compile(r"\bXID (\d{1,3})\b")
 _SEVERITY = {"Unhealthy": "critical", "Degraded": "warning"}
+# its fabric-manager component's reason (components/accelerator/nvidia/fabric-manager/component.go:
+# ProductName() + " with unhealthy fabric state: " + report.Reason; fabric_state.go: "GPU %s: %s" per GPU,
+# joined by "; ", of pkg/nvidia/nvml/device/fabric_state.go GetIssues(): "state=%s", "status=%s",
+# "summary=...", the health mask's words), also as a line of its own (a log, a pasted reason)
+FABRIC_REASON_RE = re.compile(r"\bwith unhealthy fabric state: (?P<why>GPU \S{1,80}: [^;\n]{1,400}"
+                              r"(?:; GPU \S{1,80}: [^;\n]{1,400}){0,255})")
+_FABRIC_GPU_RE = re.compile(r"GPU (\S{1,80}): ([^;\n]{1,400})")
 
 
 def parse_gpud(text, source=SOURCE):
@@ -42,8 +49,30 @@ def _parse(text, source=SOURCE):
             elif states and states[-1][key] is None:
                 states[-1][key] = val
     findings = [_finding(s, source) for s in states if s["health"] in _SEVERITY]
+    if not states:  # the fabric component's reason alone, out of its JSON
+        for n, line in iter_lines(text):
+            m = FABRIC_REASON_RE.search(line)
+            if m:
+                findings.append(_fabric(m.group("why"), "critical", line, "%s:%d" % (source, n)))
+                states.append({"component": "accelerator-nvidia-fabric-manager", "health": "Unhealthy",
+                               "reason": line.strip()[:300]})
     facts = {"states": [{"component": s["component"], "health": s["health"], "reason": s["reason"]} for s in states]}
     return (facts if states else {}), findings
+
+
+def _fabric(why, severity, line, src):
+    """The fabric-manager component's unhealthy fabric state: NVML's state "Not Supported" on every GPU
+    and nothing else is a GPU outside any NVSwitch fabric (PCIe cards, GH200 alone: gpud's own
+    comment, "should not be treated as unhealthy"; NVML's state is only read on a fabric); any
+    other issue is the fabric not ready, as nvidia-smi -q's Fabric section reads (nvsmi/rules.py)."""
+    issues = [(g, [i.strip() for i in rest.split(",")]) for g, rest in _FABRIC_GPU_RE.findall(why)]
+    if issues and all(i == ["state=Not Supported"] for _g, i in issues):
+        return finding("fabric_not_ready", "GPUd: NVML reports no NVLink fabric state for %d GPU(s) (state=Not "
+                       "Supported): GPUs outside an NVSwitch fabric (PCIe cards, a GPU alone), where gpud does not "
+                       "call it unhealthy since its fix; not a fabric fault" % len(issues), severity="info",
+                       name="GPUd", evidence=line.strip()[:300], source=src)
+    return finding("fabric_not_ready", "GPUd: the NVLink fabric is not ready: %s" % why[:300], severity=severity,
+                   name="GPUd", evidence=line.strip()[:300], source=src)
 
 
 def _finding(state, source):
@@ -57,6 +86,9 @@ def _finding(state, source):
         xid = int(mx.group(1))
         category = (lookup(xid) or {}).get("category") or category
     n, line = state["line"]
+    m = FABRIC_REASON_RE.search(why) if comp == "accelerator-nvidia-fabric-manager" else None
+    if m:
+        return _fabric(m.group("why"), _SEVERITY[state["health"]], line, "%s:%d" % (source, n))
     return finding(BY_CATEGORY[category], "GPUd: component %s is %s: %s" % (comp, state["health"], why[:300]),
                    category=category, severity=_SEVERITY[state["health"]], name="GPUd", xid=xid,
                    evidence=line.strip()[:300], source="%s:%d" % (source, n))

@@ -50,7 +50,11 @@ DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d
                            r"Node Health Check (?:starting|completed successfully)|"
                            # Azure's NHC checks (azurehpc-health-checks customTests/azure_common.nhc, and
                            # its container's entrypoint): 'SUCCESS:  nhc:  Health check passed:  ..'
-                           r"SUCCESS: {1,2}nhc: {1,2}Health check passed:|Health checks completed with exit code: \d)")
+                           r"SUCCESS: {1,2}nhc: {1,2}Health check passed:|Health checks completed with exit code: \d|"
+                           # DCGM's nv-hostengine.log (common/DcgmLoggingImpl.h DcgmLogFormatter: 'YYYY-mm-dd
+                           # HH:MM:ss.sss <severity padded to 5> [<PID>:<TID>] <message> [<file>:<line>] [<function>]')
+                           r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (?:NONE|FATAL|ERROR|WARN|INFO|DEBUG|VERB) {1,2}"
+                           r"\[\d{1,10}:\d{1,10}\] )")
 # Slurm's daemons' own log lines ('[2026-12-02T07:10:01.123] ...'): slurmctld's are the controller's,
 # about every node; a node's health is not read from them
 # NHC's dbg() (nhc: echo "${PREFIX}DEBUG:  $*" with -d): its debug output, no finding of a check

@@ -484,9 +484,29 @@ def _reason_finding(said, ev, node, source):
     tail = " [%s@%s]" % (node["reason_user"], node["reason_time"]) if node.get("reason_user") else ""
     m = match_line("Reason=%s%s" % (reason, tail), ("slurm", "nhc")) or match_line(reason, ("nhc", "slurm"))
     if m is None or m[1]["kind"] == BENIGN:
-        return finding("logged_error", said, name="Slurm", evidence=ev, source=source)
+        return _xid_reason(said, ev, reason, source) or finding("logged_error", said, name="Slurm", evidence=ev,
+                                                                  source=source)
     row = m[1]
     kind = row["kind"] if row["kind"] in KINDS and KINDS[row["kind"]]["rung"] is not None else \
         BY_CATEGORY.get(row["category"], "logged_error")
     return finding(kind, "%s: %s" % (said, row["meaning"] or row["format"]), category=row["category"],
                    severity=row["severity"], name=m[0].emitter, evidence=ev, source=source)
+
+
+_XID_NAMED = re.compile(r"\bXid[ :=#]{0,3}(\d{1,3})\b", re.I)
+
+
+def _xid_reason(said, ev, reason, source):
+    """A reason that names an Xid ('Xid 74 -- GPUs need reseat', an admin's or a health check's record):
+    that Xid's category in NVIDIA's catalog, a warning (a record of the fault, not a reading of it)."""
+    from .findings import finding
+    from .taxonomy.kinds_vocab import BY_CATEGORY
+    from .xid_catalog import lookup
+    m = _XID_NAMED.search(reason)
+    e = lookup(m.group(1)) if m else None
+    if e is None or e["category"] not in BY_CATEGORY:
+        return None
+    return finding(BY_CATEGORY[e["category"]], "%s: the reason names Xid %s (%s), a record of the fault, not a "
+                   "reading: confirm it in the node's kernel log" % (said, m.group(1), e["name"]),
+                   category=e["category"], severity="warning", name="Slurm", xid=int(m.group(1)), evidence=ev,
+                   source=source)

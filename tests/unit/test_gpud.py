@@ -56,3 +56,27 @@ def test_a_component_gpud_does_not_name_is_unknown_and_nothing_is_no_reading():
     facts, findings = parse_gpud(states("custom-plugin-raid", "Unhealthy", "raid degraded"))
     assert [(f["category"], f["severity"]) for f in findings] == [("unknown", "critical")]
     assert parse_gpud("not gpud at all") == ({}, [])
+
+
+# its fabric-manager component's reason (component.go: ProductName() + " with unhealthy fabric state: " +
+# report.Reason; fabric_state.go: "GPU <uuid>: <issues>" joined by "; ")
+NOT_SUPPORTED = ("NVIDIA-H100-PCIe with unhealthy fabric state: GPU GPU-8ca5630b-8911-2e29-513a-869117d22eaa: "
+                 "state=Not Supported; GPU GPU-b52a020b-b703-61ba-e7c7-8b25ab6de799: state=Not Supported\n")
+NOT_READY = ("NVIDIA H100 80GB HBM3 with unhealthy fabric state: GPU GPU-0: state=Not Supported; GPU GPU-1: "
+             "state=In Progress, status=Unknown Error\n")
+
+
+def test_a_fabric_state_not_supported_on_every_gpu_is_no_fabric_any_other_is_the_fabric_not_ready(tmp_path):
+    _facts, (f,) = parse_gpud(NOT_SUPPORTED)
+    assert f["kind"] == "fabric_not_ready" and f["severity"] == "info" and "2 GPU(s)" in f["message"]
+    _facts, (f,) = parse_gpud(NOT_READY)
+    assert f["kind"] == "fabric_not_ready" and f["severity"] == "critical" and "In Progress" in f["message"]
+    # a line of its own is read by its content, under any name; inside gpud's JSON state, the same reading
+    (tmp_path / "notes.txt").write_text(NOT_SUPPORTED)
+    (h,) = analyze_paths([str(tmp_path / "notes.txt")])["hosts"]
+    assert h["verdict"] == "healthy"
+    state = json.dumps([{"component": "accelerator-nvidia-fabric-manager", "states": [{
+        "component": "accelerator-nvidia-fabric-manager", "name": "accelerator-nvidia-fabric-manager",
+        "health": "Unhealthy", "reason": NOT_READY.strip()}]}], indent=2)
+    _facts, (f,) = parse_gpud(state)
+    assert f["severity"] == "critical" and f["kind"] == "fabric_not_ready"

@@ -50,6 +50,34 @@ def test_a_deprecated_environment_variable_is_no_configuration_fault(tmp_path):
     assert j["verdict"] == "healthy" and not [f for f in j["findings"] if f["category"] == "nccl_config"]
 
 
+# ProcessGroupNCCL's destructor at exit: torch 2.5.1's words (its libtorch_cuda.so) and 2.8+'s
+EXIT_25 = ("[rank{r}]:[W530 08:34:35.154236112 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been "
+           "destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+           "destroy_process_group to ensure that any pending NCCL operations have finished in this process. "
+           "(function operator())\n")
+EXIT_213 = ("[rank{r}]:[W1202 07:10:01.000000000 ProcessGroupNCCL.cpp:1553] WARNING: destroy_process_group() was not "
+            "called before program exit, which can leak resources. For more info, please see "
+            "https://pytorch.org/docs/stable/distributed.html#shutdown\n")
+STEPS = "".join("[rank0]: step %d/1000 loss %.2f\n" % (i, 3.0 - i / 100.0) for i in range(1, 40))
+
+
+@pytest.mark.parametrize("exit_line", [EXIT_25, EXIT_213])
+def test_a_process_that_reached_its_exit_with_no_error_ended_its_run(tmp_path, exit_line):
+    ends = "".join(exit_line.format(r=r) for r in range(2))
+    j = job(tmp_path, STEPS + ends)
+    assert j["verdict"] == "healthy" and j["confidence_reason"].startswith("its processes reached their exit")
+    # without the exit, a log of progress that stops says nothing of how it ended
+    assert job(tmp_path, STEPS)["verdict"] == "unknown"
+    # the exit after an uncaught exception: the exception is the failure
+    tb = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"train.py\", line 9, in <module>\n"
+          "[rank1]: IndexError: list index out of range\n")
+    assert job(tmp_path, STEPS + tb + ends)["verdict"] == "application"
+    # an exit is weaker than a trainer's word that the run ended well: a line nobody explains stands
+    odd = "[rank1]: frobnicator failed: the widget is out of sync\n"
+    assert job(tmp_path, STEPS + odd + ends)["verdict"] == "unknown"
+    assert job(tmp_path, STEPS + odd + ends + SUCCESS)["verdict"] == "healthy"
+
+
 def _timeout(rank, seq, numel, pg=None):
     head = "[PG %s Rank %d] Process group watchdog thread terminated with exception: " % (pg, rank % 4) if pg else ""
     return ("%d: [rank%d]:[E ProcessGroupNCCL.cpp:563] %s[Rank %d] Watchdog caught collective operation timeout: "
@@ -72,3 +100,33 @@ def test_seqnums_of_a_numbered_group_compare_only_for_the_default_group_when_sev
     text = (_timeout(0, 7559, 4, pg=pgs[0]) + _timeout(1, 7561, 4, pg=pgs[1]) + _timeout(2, 10, 2, pg="1"))
     j, findings = parse_job_logs({"job.log": text})
     assert ("collective_mismatch" in {f["kind"] for f in findings}) == mismatch
+
+
+def test_a_save_of_the_model_after_the_last_epoch_began_is_the_runs_end(tmp_path):
+    steps = "".join("Epoch %d/2 step %d loss %.3f\n" % (1 + i // 20, i, 2.0 - i / 100.0) for i in range(40))
+    save = "***** Evaluating perplexity, Epoch 2/2 *****\nsaving model ...\nsaving model to ./output/final\n"
+    j = job(tmp_path, steps + save, name="training.log")
+    assert j["verdict"] == "healthy" and "its last epoch (2 of 2)" in j["confidence_reason"]
+    # a save in an epoch that is not the last is a checkpoint, not the end
+    assert job(tmp_path, steps.replace("/2 ", "/3 ") + save.replace("2/2", "2/3"), name="training.log")["verdict"] \
+        == "unknown"
+    # an error after the save: no end
+    err = "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\nOSError: [Errno 28] No space left\n"
+    assert job(tmp_path, steps + save + err, name="training.log")["verdict"] != "healthy"
+    # no save after the last epoch's count: the log stops in it
+    assert job(tmp_path, steps + "***** Evaluating perplexity, Epoch 2/2 *****\n", name="training.log")["verdict"] \
+        == "unknown"
+
+
+def test_mllog_run_stop_naming_its_epoch_is_the_end_and_nvls_unavailable_info_is_no_fabric_fault(tmp_path):
+    # transport/nvls.cc INFO: the GPU offers no multicast (no NVSwitch): NCCL goes on without NVLS
+    info = "".join("node05:29725:29835 [%d] NCCL INFO NVLS multicast support is not available on dev %d\n" % (d, d)
+                   for d in range(4))
+    stop = (':::MLLOG {"namespace": "", "time_ms": 1696271502996, "event_type": "INTERVAL_END", "key": "run_stop", '
+            '"value": null, "metadata": {"file": "fit.py", "lineno": 1050, "status": "success", "epoch": 34}}\n')
+    j = job(tmp_path, info + stop, name="slurm.out")
+    assert j["verdict"] == "healthy" and not [f for f in j["findings"] if f["kind"] == "nccl_fabric_manager"]
+    # NCCL's WARN that it could not bind NVLS memory is still the fabric's
+    warn = ("node05:29725:29835 [0] transport/nvls.cc:376 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast "
+            "memory of size 1048576 : CUDA error 801 'operation not supported'.\n")
+    assert job(tmp_path, warn, name="slurm.out")["verdict"] != "healthy"

@@ -140,3 +140,24 @@ def test_new_patterns_are_linear_on_a_hostile_mib_line():
         t = time.perf_counter()
         parse_kernel_log("[ 1.0] " + body + "\n")
         assert time.perf_counter() - t < 5.0, body[:40]
+
+
+def test_a_call_the_driver_refused_its_caller_is_information_a_lost_gpu_is_not():
+    # nvassert.c's check printer with the status nvstatusToString spells (open-gpu-kernel-modules)
+    head = "[Wed Sep 16 05:36:00 2026] NVRM: GPU0 nvCheckOkFailedNoLog: Check failed: "
+    tail = (" returned from gisubscriptionGetGPUInstanceSubscription(pRsClient, hParent, &pGPUInstanceSubscription) "
+            "@ kernel_mig_manager.c:6418\n")
+    refused = head + "Requested object not found [NV_ERR_OBJECT_NOT_FOUND] (0x00000057)" + tail
+    lost = head + "GPU lost from the bus [NV_ERR_GPU_IS_LOST] (0x0000000F)" + tail
+    other = head + "Generic Error: Invalid state [NV_ERR_INVALID_STATE] (0x00000040)" + tail
+    sev = lambda text: sorted(f["severity"] for f in parse_kernel_log(text)[1])  # noqa: E731
+    assert sev(refused) == ["info"]
+    (f,) = parse_kernel_log(lost)[1]
+    assert f["category"] == "gpu_hardware" and f["severity"] != "info"
+    assert sev(other) == ["warning"]  # a status no rule names stays the driver's warning
+    # osapi.c free_os_event: an OS event its caller never registered; ref_count.c: a feature's state change refused
+    ev = ("[Wed Sep 16 05:23:27 2026] NVRM: free_os_event: failed to find OS event:\n"
+          "[Wed Sep 16 05:23:27 2026] NVRM: free_os_event:    hParent: 0xc1d775c9\n"
+          "[11677.672849] NVRM: refcntRequestReference_IMPL: Failed to enter state 1 (current state: 0, status: "
+          "0x00000056)\n")
+    assert set(sev(ev)) == {"info"}

@@ -154,3 +154,16 @@ def test_plans_for_our_own_and_free_nodes():
 ])
 def test_error_kinds(text, kind):
     assert slurm_error_kind(text) == kind
+
+
+def test_a_reason_that_names_an_xid_is_that_xids_category_said_as_a_record():
+    from gpu_runbook.slurm import parse_node_findings
+    node = ("NodeName=gpu-a-07 Arch=x86_64 CoresPerSocket=48\n   State=DRAIN ThreadsPerCore=1\n"
+            "   Reason=%s [root@2022-02-17T21:10:31]\n")
+    _facts, (f,) = parse_node_findings(node % "Xid 74 -- GPUs need reseat")
+    assert f["category"] == "gpu_hardware" and f["xid"] == 74 and f["severity"] == "warning"
+    assert "a record of the fault" in f["message"]
+    _facts, (f,) = parse_node_findings(node % "maintenance window")  # no Xid: the reason says no cause
+    assert f["kind"] == "logged_error" and f.get("xid") is None
+    _facts, (f,) = parse_node_findings(node % "Xid 999 seen")  # a number the catalog does not know
+    assert f["kind"] == "logged_error"

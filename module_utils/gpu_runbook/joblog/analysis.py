@@ -20,6 +20,8 @@ from .text import add, line_time, median
 _NCCL_ERROR_KEYS = ("kind", "rank", "host", "peer", "status", "status_name", "status_text", "vendor_err", "hca",
                     "direction", "what", "src")
 
+_END_ORDER = ("said", "step_count", "exit")  # how strongly a success entry says the run ended well
+
 
 def empty_job():
     return {"timed_out_ranks": [], "culprit_ranks": [], "culprit_hosts": [], "collective": None,
@@ -111,11 +113,17 @@ def analyse(st):
     timed_out = sorted(set(t["rank"] for t in st.timeouts if t["rank"] is not None))
     if not timed_out and st.desync_timeout:
         timed_out = sorted(set(r for r, _o, _s, _src in st.desync_timeout))
+    stall_waited = False
     if st.barrier_missing:
-        # the ranks that waited at a monitored_barrier for those that never came
-        timed_out = sorted(set(timed_out) | (st.barrier_waited - set(r for i in st.barrier_missing for r in i[0])))
+        # the ranks that waited at a monitored_barrier (or in the collective Horovod's stall inspector
+        # names) for those that never came
+        missing = set(r for i in st.barrier_missing for r in i[0])
+        timed_out = sorted(set(timed_out) | (st.barrier_waited - missing))
+        # a stall report exists only while some ranks submitted and wait: which, it may not name
+        stall_waited = st.stall_reported and not timed_out
         if coll is None or not coll.get("op"):
-            coll = {"op": "monitored_barrier", "seq": None}
+            coll = {"op": "a collective Horovod's stall inspector names" if st.stall_reported else "monitored_barrier",
+                    "seq": None}
     if coll and coll.get("seq") is not None:
         # 'Exception (either an error or timeout) detected by watchdog at work: N': that rank's
         # watchdog fired on the same collective, whether or not its own timeout line is here
@@ -140,6 +148,7 @@ def analyse(st):
                    if ev["kind"] in ("ib_completion_error", "nccl_peer_connection", "nccl_error")]
     job = {
         "timed_out_ranks": timed_out,
+        "stall_waited": stall_waited,  # ranks waited that no line names (Horovod's stall report)
         "culprit_ranks": sorted(ranks),
         "culprit_hosts": hosts,
         "culprit_evidence": how,
@@ -154,8 +163,10 @@ def analyse(st):
         "nccl_tests": nccl_tests.summary(st),
         "nccl": {"transport": transport(st), "ib_devices": list(st.ib_devices), "roce_devices": list(st.roce_devices),
                  "oob_interface": st.oob, "version": st.nccl_version, "errors": nccl_errors[:64]},
-        # the run ended well, as its trainer or launcher says (emitter_lines.SUCCESS)
-        "success": [{"who": s["who"], "src": s["src"], "end": s.get("end", "said")} for s in st.success[:8]]
+        # the run ended well, as its trainer or launcher says (emitter_lines.SUCCESS); a word said first, then a
+        # step count at its total, then processes that reached their exit (EXITS: 32 ranks' come before one end said)
+        "success": [{"who": s["who"], "src": s["src"], "end": s.get("end", "said")} for s in sorted(
+            st.success, key=lambda s: _END_ORDER.index(s.get("end", "said")))[:8]]
         + ([{"who": "sacct (COMPLETED)", "src": st.sacct[0]["src"], "end": "said"}] if emitter_lines.sacct_findings(st)[2] else []),
         # a training run's own lines were seen (progress bars, epochs): its end must be said
         "training": bool(st.progress or st.hf_epoch is not None or st.training_lines),

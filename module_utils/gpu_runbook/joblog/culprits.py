@@ -163,9 +163,10 @@ def _desync_report(st, world):
 
 
 def _monitored_barrier(st, world):
-    """monitored_barrier's ranks that never reached it (rank 0 names them)."""
+    """monitored_barrier's ranks that never reached it (rank 0 names them), or those Horovod's stall
+    inspector names as never submitting what the others wait for (horovod.py)."""
     ranks = sorted(set(r for item in st.barrier_missing for r in item[0]))
-    return (ranks, "monitored_barrier") if ranks else None
+    return (ranks, "horovod_stall_inspector" if st.stall_reported else "monitored_barrier") if ranks else None
 
 
 def _silent_ranks(st, world, coll, timed_out, behind):

@@ -354,10 +354,15 @@ def _timeout(st, job, findings):
         said, src = "", st.desync_timeout[0][3]
     else:
         said, src = evidence(st.barrier_missing[0][3]), st.barrier_missing[0][2]
+    if st.stall_reported and not first and not st.desync_timeout:
+        head = "Horovod's stall inspector: ranks submitted a collective more than %d s ago and wait for the rest" % (
+            st.barrier_missing[0][1] // 1000)
+    else:
+        head = "%d rank(s) timed out in %s" % (len(job["timed_out_ranks"]), c.get("op") or "a collective")
     return finding(
         kind,
-        "%d rank(s) timed out in %s%s%s; %s%s." % (
-            len(job["timed_out_ranks"]), c.get("op") or "a collective",
+        "%s%s%s; %s%s." % (
+            head,
             " SeqNum %s" % c["seq"] if c.get("seq") is not None else "",
             (" of %d" % world) if world else "", cul,
             ("; cause: %s" % cause["kind"]) if cause else ""),

@@ -6,8 +6,8 @@ Handlers run in a fixed order (the order matters: a wrapped IB line must be join
 anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
 its own handler). A handler returns True when no later handler needs the line."""
 
-from . import (emitter_lines, error_lines, launch_lines, launchers, memtrend, nccl_lines, nccl_tests, progress, pyspy,
-               scan, torch_lines)
+from . import (emitter_lines, error_lines, horovod, launch_lines, launchers, memtrend, nccl_lines, nccl_tests, progress,
+               pyspy, scan, torch_lines)
 from ..linefamily import is_kernel_line
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
@@ -28,6 +28,7 @@ HANDLERS = (
     nccl_lines.bare_ib_completion,
     torch_lines.watchdog,
     torch_lines.desync_report,
+    horovod.stall_report,
     torch_lines.flight_recorder_text,
     torch_lines.flight_recorder_json,
     error_lines.dataloader,

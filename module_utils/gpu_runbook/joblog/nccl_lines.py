@@ -121,7 +121,7 @@ def nccl_body(body, line, host, pid, dev, st, level=None):
         ev = ib_completion(body, line, host, pid, dev, st)
         if ev is not None:
             return ev  # else a wording it does not read (2.30's NET/IB resiliency): the vocabulary's
-    if read_warn(body, line, host, pid, st):
+    if read_warn(body, line, host, pid, st, level):
         return None
     if not _error(body, line, host, pid, st):
         _vocabulary(body, line, st, level)

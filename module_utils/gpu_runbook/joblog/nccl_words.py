@@ -92,10 +92,10 @@ SETUP_KINDS = ("nccl_socket_interface", "nccl_duplicate_gpu", "nccl_invalid_usag
 HOST_SIDE_KINDS = ("nccl_ib_registration_failed", "nccl_fabric_manager", "nccl_cuda_init_failed")
 
 
-def read_warn(body, line, host, pid, st):
+def read_warn(body, line, host, pid, st, level=None):
     """One NCCL message body (prefix stripped; ``line.text`` still has the source file, e.g.
-    transport/nvls.cc). Returns True when it recorded something."""
-    return _read(body, line.text, line, host, pid, st)
+    transport/nvls.cc; ``level``: INFO, WARN, ...). Returns True when it recorded something."""
+    return _read(body, line.text, line, host, pid, st, level)
 
 
 def read_bare(line, st):
@@ -117,7 +117,7 @@ def _rec(st, kind, line, host, pid, **kw):
     return True
 
 
-def _read(body, full, line, host, pid, st):
+def _read(body, full, line, host, pid, st, level=None):
     if "ismatched collective" in body or "collective mismatch" in body:
         m = MISMATCHED.search(body)
         if m:
@@ -159,7 +159,7 @@ def _read(body, full, line, host, pid, st):
             return _rec(st, "nccl_ib_registration_failed", line, host, pid, what="GPUDirect RDMA disabled",
                         why="no peer-memory module", hca=m.group(1))
     if "Cuda failure" in body or "initialized" in body or "ulticast" in body or "NVLS" in body:
-        r = _fabric(body, full, line, host, pid, st)
+        r = _fabric(body, full, line, host, pid, st, level)
         if r:
             return r
     if "async event" in body or "async error event" in body:
@@ -180,7 +180,7 @@ def _event_name(text):
     return text
 
 
-def _fabric(body, full, line, host, pid, st):
+def _fabric(body, full, line, host, pid, st, level=None):
     mb = NVLS_BIND.search(body)
     if mb:
         return _rec(st, "nccl_fabric_manager", line, host, pid, what=mb.group(1), nvls=True)
@@ -195,7 +195,9 @@ def _fabric(body, full, line, host, pid, st):
         # container without /dev/nvidia-caps, a driver or FM that does not offer it): the job's
         # setting, not the node's fabric
         return _rec(st, "nccl_nvls_unavailable", line, host, pid, what=m.group(1))
-    if (m and (nvls or "not yet initialized" in m.group(1))) or (fm and not m):
+    # NCCL's INFO words about NVLS are what it found and went on without (transport/nvls.cc: 'NVLS multicast
+    # support is not available on dev %d' where the GPU offers no multicast, as without NVSwitches)
+    if (m and (nvls or "not yet initialized" in m.group(1))) or (fm and not m and level not in ("INFO", "TRACE")):
         return _rec(st, "nccl_fabric_manager", line, host, pid, what=(m.group(1) if m else fm.group(0)), nvls=nvls)
     if m and _api_misuse(m.group(1)):
         # CUDA rejected NCCL's own call's arguments ('invalid argument', 'invalid resource handle'):

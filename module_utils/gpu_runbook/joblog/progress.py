@@ -183,9 +183,12 @@ def observations(st):
 
 def hf_epoch(line, fs, st):
     text = line.text
-    if "train_runtime" in text:  # the Trainer's metrics at the end of training: the run's end, not an epoch
+    if "train_runtime" in text or "run_stop" in text:
+        # the Trainer's metrics at the end of training, mllog's run_stop (its metadata may name the epoch):
+        # the run's end, not an epoch
         from .emitter_lines import ended
-        return ended(line, st)
+        if ended(line, st):
+            return True
     if "'epoch'" in text or '"epoch"' in text:
         m = HF_EPOCH.search(text)
         if m:

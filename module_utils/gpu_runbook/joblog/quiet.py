@@ -38,6 +38,7 @@ NEEDLES = (
     "collective mismatch", "Socket creation failed",
     "Watchdog caught", "last completed", "watchdog got stuck", "Heartbeat monitor", "imed out",  # torch_lines
     "lagging", "collective #", "Timeout at collective", "Not all ranks joining", "collective_seq_id",
+    "by subset of ranks", "Missing ranks", "Stalled ranks", "Stalled ops", "missing ranks", "ready ranks",  # horovod
     "profiling_name", "state", "is_p2p", '"rank"',
     "DataLoader", "bus error encountered", "CUDA", "cuda", "GPU", "NVLink", "driver", "HW", "Assertion `",  # error_lines
     "Detected mismatch", "srun: error:", "orld", "barrier",
@@ -73,7 +74,8 @@ LOUD, PLAIN, RANKED, DIGIT, LOSS, MEM = 0, 1, 2, 4, 8, 16
 
 def held(fs):
     """True while the file is in a multi-line construct: its next line is read whatever it is."""
-    return (fs.in_tb or fs.fr_missing_ctx is not None or fs.ras_ctx is not None or fs.pending_ib is not None
+    return (fs.in_tb or fs.fr_missing_ctx is not None or fs.hvd_stall is not None or fs.ras_ctx is not None
+            or fs.pending_ib is not None
             or fs.sacct is not None or fs.pyspy is not None)
 
 

@@ -48,6 +48,7 @@ class JobState(object):
         self.desync_timeout = []
         self.barrier_missing = []  # (ranks, timeout ms, src, raw): monitored_barrier's ranks that never came
         self.barrier_waited = set()  # ranks that waited at a monitored_barrier (rank 0, and those that say so)
+        self.stall_reported = False  # Horovod's stall inspector said some ranks wait for the missing ones
         self.fr_missing = []       # (ranks, seq, op, src)
         self.fr_entries = {}       # rank -> {seq: (state, op)}
         self.events = []           # error events (dicts)
@@ -92,6 +93,7 @@ class FileState(object):
         self.fr_cur = {}               # Flight Recorder JSON entry being read
         self.fr_file_rank = None       # the dump's own "rank": field
         self.fr_missing_ctx = None     # fr_trace 'Not all ranks joining' waiting for its missing ranks
+        self.hvd_stall = None          # Horovod's stall report whose rank lines follow (horovod.py)
         self.tq_last_n = None          # unlabelled tqdm bar: a smaller n starts a new epoch
         self.tq_resets = 0
         self.pending_ib = None         # IB completion whose vendor err may be on the next line

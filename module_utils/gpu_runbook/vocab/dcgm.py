@@ -13,8 +13,11 @@ own lines: its errors and success lines, the diag table's per-GPU "GPU<n>: Fail/
 and "Warning: GPU<n>", and the health tree's "Overall Health" and "-> <system> | <health>".
 Left out: the EUD/pause/binary-permission/retest codes' messages ("See message inplace": written
 in plugin code, their codes are kept), DCGM_ST_* return codes (errorString), nv-hostengine's
-own log lines. dcgmi diag's text table cuts messages into 45-character pieces and the health
-tree into 54: a long message matches whole only in JSON output or a log.
+own log lines but those of a module that did not load (DcgmHostEngineHandler.cpp LoadModule,
+DcgmModule.h) or that found none of its hardware (NSCQ not attached to NVSwitches, Sysmon's CPU
+files): info, naming dcgm_structs.h's module numbers. dcgmi diag's text table cuts messages into
+45-character pieces and the health tree into 54: a long message matches whole only in JSON output
+or a log.
 Classification: DCGM's category -> ours (HARDWARE_* and PERF_* -> gpu_hardware; SOFTWARE_LIBRARY
 and SOFTWARE_CUDA -> driver; SOFTWARE_CONFIG, _XID, _EUD, _OTHER, INTERNAL -> unknown); DCGM's
 severity -> ours (ISOLATE, RESET -> critical; TRIAGE, MONITOR, CONFIG, UNKNOWN -> warning); a
@@ -34,9 +37,11 @@ COMMIT = '72fa3feaa67d716a75323a8f47c34ff3ee73f824'
 LICENCE = 'Apache-2.0'
 ORIGIN = 'https://github.com/NVIDIA/DCGM'
 GENERATOR = 'tests/tools/vocab/gen_dcgm.py'
-MARKERS = ('"warning" : "', '"error_id" : ', 'GPU', 'DCGM', 'NvSwitch', 'NvLink', 'NVLink', 'NVVS', 'NVML', 'Cannot load plugins', 'CUDA', 'Fabric Manager', 'IMEX', 'Overall Health', 'Health Monitor Report', 'health watches', 'Health watches', 'Health monitor', 'diagnostic', 'Diagnostic', 'host engine', '-> PCIe system', '-> NVLINK system', '-> PMU system', '-> MCU system', '-> Memory system', '-> SM system', '-> InfoROM system', '-> Thermal system', '-> Power system', '-> Driver', '-> ConnectX system')
+MARKERS = ('"warning" : "', '"error_id" : ', 'GPU', 'DCGM', 'Dcgm', '[[SysMon]]', 'NvSwitch', 'NvLink', 'NVLink', 'NVVS', 'NVML', 'Cannot load plugins', 'CUDA', 'Fabric Manager', 'IMEX', 'Overall Health', 'Health Monitor Report', 'health watches', 'Health watches', 'Health monitor', 'diagnostic', 'Diagnostic', 'host engine', '-> PCIe system', '-> NVLINK system', '-> PMU system', '-> MCU system', '-> Memory system', '-> SM system', '-> InfoROM system', '-> Thermal system', '-> Power system', '-> Driver', '-> ConnectX system')
 TEMPLATES = (
     ('dcgmlib/dcgm_errors.h', '"warning" : "{message}"'),
+    ('modules/', '2026-12-02 07:10:01.000 ERROR [4242:4243] {message} [/workspaces/dcgm/modules/{file}:{line}] [DcgmModule]'),
+    ('dcgmlib/src/DcgmHostEngineHandler.cpp', '2026-12-02 07:10:01.000 ERROR [4242:4243] {message} [/workspaces/dcgm/dcgmlib/src/{file}:{line}] [DcgmHostEngineHandler::LoadModule]'),
     ('', '{message}'),
 )
 ROWS = (
@@ -203,6 +208,11 @@ ROWS = (
     ('dcgmlib/dcgm_errors.h', 514, 'GPU %u requires peer-to-peer traffic to be quiesced. Recovery action: %ld (DRAIN_P2P).', 'gpu_recovery_drain_p2p', 'gpu_hardware', 'critical', 'Peer-to-peer traffic must be drained. DCGM: Terminate GPU processes conducting peer-to-peer traffic and disable UVM persistence mode. Check GPU health status again after draining.'),
     ('dcgmlib/dcgm_errors.h', 517, 'GPU %u operating at reduced capacity due to a fault. Recovery action: %ld (DRAIN_AND_RESET).', 'gpu_drain_and_reset_recommended', 'gpu_hardware', 'critical', 'GPU operating at reduced capacity, drain and reset required. DCGM: Do not schedule new work on this GPU. Reset the GPU after existing work has drained.'),
     ('dcgmlib/dcgm_errors.h', 519, 'Detected NCCL error: %s Recovery action: %ld (DRAIN_AND_RESET).', 'logged_error', 'unknown', 'critical', 'Detected a NCCL error. DCGM: Attempt to reset the GPUs and reboot the machines if that fails.'),
+    ('dcgmlib/src/DcgmHostEngineHandler.cpp', 2765, 'Failed to load module %s', 'logged_error', 'unknown', 'info', 'nv-hostengine could not load one of its modules (the number: 1 NvSwitch (NvSwitch Module), 2 VGPU (VGPU Module), 3 Introspect (Introspection Module), 4 Health (Health Module), 5 Policy (Policy Module), 6 Config (Config Module), 7 Diag (GPU Diagnostic Module), 8 Profiling (Profiling Module), 9 Sysmon (System Monitoring Module), 10 MnDiag (Multi-Node Diagnostic Module)). That DCGM feature is unavailable; the host engine goes on. A module for hardware this node lacks (Sysmon without an NVIDIA Grace CPU, NvSwitch without NVSwitches) refuses to start: expected there. The GPUs are not its subject.'),
+    ('modules/DcgmModule.h', 146, 'A runtime exception occured when creating module. Ex: %s', 'logged_error', 'unknown', 'info', 'nv-hostengine could not load one of its modules (the number: 1 NvSwitch (NvSwitch Module), 2 VGPU (VGPU Module), 3 Introspect (Introspection Module), 4 Health (Health Module), 5 Policy (Policy Module), 6 Config (Config Module), 7 Diag (GPU Diagnostic Module), 8 Profiling (Profiling Module), 9 Sysmon (System Monitoring Module), 10 MnDiag (Multi-Node Diagnostic Module)). That DCGM feature is unavailable; the host engine goes on. A module for hardware this node lacks (Sysmon without an NVIDIA Grace CPU, NvSwitch without NVSwitches) refuses to start: expected there. The GPUs are not its subject.'),
+    ('modules/DcgmModule.h', 150, 'An unknown exception occured when creating module', 'logged_error', 'unknown', 'info', 'nv-hostengine could not load one of its modules (the number: 1 NvSwitch (NvSwitch Module), 2 VGPU (VGPU Module), 3 Introspect (Introspection Module), 4 Health (Health Module), 5 Policy (Policy Module), 6 Config (Config Module), 7 Diag (GPU Diagnostic Module), 8 Profiling (Profiling Module), 9 Sysmon (System Monitoring Module), 10 MnDiag (Multi-Node Diagnostic Module)). That DCGM feature is unavailable; the host engine goes on. A module for hardware this node lacks (Sysmon without an NVIDIA Grace CPU, NvSwitch without NVSwitches) refuses to start: expected there. The GPUs are not its subject.'),
+    ('modules/nvswitch/DcgmNscqManager.cpp', 986, 'Not attached to NvSwitches. Aborting', 'logged_error', 'unknown', 'info', "DCGM's NvSwitch module is not attached to any NVSwitch through NSCQ (libnvidia-nscq): none on this node, or NSCQ missing; it cannot watch switches. On an NVSwitch node (HGX), check libnvidia-nscq and Fabric Manager; elsewhere it is expected."),
+    ('modules/sysmon/DcgmSystemMonitor.h', 36, "Couldn't open %s file '%s' for reading: '%s'", 'logged_error', 'unknown', 'info', "DCGM's system monitor (Sysmon: the power, temperature and vendor of NVIDIA Grace CPUs) could not read a CPU file: without a Grace CPU it does not start. Nothing of the GPUs."),
     ('nvvs/include/TestFramework.inl', 577, "Error: Cannot load plugins. Unable to change to the plugin dir '%s': '%s'", 'logged_driver_error', 'driver', 'warning', "The DCGM diagnostic has no plugins for this driver's CUDA version (the DCGM package does not match the driver): GPU health was not checked."),
     ('nvvs/include/TestFramework.inl', 600, "Error: Cannot load plugins: unable to open the plugin dir '%s': '%s'", 'logged_driver_error', 'driver', 'warning', "The DCGM diagnostic could not open its plugins for this driver's CUDA version: GPU health was not checked."),
 )

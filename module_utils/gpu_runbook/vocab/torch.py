@@ -34,6 +34,9 @@ Left out:
     internal checks): the stored copies are older than the pin and worded differently
   ProcessGroupGloo, ProcessGroupMPI/UCC, symmetric memory, DDP reducer: not the NCCL path
   VLOG / C10D_DEBUG / C10D_TRACE / logger.debug (debug output) and TORCH_INTERNAL_ASSERT (internal bugs).
+Older releases' wordings the pin words otherwise (rows "path@tag", OLDER_ROWS in the generator),
+read from those releases' libtorch_cuda.so (torch 2.4.1 and 2.5.1 CUDA wheels): ProcessGroupNCCL's
+destructor warning.
 Format: C++ literals joined, every argument %s (fmt's {} too), C10D_* logs carry "[c10d] "; Python
 f-strings, %-format, str.format and + likewise; a message printed over several lines is one row per
 line (an exception: its first line); a bare raise of a torch exception prints its qualified name.
@@ -165,6 +168,7 @@ ROWS = (
     ('torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp', 1531, '%sWatchdog joined, destroying NCCL communicators.', 'benign', 'healthy', 'ok', "ProcessGroupNCCL's INFO progress or configuration line (communicator setup, shutdown, dumps written): no fault"),
     ('torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp', 1544, '%sProcessGroupNCCL destructor entered.', 'benign', 'healthy', 'ok', "ProcessGroupNCCL's INFO progress or configuration line (communicator setup, shutdown, dumps written): no fault"),
     ('torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp', 1553, 'WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown', 'logged_application_error', 'application', 'info', 'the program exited without destroy_process_group(): resources may leak (normal exit otherwise)'),
+    ('torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp@v2.5.1', 1250, 'WARNING: process group has NOT been destroyed before %s', 'logged_application_error', 'application', 'info', 'the program exited without destroy_process_group(): resources may leak (normal exit otherwise)'),
     ('torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp', 1591, '%sProcessGroupNCCL onCompletionHookThread thread joined.', 'benign', 'healthy', 'ok', "ProcessGroupNCCL's INFO progress or configuration line (communicator setup, shutdown, dumps written): no fault"),
     ('torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp', 1606, '%sProcessGroupNCCL preparing to dump debug info. Include stack trace: %s, only active collectives: %s', 'logged_error', 'unknown', 'info', 'diagnostics printed after a failed or timed-out collective (a consequence)'),
     ('torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp', 1619, '%sProcessGroupNCCL dumping nccl trace to %s', 'benign', 'healthy', 'ok', "ProcessGroupNCCL's INFO progress or configuration line (communicator setup, shutdown, dumps written): no fault"),

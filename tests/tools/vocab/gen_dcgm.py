@@ -32,13 +32,29 @@ TABLE = "dcgmlib/src/dcgm_errors.c"
 DIAG = "dcgmi/Diag.cpp"
 HEALTH = "dcgmi/Health.cpp"
 FRAMEWORK = "nvvs/include/TestFramework.inl"  # the diagnostic's plugin loading (its errors reach dcgmi's output)
+# nv-hostengine's own log (dcgmlib/src/DcgmLogging: "DATE TIME LEVEL [pid:tid] [[Module]] message
+# [source:line] [function]"): where it loads its modules, and the modules that start only on the
+# hardware they watch (dcgm_structs.h dcgmModuleId_t names the numbers it logs)
+ENGINE = "dcgmlib/src/DcgmHostEngineHandler.cpp"
+MODULE = "modules/DcgmModule.h"
+NSCQ = "modules/nvswitch/DcgmNscqManager.cpp"
+SYSMON = "modules/sysmon/DcgmSystemMonitor.h"
+STRUCTS = "dcgmlib/dcgm_structs.h"
 
 # a code's number as `dcgmi diag -j` prints it (dcgmi/Diag.cpp HelperJsonAddResult:
 # errorEntry["error_id"] = error.code, written by jsoncpp's toStyledString: keys sorted, so
 # "error_id" is never an object's last key and always ends in a comma)
 CODE_FORMATS = ('"error_id" : {number},',)
 # a _MSG row printed whole: as `dcgmi diag -j` writes it (errorEntry["warning"] = error.msg)
-TEMPLATES = ((HEADER, '"warning" : "{message}"'), ("", "{message}"))
+TEMPLATES = ((HEADER, '"warning" : "{message}"'),
+             # nv-hostengine.log (DCGM 3.3: '2024-02-01 14:12:01.207 ERROR [9596:9598] Failed to load module 9
+             # [/workspaces/dcgm-rel_dcgm_3_3-postmerge/dcgmlib/src/DcgmHostEngineHandler.cpp:1831]
+             # [DcgmHostEngineHandler::LoadModule]')
+             ("modules/", "2026-12-02 07:10:01.000 ERROR [4242:4243] {message} [/workspaces/dcgm/modules/{file}:{line}] "
+                          "[DcgmModule]"),
+             ("dcgmlib/src/DcgmHostEngineHandler.cpp", "2026-12-02 07:10:01.000 ERROR [4242:4243] {message} "
+                              "[/workspaces/dcgm/dcgmlib/src/{file}:{line}] [DcgmHostEngineHandler::LoadModule]"),
+             ("", "{message}"))
 
 # ---- classification -------------------------------------------------------------------------
 # DCGM's category -> ours (then per-code overrides below)
@@ -224,7 +240,8 @@ SYSTEM_CATEGORY = {
     "DCGM_HEALTH_WATCH_CONNECTX": "ib_network",
 }
 
-MARKERS_BASE = ('"warning" : "', '"error_id" : ', "GPU", "DCGM", "NvSwitch", "NvLink", "NVLink", "NVVS", "NVML",
+MARKERS_BASE = ('"warning" : "', '"error_id" : ', "GPU", "DCGM", "Dcgm", "[[SysMon]]", "NvSwitch", "NvLink", "NVLink",
+                "NVVS", "NVML",
                 "Cannot load plugins",
                 "CUDA", "Fabric Manager", "IMEX", "Overall Health", "Health Monitor Report", "health watches",
                 "Health watches", "Health monitor", "diagnostic", "Diagnostic", "host engine")
@@ -362,6 +379,44 @@ def merge(cls_list):
     return "logged_error", "unknown", "warning"
 
 
+def module_names(structs):
+    """{number: name} of dcgmModuleId_t (dcgm_structs.h), 'DcgmModuleIdSysmon = 9, //!< System Monitoring Module'."""
+    out = dict((int(n), "%s (%s)" % (name, what.strip())) for name, n, what in re.findall(
+        r"DcgmModuleId(\w+)\s*=\s*(\d+),\s*//!<\s*([^\n]*)", structs))
+    if 9 not in out or 1 not in out:
+        raise SystemExit("dcgmModuleId_t not read from %s" % STRUCTS)
+    return out
+
+
+def engine_rows(src, commit):
+    """nv-hostengine's log lines of a module that did not load, or of one whose hardware is absent:
+    DCGM's own features, not the GPUs' state (info: said, never a fault of the node)."""
+    names = module_names(common.show(src, commit, STRUCTS))
+    listed = ", ".join("%d %s" % kv for kv in sorted(names.items()) if kv[0])
+    not_loaded = ("nv-hostengine could not load one of its modules (the number: %s). That DCGM feature is "
+                  "unavailable; the host engine goes on. A module for hardware this node lacks (Sysmon without "
+                  "an NVIDIA Grace CPU, NvSwitch without NVSwitches) refuses to start: expected there. The GPUs are "
+                  "not its subject." % listed)
+    out = []
+    for path, literal, fmt, meaning in (
+            (ENGINE, 'log_error("Failed to load module {}", moduleId)', "Failed to load module %s", not_loaded),
+            (MODULE, '"A runtime exception occured when creating module. Ex: "',
+             "A runtime exception occured when creating module. Ex: %s", not_loaded),
+            (MODULE, '"An unknown exception occured when creating module"',
+             "An unknown exception occured when creating module", not_loaded),
+            (NSCQ, 'log_error("Not attached to NvSwitches. Aborting")', "Not attached to NvSwitches. Aborting",
+             "DCGM's NvSwitch module is not attached to any NVSwitch through NSCQ (libnvidia-nscq): none on this "
+             "node, or NSCQ missing; it cannot watch switches. On an NVSwitch node (HGX), check libnvidia-nscq "
+             "and Fabric Manager; elsewhere it is expected."),
+            (SYSMON, 'log_error("Couldn\'t open {} file \'{}\' for reading: \'{}\'"',
+             "Couldn't open %s file '%s' for reading: '%s'",
+             "DCGM's system monitor (Sysmon: the power, temperature and vendor of NVIDIA Grace CPUs) could not "
+             "read a CPU file: without a Grace CPU it does not start. Nothing of the GPUs.")):
+        text = common.show(src, commit, path)
+        out.append((path, line_of(text, literal, path), fmt, "logged_error", "unknown", "info", meaning))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", required=True, help="NVIDIA/DCGM: a bare mirror or a clone")
@@ -415,6 +470,7 @@ def main(argv=None):
     for path, literal, fmt, kind, category, severity, meaning in DCGMI_ROWS:
         text = {DIAG: diag, HEALTH: health, FRAMEWORK: framework}[path]
         rows.append((path, line_of(text, literal, path), fmt, kind, category, severity, meaning))
+    rows.extend(engine_rows(args.src, commit))
     # dcgmi health --check's tree
     labels = re.findall(r"case (DCGM_HEALTH_WATCH_\w+):\s*return \"([^\"]+)\";",
                         health[health.index("Health::HelperSystemToString"):])
@@ -461,8 +517,11 @@ own lines: its errors and success lines, the diag table's per-GPU "GPU<n>: Fail/
 and "Warning: GPU<n>", and the health tree's "Overall Health" and "-> <system> | <health>".
 Left out: the EUD/pause/binary-permission/retest codes' messages ("See message inplace": written
 in plugin code, their codes are kept), DCGM_ST_* return codes (errorString), nv-hostengine's
-own log lines. dcgmi diag's text table cuts messages into 45-character pieces and the health
-tree into 54: a long message matches whole only in JSON output or a log.
+own log lines but those of a module that did not load (DcgmHostEngineHandler.cpp LoadModule,
+DcgmModule.h) or that found none of its hardware (NSCQ not attached to NVSwitches, Sysmon's CPU
+files): info, naming dcgm_structs.h's module numbers. dcgmi diag's text table cuts messages into
+45-character pieces and the health tree into 54: a long message matches whole only in JSON output
+or a log.
 Classification: DCGM's category -> ours (HARDWARE_* and PERF_* -> gpu_hardware; SOFTWARE_LIBRARY
 and SOFTWARE_CUDA -> driver; SOFTWARE_CONFIG, _XID, _EUD, _OTHER, INTERNAL -> unknown); DCGM's
 severity -> ours (ISOLATE, RESET -> critical; TRIAGE, MONITOR, CONFIG, UNKNOWN -> warning); a

@@ -488,6 +488,13 @@ WARN_RULES = [
     (r"^src/transport/net_ib", r"Device %d marked as failed", IB, "warning",
      "NET/IB resiliency marked an HCA failed and moves its traffic to another one."),
     # --- the ibverbs / mlx5dv / NVML / CUDA-driver wrappers
+    # creating a verbs resource fails on the process's limits, not the links: ibv_create_cq/qp allocate
+    # locked memory (RLIMIT_MEMLOCK: a Slurm step or a container often inherits 64 KB), a container may lack
+    # the RDMA devices, the HCA may run out of QPs; a link's fault shows as completions and port events
+    (r"", r"Call to ibv_(?:alloc_pd|create_cq|create_qp|create_srq|create_comp_channel) failed", CFG, "critical",
+     "Creating an ibverbs resource (protection domain, completion or queue pair) failed: the process's locked-memory "
+     "limit (ulimit -l; Slurm's PropagateResourceLimits, a container's limits), the RDMA devices a container was "
+     "given, or the HCA's resource limits; the errno text says which. Not the fabric's links."),
     (r"", r"Call to ibv_(?:dealloc_pd|dereg_mr|destroy_cq|destroy_qp|close_device) failed", ERR, "warning",
      "Releasing an ibverbs resource failed (usually after an earlier error on the HCA or connection)."),
     (r"", r"Call to ibv_modify_qp failed", IB, "critical",

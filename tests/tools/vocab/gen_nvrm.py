@@ -137,7 +137,12 @@ PRINTED_LEVELS = ("LEVEL_ERROR", "LEVEL_HW_ERROR", "LEVEL_FATAL")
 LEVEL_VARIABLES = {("src/nvidia/src/libraries/utils/nvassert.c", "level"): "LEVEL_ERROR"}
 # the printers of NV_ASSERT_OK / NV_CHECK_OK failures print the status as nvstatusToString does,
 # "<text> [<name>]" (nvstatus.c): these statuses get a row of their own per printer (the rest: "%s")
-ASSERT_STATUSES = ("NV_ERR_RESET_REQUIRED", "NV_ERR_GPU_IS_LOST", "NV_ERR_ECC_ERROR")
+ASSERT_STATUSES = ("NV_ERR_RESET_REQUIRED", "NV_ERR_GPU_IS_LOST", "NV_ERR_ECC_ERROR",
+                   # a call the driver refused to its caller (a monitoring agent querying MIG instances, a
+                   # profiler asking for counters a configuration lacks): NV_PRINTF_RULES says them as such
+                   "NV_ERR_NOT_SUPPORTED", "NV_ERR_OBJECT_NOT_FOUND", "NV_ERR_INSUFFICIENT_PERMISSIONS",
+                   "NV_ERR_INVALID_ARGUMENT", "NV_ERR_INVALID_OBJECT_HANDLE", "NV_ERR_INVALID_CLIENT",
+                   "NV_ERR_IN_USE", "NV_ERR_STATE_IN_USE")
 STATUS_HEADER = "src/common/sdk/nvidia/inc/nvstatuscodes.h"
 KEPT_LEVELS = {"NV_DBG_ERRORS": "error", "NV_DBG_WARNINGS": "warning", "NV_DBG_INFO": "info"}
 # macros that wrap a print but never print in a release build (or print what is out of scope)
@@ -814,6 +819,16 @@ PEERMEM_RULES = (
 # NV_PRINTF lines ("NVRM: %s <function>: ...", LEVEL_ERROR and above), by words of the line with
 # its function name (lower case), first match wins: (regex, kind, category, severity, reason)
 NV_PRINTF_RULES = (
+    # a caller (a CUDA process, nvidia-smi, a monitoring agent) asked the driver for something it refused,
+    # and the driver said so: osapi.c free_os_event (an OS event the caller never registered:
+    # NV_ERR_INVALID_EVENT to the caller), ref_count.c (a caller's request to switch a shared feature --
+    # profiling counters, a timer -- whose state change the feature refused), and a check or assertion
+    # whose status is a refused call (ASSERT_STATUSES spelled out): the caller's, not the GPU's
+    (r"free_os_event: |refcntrequestreference\w*: failed to enter state|\[nv_err_(?:not_supported|object_not_found|"
+     r"insufficient_permissions|invalid_argument|invalid_object_handle|invalid_client|in_use|state_in_use)\]",
+     "logged_driver_error", "driver", INFO,
+     "The driver refused a call of one of its callers (a CUDA process, a monitoring agent, a profiler) and said "
+     "so: the caller's request, not a fault of the GPU."),
     # the GPU (or a bridge before it) stopped answering on PCIe: as the nv_printf line says it
     (r"fallen off the bus", "gpu_fallen_off_bus", "gpu_hardware", CRIT,
      "The GPU stopped answering on PCIe (Xid 79): reboot the node; replace the GPU if it recurs."),

@@ -121,6 +121,20 @@ LEFT_OUT = (
     "ProcessGroupGloo, ProcessGroupMPI/UCC, symmetric memory, DDP reducer: not the NCCL path",
 )
 
+# Older releases' wordings of messages the pin words otherwise, as (path@tag, line, format), each
+# read from that release's own binary (torch/lib/libtorch_cuda.so of its PyPI CUDA wheel, `strings`),
+# since pytorch/pytorch cannot be fetched here. The line is the one that release's builds print in the
+# message's glog prefix. Classified by RULES like the pin's rows.
+OLDER_ROWS = (
+    # ProcessGroupNCCL's destructor, torch 2.4.1 (git 38b96d3399a6) and 2.5.1 (git a8d6afb511a6): the
+    # literal "WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. " (2.4
+    # nightlies: "... before it is being destructed."), then "On normal program exit, ..."; 2.8+ word it
+    # as the pin's "destroy_process_group() was not called before program exit"; 2.5.1's builds print
+    # ProcessGroupNCCL.cpp:1250
+    ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp@v2.5.1", 1250,
+     "WARNING: process group has NOT been destroyed before %s"),
+)
+
 # ---------------------------------------------------------------------------------------------
 # reading the source
 
@@ -739,7 +753,7 @@ RULES = (
      "CUDA sees no GPU in this process (CUDA_VISIBLE_DEVICES, the allocation or the driver)"),
     (PG, "", r"Guessing device ID based on global rank", APP, "warning",
      "no device_id was given to init_process_group: a rank-to-GPU guess can hang a heterogeneous job"),
-    (PG, "", r"destroy_process_group\(\) was not called", APP, "info",
+    (PG, "", r"destroy_process_group\(\) was not called|process group has NOT been destroyed before", APP, "info",
      "the program exited without destroy_process_group(): resources may leak (normal exit otherwise)"),
     (PG, "", r"Tensor found on device|not on device passed to init_process_group", APP, "critical",
      "a collective was called on a tensor on another GPU than the process group's device"),
@@ -944,6 +958,7 @@ _RULES = [(re.compile(f), re.compile(s), re.compile(m), k, sev, mean) for f, s, 
 
 
 def classify(path, site, fmt):
+    path = path.split("@")[0]  # an older release's row: "path@tag"
     for f, s, m, kind, sev, mean in _RULES:
         if f.search(path) and s.search(site) and m.search(fmt):
             if kind == B:
@@ -1008,6 +1023,7 @@ def collect(source):
         for line, site, fmt in PyFile(p, texts[p], exceptions).sites():
             lines = printed_lines(fmt)
             rows.extend((p, line, site, f) for f in (lines[:1] if site.startswith("exception") else lines))
+    rows.extend((path, line, "older", fmt) for path, line, fmt in OLDER_ROWS)
     out, unmarked = [], []
     for path, line, site, fmt in rows:
         if not keep(site, fmt):
@@ -1105,6 +1121,9 @@ timeout after %sms, key: %s" has no row).
 Left out:
 {left}
   VLOG / C10D_DEBUG / C10D_TRACE / logger.debug (debug output) and TORCH_INTERNAL_ASSERT (internal bugs).
+Older releases' wordings the pin words otherwise (rows "path@tag", OLDER_ROWS in the generator),
+read from those releases' libtorch_cuda.so (torch 2.4.1 and 2.5.1 CUDA wheels): ProcessGroupNCCL's
+destructor warning.
 Format: C++ literals joined, every argument %s (fmt's {{}} too), C10D_* logs carry "[c10d] "; Python
 f-strings, %-format, str.format and + likewise; a message printed over several lines is one row per
 line (an exception: its first line); a bare raise of a torch exception prints its qualified name.
