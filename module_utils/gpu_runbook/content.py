@@ -23,6 +23,7 @@ import re
 
 from . import dcgm
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
+from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
 from .infiniband.names import NO_DEVICES_RE
 from .lspci import HEADER_RE as LSPCI_HEADER_RE
 from .systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
@@ -156,6 +157,14 @@ def _one_line(_line):
     return False
 
 
+def _sinfo_row(line):
+    # sinfo -R's rows: a reason, its user and time, a hostlist (slurm_reasons.py)
+    return not line.strip() or bool(_SINFO_ROW_RE.match(line))
+
+
+_SINFO_ROW_RE = re.compile(r"^\S[^\n]{0,200}\s\S{1,4000}\s*$")
+
+
 def _slurm_node(line):
     return not line.strip() or _indented(line) or line.startswith("NodeName=")
 
@@ -253,6 +262,7 @@ BLOCKS = (
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
+    ("slurm-node.txt", SINFO_REASONS_RE, _sinfo_row),
     ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link),
     ("ibportstate.txt", _IBPORTSTATE_OPEN_RE, _ibportstate),
     ("mlxlink.txt", _MLXLINK_OPEN_RE, _mlxlink),

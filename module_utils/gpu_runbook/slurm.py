@@ -461,8 +461,10 @@ def parse_node_findings(text, source="slurm-node.txt"):
         return {}, []
     name, reason = node.get("name"), node.get("reason")
     facts = {"slurm_node": node}
-    said = "Slurm: node %s is %s%s" % (name, node.get("state"), " (reason: %s)" % reason if reason else "")
-    ev = "State=%s%s" % (node.get("state"), " Reason=%s" % reason if reason else "")
+    said = "Slurm: node %s is %s%s" % (name, node.get("state") or "listed out of service",
+                                       " (reason: %s)" % reason if reason else "")
+    ev = " ".join(x for x in ("State=%s" % node["state"] if node.get("state") else "",
+                              "Reason=%s" % reason if reason else "") if x)
     if node.get("base_state") in ("DOWN", "FAIL", "FAILING") or any(f in node.get("flags") for f in _DOWN_FLAGS):
         return facts, [finding("logged_node_failure", said, name="Slurm", evidence=ev, source=source)]
     if not node.get("drain") and not reason:

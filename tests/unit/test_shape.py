@@ -26,6 +26,8 @@ LAYERS = {
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3, "gpud": 3, "lspci": 3, "systemd_units": 3,
     # one job in squeue and what requeue / scancel said (reads slurm's hostlists); its output files' names
     "slurm_jobs": 3.2,
+    # sinfo -R's rows as each node's record in scontrol's words (reads slurm's hostlists)
+    "slurm_reasons": 3.2,
     # the active tier: its judges read the parsers' facts; run.py runs the tools (probes' runner)
     "active": 3.3,
     # what a text holds, by content: its structured blocks (a parser's own opening, as dcgm's) and

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``sinfo -R`` (``--list-reasons``): the nodes Slurm holds out of service and why, as the one
+command an on-call runs first. Known from Slurm's own documentation of sinfo's formats (man
+sinfo, src/sinfo/opts.c): ``--list-reasons`` prints ``"%20E %9u %19H %N"`` (REASON cut to 20
+characters, USER, TIMESTAMP, NODELIST as a hostlist) and with ``--long`` ``"%20E %12U %19H %6t
+%N"`` (a STATE column: ``drain``, ``down*`` where ``*`` is a node that does not respond, ...).
+
+Each row becomes each of its nodes' record in ``scontrol show node``'s words (NodeName, State,
+Reason [user@time]), so that one reader (slurm.parse_node_findings: Slurm's and NHC's vocabularies,
+an Xid the reason names) reads a reason however it was listed. Columns are cut where the header
+puts them; a reason sinfo cut to 20 characters is read as cut."""
+
+import re
+
+from .slurm import expand_hostlist
+
+HEAD_RE = re.compile(r"^REASON {1,60}USER {1,30}TIMESTAMP {1,30}(?:STATE {1,20})?NODELIST\s*$")
+# sinfo's %t abbreviations (src/common/slurm_protocol_defs.c node_state_string_compact) -> scontrol's words
+_STATES = {"drain": "DRAIN", "drng": "MIXED+DRAIN", "drained": "DRAIN", "draining": "MIXED+DRAIN", "down": "DOWN",
+           "fail": "DOWN+FAIL", "failg": "MIXED+FAIL", "maint": "MAINTENANCE", "reboot": "REBOOT_REQUESTED",
+           "boot": "REBOOT_ISSUED", "inval": "INVALID_REG", "unk": "UNKNOWN", "npc": "PLANNED"}
+
+
+def reason_records(text):
+    """``sinfo -R`` text -> [(node, its record in scontrol's words)]; [] when it is no such listing."""
+    cols, out = None, []
+    for line in text.splitlines():
+        if HEAD_RE.match(line):
+            cols = dict((name, line.index(name)) for name in ("USER", "TIMESTAMP", "STATE", "NODELIST")
+                        if re.search(r"\b%s\b" % name, line))
+            continue
+        if cols is None or not line.strip() or len(line) <= cols["NODELIST"]:
+            continue
+        reason = line[:cols["USER"]].strip()
+        user = line[cols["USER"]:cols["TIMESTAMP"]].strip()
+        when = line[cols["TIMESTAMP"]:cols.get("STATE", cols["NODELIST"])].strip()
+        state = line[cols["STATE"]:cols["NODELIST"]].strip() if "STATE" in cols else ""
+        nodes = line[cols["NODELIST"]:].strip()
+        if not reason or not nodes or " " in nodes:
+            continue
+        word = _STATES.get(state.rstrip("*~#!%$@^-").lower(), state.upper()) if state else ""
+        if state.endswith("*"):  # sinfo's '*': the node does not respond
+            word += "+NOT_RESPONDING"
+        tail = " [%s@%s]" % (user, when) if user and when else ""
+        for node in expand_hostlist(nodes):
+            out.append((node, "NodeName=%s%s\n   Reason=%s%s\n" % (node, " State=%s" % word if word else "", reason,
+                                                                 tail)))
+    return out
