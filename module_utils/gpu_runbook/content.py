@@ -22,6 +22,7 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 import re
 
 from . import dcgm
+from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
 from .infiniband.names import NO_DEVICES_RE
@@ -216,8 +217,8 @@ _MLXLINK_LINE_RE = re.compile(r"^(?:-{4,}\s*$|-[EWI]- |[A-Z][A-Za-z0-9 ()/&.\-]{
 # GPUd's health states: a "component" key naming one of gpud's checks (gpud_components.py)
 _GPUD_OPEN_RE = re.compile(r'^\s{0,12}(?:\[\s{0,4})?(?:\{\s{0,4})?"component"\s{0,4}:\s{0,4}"(?:' +
                            "|".join(re.escape(c[0]) for c in GPUD_COMPONENTS) + r')"')
-# ... and its fabric-manager component's reason on a line of its own (gpud.py FABRIC_REASON_RE)
-_GPUD_FABRIC_RE = re.compile(r"^[^\n]{0,200}?\bwith unhealthy fabric state: GPU \S")
+# ... and its fabric-manager component's reason on a line of its own: the line gpud.py reads
+_GPUD_FABRIC_RE = re.compile(r"^[^\n]{0,200}?" + GPUD_FABRIC_REASON_RE.pattern)
 _JSON_LINE_RE = re.compile(r'^\s{0,40}(?:[\[\]{}]|"[^"\n]{1,200}"\s{0,4}:)')
 _PQ_ROW_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,60}:\.{0,80}-?\d")
 _CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus_id|gpu_uuid|timestamp|"

@@ -23,7 +23,8 @@ STALL = re.compile(r"submitted to be reduced, gathered or broadcasted by subset 
 _HEAD = re.compile(r"^\s{0,8}(?:Missing|Stalled) (?:ranks|ops):\s*$")
 _RANK_LINE = re.compile(r"^\s{0,8}(\d{1,7})!?: \[")
 _INLINE = re.compile(r"\[(missing|ready) ranks: ?(\d{1,7}(?:, ?\d{1,7}){0,4095})\]")
-NEEDLES = ("by subset of ranks", "Missing ranks", "Stalled ranks", "Stalled ops", "missing ranks", "ready ranks", "!: [")
+# what the prefilter must let through (quiet.py); a report's rank lines are read while it is held open
+NEEDLES = ("by subset of ranks", "Missing ranks", "Stalled ranks", "Stalled ops", "missing ranks", "ready ranks")
 
 
 def stall_report(line, fs, st):
@@ -32,7 +33,7 @@ def stall_report(line, fs, st):
     m = STALL.search(text)
     if m:
         fs.hvd_stall = {"missing": set(), "ready": set(), "ms": int(m.group(1)) * 1000, "src": line.src,
-                        "raw": line.raw}
+                        "raw": line.raw, "recorded": False}
         _inline(text, fs.hvd_stall)
         _record(fs.hvd_stall, st)
         return True
@@ -57,14 +58,12 @@ def _inline(text, stall):
 
 
 def _record(stall, st):
-    """The report as monitored_barrier's: its missing ranks, and the ranks it says are ready (waiting)."""
+    """The report as monitored_barrier's, once it names a missing rank: its entry holds the report's own
+    set of missing ranks (its later lines add to it), and the ranks it says are ready (waiting)."""
     if not stall["missing"]:
         return
-    entry = (sorted(stall["missing"]), stall["ms"], stall["src"], stall["raw"])
-    if stall.get("at") is None:
-        stall["at"] = len(st.barrier_missing)
-        add(st.barrier_missing, entry)
-    elif stall["at"] < len(st.barrier_missing):
-        st.barrier_missing[stall["at"]] = entry
+    if not stall["recorded"]:
+        stall["recorded"] = True
+        add(st.barrier_missing, (stall["missing"], stall["ms"], stall["src"], stall["raw"]))
     st.barrier_waited.update(stall["ready"])
     st.stall_reported = True

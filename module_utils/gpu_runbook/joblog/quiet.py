@@ -23,6 +23,7 @@ translate and one dict lookup; scan.py judges whole blocks of lines by their sha
 import re
 
 from .emitter_lines import SUCCESS_WORDS, emitter_markers
+from .horovod import NEEDLES as HVD_NEEDLES
 # memtrend's words: a line holding one is read while the job's first memtrend.EARLY memory figures
 # are gathered (then its file's last lines give the late ones), not every line of a long run
 from .memtrend import EARLY, WORDS as MEMORY_WORDS
@@ -38,7 +39,6 @@ NEEDLES = (
     "collective mismatch", "Socket creation failed",
     "Watchdog caught", "last completed", "watchdog got stuck", "Heartbeat monitor", "imed out",  # torch_lines
     "lagging", "collective #", "Timeout at collective", "Not all ranks joining", "collective_seq_id",
-    "by subset of ranks", "Missing ranks", "Stalled ranks", "Stalled ops", "missing ranks", "ready ranks",  # horovod
     "profiling_name", "state", "is_p2p", '"rank"',
     "DataLoader", "bus error encountered", "CUDA", "cuda", "GPU", "NVLink", "driver", "HW", "Assertion `",  # error_lines
     "Detected mismatch", "srun: error:", "orld", "barrier",
@@ -49,7 +49,7 @@ NEEDLES = (
     "srun", "***", "JobID",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
     "egmentation fault", "core dumped", "illed", "TIMEOUT",
-) + SUCCESS_WORDS + emitter_markers()
+) + HVD_NEEDLES + SUCCESS_WORDS + emitter_markers()
 FOLDED = ("oom", "out of memory")  # memory_and_cuda tests these on the line in lower case
 
 ZERO = bytes.maketrans(b"123456789", b"000000000")
