@@ -14,7 +14,7 @@ from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
-                      NOTES, NVSMI_SOURCES, SLURM_NODE, DCGMI, PERFTEST, GPUD,
+                      NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, GPUD, AUTOPILOT,
                       LSPCI, SYSTEMCTL)
 from .verdict import host_verdict, sort_findings
 
@@ -91,6 +91,9 @@ def _parse_all(sources, opts, parsed, shown=None):
     if _text(sources, SLURM_NODE) is not None:  # what Slurm says of the node
         from .slurm import parse_node_findings
         run("slurm_node", SLURM_NODE, parse_node_findings, sources[SLURM_NODE], source=SLURM_NODE)
+    if _text(sources, PBSNODES) is not None:  # what PBS says of the node
+        from .pbsnodes import parse_pbsnodes
+        run("pbs_node", PBSNODES, parse_pbsnodes, sources[PBSNODES], source=PBSNODES)
     if _text(sources, DCGMI) is not None:  # DCGM's own test of the GPUs
         from .dcgm import parse_dcgmi
         run("dcgmi", DCGMI, parse_dcgmi, sources[DCGMI], source=DCGMI)
@@ -105,6 +108,9 @@ def _parse_all(sources, opts, parsed, shown=None):
     if _text(sources, GPUD) is not None:  # a node agent's health checks (GPUd)
         from .gpud import parse_gpud
         run("gpud", GPUD, parse_gpud, sources[GPUD], source=GPUD)
+    if _text(sources, AUTOPILOT) is not None:  # IBM Autopilot's health checks of a Kubernetes GPU node
+        from .autopilot import parse_autopilot
+        run("autopilot", AUTOPILOT, parse_autopilot, sources[AUTOPILOT], source=AUTOPILOT)
     if _text(sources, LSPCI) is not None:  # the PCIe links of the GPUs and HCAs
         from .lspci import parse_lspci
         run("lspci", LSPCI, parse_lspci, sources[LSPCI], source=LSPCI)

@@ -188,7 +188,7 @@ def _host_dirs(path, ignore=(), host=None):
 BLOCK_LABEL = {"nvidia-smi-q.xml": "nvidia-smi -q -x", "nvidia-smi-q.txt": "nvidia-smi -q", "nvidia-smi.txt": "nvidia-smi",
                "nvidia-smi-query-gpu.csv": "nvidia-smi --query-gpu", "nvidia-smi-compute-apps.csv": "compute apps",
                "ib-sysfs.txt": "InfiniBand sysfs", "ibstat.txt": "ibstat", "ibv_devinfo.txt": "ibv_devinfo",
-               "perfquery.txt": "perfquery", "iblinkinfo.txt": "iblinkinfo", "ibdev2netdev.txt": "ibdev2netdev", "rdma-link.txt": "rdma link", "ibportstate.txt": "ibportstate", "mlxlink.txt": "mlxlink", "slurm-node.txt": "scontrol show node", "dcgmi.txt": "dcgmi", "perftest.txt": "ib_write_bw (perftest)", "gpud.txt": "GPUd states", "lspci.txt": "lspci -vv", "systemctl.txt": "systemctl status", "bug-report.txt": "nvidia-bug-report"}
+               "perfquery.txt": "perfquery", "iblinkinfo.txt": "iblinkinfo", "ibdev2netdev.txt": "ibdev2netdev", "rdma-link.txt": "rdma link", "ibportstate.txt": "ibportstate", "mlxlink.txt": "mlxlink", "slurm-node.txt": "scontrol show node", "pbsnodes.txt": "pbsnodes", "dcgmi.txt": "dcgmi", "perftest.txt": "ib_write_bw (perftest)", "gpud.txt": "GPUd states", "autopilot.txt": "IBM Autopilot", "lspci.txt": "lspci -vv", "systemctl.txt": "systemctl status", "bug-report.txt": "nvidia-bug-report"}
 
 
 def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False, tz=None,

@@ -21,7 +21,8 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 
 import re
 
-from . import dcgm
+from . import dcgm, pbsnodes
+from .autopilot import OPENING as AUTOPILOT_OPENING, belongs as autopilot_belongs
 from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
@@ -264,6 +265,8 @@ BLOCKS = (
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("slurm-node.txt", SINFO_REASONS_RE, _sinfo_row),
+    # PBS's pbsnodes: a row of -l (a node down or offline), or a node's name over its attributes
+    ("pbsnodes.txt", pbsnodes.OPENING, pbsnodes.belongs),
     ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link),
     ("ibportstate.txt", _IBPORTSTATE_OPEN_RE, _ibportstate),
     ("mlxlink.txt", _MLXLINK_OPEN_RE, _mlxlink),
@@ -273,6 +276,8 @@ BLOCKS = (
     ("perftest.txt", _PERFTEST_OPEN_RE, _perftest),
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
     ("gpud.txt", _GPUD_FABRIC_RE, _one_line),
+    # IBM Autopilot's report, its daemon's health-check log, its node labels (autopilot.py)
+    ("autopilot.txt", AUTOPILOT_OPENING, autopilot_belongs),
     # lspci -vv: a device's header over its indented capabilities
     ("lspci.txt", LSPCI_HEADER_RE, _lspci),
     # systemctl status: a unit's first line over its indented Loaded:/Active: lines, or 'could not be found'
@@ -285,7 +290,7 @@ BLOCKS = (
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
                 "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt",
-                "systemctl.txt")
+                "systemctl.txt", "autopilot.txt", "pbsnodes.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
@@ -308,6 +313,8 @@ def _opening(line, after=()):
                 any("nvidia_smi_log" in a for a in after[:3]):
             continue
         if source == "dcgmi.txt" and not dcgm.opens(line, after):
+            continue
+        if source == "pbsnodes.txt" and not pbsnodes.opens(line, after):
             continue
         if source == "mlxlink.txt" and not (after and after[0].startswith("----")):
             continue

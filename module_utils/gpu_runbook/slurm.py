@@ -472,12 +472,13 @@ def parse_node_findings(text, source="slurm-node.txt"):
     if reason and reason.startswith(REASON_PREFIX):
         return facts, [finding("logged_error", said + ": drained by gpu-runbook", severity="info", name="Slurm",
                                evidence=ev, source=source)]
-    return facts, [_reason_finding(said, ev, node, source)]
+    return facts, [reason_finding(said, ev, node, source)]
 
 
-def _reason_finding(said, ev, node, source):
+def reason_finding(said, ev, node, source, name="Slurm"):
     """A drained node's reason, read with Slurm's and NHC's vocabularies (as scontrol prints it:
-    'Reason=Kill task failed [root@2026-12-02T07:00:00]')."""
+    'Reason=Kill task failed [root@2026-12-02T07:00:00]'). ``name``: the scheduler that holds it
+    (PBS's comment on an offline node is read the same way: pbsnodes.py)."""
     from .findings import finding
     from .taxonomy import KINDS
     from .taxonomy.kinds_vocab import BY_CATEGORY
@@ -486,8 +487,8 @@ def _reason_finding(said, ev, node, source):
     tail = " [%s@%s]" % (node["reason_user"], node["reason_time"]) if node.get("reason_user") else ""
     m = match_line("Reason=%s%s" % (reason, tail), ("slurm", "nhc")) or match_line(reason, ("nhc", "slurm"))
     if m is None or m[1]["kind"] == BENIGN:
-        return _xid_reason(said, ev, reason, source) or finding("logged_error", said, name="Slurm", evidence=ev,
-                                                                  source=source)
+        return _xid_reason(said, ev, reason, source, name) or finding("logged_error", said, name=name, evidence=ev,
+                                                                        source=source)
     row = m[1]
     kind = row["kind"] if row["kind"] in KINDS and KINDS[row["kind"]]["rung"] is not None else \
         BY_CATEGORY.get(row["category"], "logged_error")
@@ -498,7 +499,7 @@ def _reason_finding(said, ev, node, source):
 _XID_NAMED = re.compile(r"\bXid[ :=#]{0,3}(\d{1,3})\b", re.I)
 
 
-def _xid_reason(said, ev, reason, source):
+def _xid_reason(said, ev, reason, source, name="Slurm"):
     """A reason that names an Xid ('Xid 74 -- GPUs need reseat', an admin's or a health check's record):
     that Xid's category in NVIDIA's catalog, a warning (a record of the fault, not a reading of it)."""
     from .findings import finding
@@ -510,5 +511,5 @@ def _xid_reason(said, ev, reason, source):
         return None
     return finding(BY_CATEGORY[e["category"]], "%s: the reason names Xid %s (%s), a record of the fault, not a "
                    "reading: confirm it in the node's kernel log" % (said, m.group(1), e["name"]),
-                   category=e["category"], severity="warning", name="Slurm", xid=int(m.group(1)), evidence=ev,
+                   category=e["category"], severity="warning", name=name, xid=int(m.group(1)), evidence=ev,
                    source=source)

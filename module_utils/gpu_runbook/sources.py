@@ -18,9 +18,11 @@ IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")
 IB_SOURCES = IB_LINK_SOURCES + IB_COUNTER_SOURCES
 BUG_REPORT = "bug-report.txt"
 SLURM_NODE = "slurm-node.txt"  # `scontrol show node`: what Slurm says of a node (its state, its reason)
+PBSNODES = "pbsnodes.txt"  # PBS's `pbsnodes -l` / `pbsnodes -a`: what PBS says of a node (its state, its comment)
 DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own test of the GPUs
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
 GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a node agent's checks
+AUTOPILOT = "autopilot.txt"  # IBM Autopilot's health checks: its report, its daemon's log, its node labels
 LSPCI = "lspci.txt"  # lspci -vv: the PCIe link of each GPU and HCA (LnkSta against LnkCap)
 SYSTEMCTL = "systemctl.txt"  # systemctl status: Fabric Manager, IMEX, persistenced, openibd, opensm, DCGM
 JOB_LOG = "nccl.log"
@@ -30,14 +32,14 @@ NOTES = "_notes"
 # not a source: {source name: the file it was read from, as the user named it} (capture.py); the
 # parsers cite that name, not the source's
 NAMES = "_names"
-HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, DCGMI, PERFTEST,
-                                                                       GPUD, LSPCI, SYSTEMCTL)
+HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, PBSNODES, DCGMI, PERFTEST,
+                                                                       GPUD, AUTOPILOT, LSPCI, SYSTEMCTL)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
-                                                   (SLURM_NODE, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"),
-                                                   (GPUD, "gpu"), (LSPCI, "gpu"),
+                                                   (SLURM_NODE, "slurm"), (PBSNODES, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"),
+                                                   (GPUD, "gpu"), (AUTOPILOT, "gpu"), (LSPCI, "gpu"),
                                                    (SYSTEMCTL, "gpu")])
 
 # (source, pattern searched in the first 64 KiB), most specific first

@@ -8,8 +8,8 @@ one-line error its caller reports); anything else is a bug."""
 
 from hypothesis import strategies as st
 
-from gpu_runbook import (analyze, bugreport, capture, content, dcgm, gpud, linefamily, lspci, runbook, slurm, slurm_jobs,
-                         sources, systemd_units, timeutil, vocab)
+from gpu_runbook import (analyze, autopilot, bugreport, capture, content, dcgm, gpud, linefamily, lspci, pbsnodes, runbook,
+                         slurm, slurm_jobs, sources, systemd_units, timeutil, vocab)
 from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibstat, ibv_devinfo, mlxlink, names,
                                     perfquery, rdma_link, reload, restart)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
@@ -139,6 +139,11 @@ TARGETS = [
     Target(mlxlink.parse_mlxlink, "ib", returns=tuple),
     # the node's agents and services: GPUd's states, lspci -vv, systemctl status
     Target(gpud.parse_gpud, "system", returns=tuple),
+    # IBM Autopilot's report, log and labels (one section per node); PBS's pbsnodes (one record per node)
+    Target(autopilot.parse_autopilot, "system", returns=tuple),
+    Target(autopilot.host_parts, "system", returns=list),
+    Target(pbsnodes.parse_pbsnodes, "slurm_node", returns=tuple),
+    Target(pbsnodes.node_records, "slurm_node", returns=list),
     Target(lspci.parse_lspci, "system", returns=tuple),
     Target(systemd_units.parse_systemctl, "system", returns=tuple),
     # the active tier's outputs (nvbandwidth's matrices, perftest's bandwidth table)

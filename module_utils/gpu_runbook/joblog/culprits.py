@@ -10,7 +10,7 @@ DataLoader error first. An IB peer named by several reporters is the suspect hos
 from collections import Counter
 
 from .launch_lines import ras_culprits
-from .patterns import LOOPBACK_IP
+from .patterns import LINK_LOCAL_IP, LOOPBACK_IP
 from .nccl_words import (DEATH_KINDS, SETUP_KINDS, async_port_hosts, died_of_own_error, host_side_hosts,
                          mismatch_ranks, setup_failed)
 
@@ -51,7 +51,8 @@ def culprits(st, world, coll, timed_out, behind):
         found = finder(st, world)
         if found:
             return found
-    found = _gpu_fault(st) or _died(st, timed_out) or _silent_ranks(st, world, coll, timed_out, behind)
+    found = _gpu_fault(st) or _died(st, timed_out) or _odd_rank_out(st) or \
+        _silent_ranks(st, world, coll, timed_out, behind)
     if found:
         return found
     return _last_completed(st) or _first_error(st) or _setup_failed_rank(st) or _srun_first_exit(st) or ([], None)
@@ -169,6 +170,28 @@ def _monitored_barrier(st, world):
     return (ranks, "horovod_stall_inspector" if st.stall_reported else "monitored_barrier") if ranks else None
 
 
+def _odd_rank_out(st):
+    """Ranks of one process group that timed out at different SeqNums (analysis.mismatched_timeouts,
+    'apart'): when one rank stands at a SeqNum of its own and every other rank shares another one,
+    that rank is the one whose calls went their own way (rank 0 two collectives past the BROADCAST
+    ranks 1 and 2 still wait in)."""
+    ev = next((e for e in st.events if e["kind"] == "collective_mismatch" and e.get("apart")), None)
+    if ev is None:
+        return None
+    at = {}
+    for t in st.timeouts:  # each rank's first timed-out collective (mismatched_timeouts saw one group)
+        if t.get("seq") is not None and t.get("rank") is not None and (t["rank"] not in at or t["seq"] < at[t["rank"]]):
+            at[t["rank"]] = t["seq"]
+    groups = {}
+    for rank, seq in at.items():
+        groups.setdefault(seq, []).append(rank)
+    sizes = sorted(len(g) for g in groups.values())
+    if len(groups) == 2 and sizes == [1, sizes[1]] and sizes[1] >= 2:
+        (odd,) = [g for g in groups.values() if len(g) == 1]
+        return odd, "mismatch_odd_rank"
+    return None
+
+
 def _silent_ranks(st, world, coll, timed_out, behind):
     """The ranks that did not time out on the collective everyone else waits in."""
     if not timed_out:
@@ -268,6 +291,8 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
     if net_events and not culprit_hosts:
         for e in net_events:
             peer = e.get("peer")
+            if peer and e["kind"] == "nccl_peer_connection" and LINK_LOCAL_IP.match(peer):
+                continue  # the sockets' interface is the cause (event_findings.py), not the peer's host
             peer_name = peer_host(st, peer) if peer else None
             if e["kind"] == "nccl_peer_connection" or (peer and len(reporters.get(peer, ())) > 1):
                 cands = [peer_name]

@@ -21,7 +21,7 @@ per message, and per line shape of what nothing explains); job_findings.py makes
 
 import re
 
-from ..vocab import continues_a_message, markers, match_line
+from ..vocab import continues_a_message, markers, match_line, xid_named
 from ..linefamily import is_node_line
 from ..vocab.reading import error_like
 from .text import add
@@ -34,7 +34,7 @@ LAST_ERROR_HEAD = re.compile(r"^((?:[\w.\-]{1,80}(?: \[\w{1,20}\])?:? )?)Last er
 
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
-JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container")
+JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container", "deepspeed")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")
@@ -344,7 +344,8 @@ def ended(line, st):
 def read_vocabulary(line, st, quote=True):
     """The job's emitters' vocabularies read ``line``: its message is recorded (True), else,
     with ``quote``, the line is kept as one nothing explains (st.seen, vocab/reading.py)."""
-    m = match_line(line.text, JOB_TABLES)
+    # (an Xid a line names outside the kernel's own lines: a site check's 'Found XID errors: 63')
+    m = match_line(line.text, JOB_TABLES) or xid_named(line.text)
     if m is not None:
         st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
         return True

@@ -5,6 +5,7 @@ error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job
 from ..findings import finding, gpu_ref, ib_ref
 from . import memtrend
 from .culprits import HW_CUDA_WORDS
+from .patterns import LINK_LOCAL_IP
 from .text import evidence
 from ..vocab import code
 
@@ -63,6 +64,13 @@ def _ib_completion(ev, c, st, phase, trend):
 def _peer_connection(ev, c, st, phase, trend):
     peer = ev.get("peer")
     peer_host = st.ip_host.get(peer) if peer else None
+    if peer and LINK_LOCAL_IP.match(peer):
+        return finding(
+            "nccl_socket_interface",
+            "%s: NCCL's socket to peer %s failed (%s): an IPv6 link-local address, which routes only within one "
+            "link; NCCL's sockets (bootstrap, NET/Socket) use an interface with no routable address: set "
+            "NCCL_SOCKET_IFNAME to an interface that has one, or NCCL_SOCKET_FAMILY=AF_INET" % (
+                c.where, peer, ev["what"]), **c.common)
     if ev["what"].lower() == "connection closed by remote peer":
         # the peer ended the connection in order (misc/socket.cc: recv returned 0): its process exited or
         # was killed; a broken link resets or times out instead. Why the peer ended is in its own log.

@@ -40,6 +40,9 @@ LOCAL_RANK_ARG = re.compile(r"'--local_rank=(\d{1,6})'")
 # a checkpoint being written (HF Trainer 'Saving model checkpoint to', Megatron 'saving checkpoint at
 # iteration', DeepSpeed 'Checkpoint global_step500 is about to be saved!', 'Saving latest checkpoint')
 CKPT_SAVE = re.compile(r"\b[Ss]av(?:ing|e)\b[^\n]{0,60}?\b[Cc]heckpoint|\b[Cc]heckpoint\b[^\n]{0,60}?\b(?:is about to be saved|saving)\b")
+# ... not a line that says a save failed or did not fit ('Failed saving model checkpoint', DeepSpeed's
+# 'layout does not match ... the setting used to save the checkpoint'): the vocabularies read those
+NOT_A_SAVE = re.compile(r"(?i)\bfail|\berror\b|\bnot\b|\bcannot\b|\bunable\b")
 RAS_HEAD = re.compile(r"^(?:#\d{1,6}-\d{1,6} \([0-9a-fA-F]{1,16}\) )?(INCOMPLETE|DEAD|ERROR|MISMATCH|TIMEOUT)\s*$")
 RAS_RANK = re.compile(r"^\s{1,8}Rank (\d{1,7})(?: has (?:status \w{1,20}|launched up to operation (\d{1,15})))?"
                       r"(?: -- GPU (\S{1,40}) managed by process (\d{1,9}) on node (\S{1,253}))?")
@@ -50,7 +53,7 @@ RAS_DEAD_N = re.compile(r"(\d{1,7}) job process(?:es are| is) considered dead")
 
 def launch_and_exit(line, fs, st):
     text = line.text
-    if ("heckpoint" in text) and ("av" in text) and CKPT_SAVE.search(text):
+    if ("heckpoint" in text) and ("av" in text) and CKPT_SAVE.search(text) and not NOT_A_SAVE.search(text):
         if not any(r["kind"] == "checkpoint_save" for r in st.launch[-4:]):
             add(st.launch, {"kind": "checkpoint_save", "rank": line.rank if line.prefixed else None,
                             "before_timeout": not st.timeouts, "src": line.src, "evidence": line.raw})

@@ -57,6 +57,9 @@ OOB = re.compile(r"\bOOB ([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 BOOTSTRAP = re.compile(r"\bBootstrap ?: Using (?:\[\d+\])?([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 # an address of the loopback interface: a socket there reaches no other node
 LOOPBACK_IP = re.compile(r"^(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3})$")
+# an IPv6 link-local address (fe80::/10): it routes only within one link, so it names no peer's host, and
+# NCCL's sockets on an interface that has no other address reach no peer on another node (event_findings.py)
+LINK_LOCAL_IP = re.compile(r"^\[?fe[89ab][0-9a-f]:", re.I)
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
 SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 USING_NETWORK = re.compile(r"\bUsing network (\S+)")
@@ -84,8 +87,10 @@ IB_VENDOR = re.compile(r"vendor[ _]err[ =](\d+)")
 IB_OPCODE = re.compile(r"opcode[= ](?:[A-Za-z_]*\()?(\d+)")
 IB_DIR = re.compile(r"\((Send|Recv|Read|Write|Flush|[A-Za-z]+)\)")
 IB_HCA = re.compile(r"\bhca (\S+)")
-PEER_ADDR = re.compile(r"(?<![\w.:\-\[])((?:\d{1,3}\.){3}\d{1,3}|\[?[0-9a-fA-F:]{3,}\]?|[A-Za-z][\w.\-]*)"
-                       r"<(\d+)>")
+# a peer as NCCL prints it: an IPv4 address, an IPv6 one (with its scope, 'fe80::1%ib1', misc/socket.cc
+# ncclSocketToString), or a name; then '<port>'
+PEER_ADDR = re.compile(r"(?<![\w.:\-\[%])((?:\d{1,3}\.){3}\d{1,3}|\[?[0-9a-fA-F:]{3,}(?:%[\w.\-]{1,32})?\]?|"
+                       r"[A-Za-z][\w.\-]*)<(\d+)>")
 CONN_ERR = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|Connection reset by peer|"
                        r"No route to host|Connection timed out)")
 

@@ -48,7 +48,7 @@ import re
 # every generated table, in the order they are tried (a line is matched against the tables
 # whose MARKERS it holds)
 EMITTERS = ("nccl", "ofi", "torch", "gloo", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "ucx",
-            "nhc", "nvml", "container")
+            "nhc", "nvml", "container", "deepspeed")
 ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
 CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
 BENIGN = "benign"
@@ -299,7 +299,11 @@ def match_line(line, names=EMITTERS):
         if found is not None:
             return found
     if best is None and "fabricmanager" in names:
-        return _fabric_manager_unlisted(line)
+        found = _fabric_manager_unlisted(line)
+        if found is not None:
+            return found
+    if best is None and "xid" in names:
+        return xid_named(line)
     return None if best is None else (best[0], dict(zip(ROW_FIELDS, best[1])))
 
 
@@ -354,6 +358,33 @@ def _fabric_manager_unlisted(line):
         return None
     t = table("fabricmanager")
     return None if t is None else (t, dict(zip(ROW_FIELDS, FM_UNLISTED)))
+
+
+# an Xid another program's line names (a site health check's 'Found XID errors: 63', an agent's 'xid=48',
+# 'GPU 0 has XID 79 errors'): NVIDIA's catalog (the xid table's CODES) says what the code is. A record of
+# the fault, not the driver's own line (NVRM's Xid lines are the kernel reader's): a warning, to confirm
+# in the node's kernel log
+_XID_NAMED_RE = re.compile(r"\b(?:XID|Xid|xid)(?:[ _-]?(?:errors?|events?|codes?))?\s{0,3}[:=#]?\s{0,3}(\d{1,3})\b")
+XID_NAMED = "https://docs.nvidia.com/deploy/xid-errors/"
+
+
+def xid_named(line):
+    """(xid table, a row for the Xid ``line`` names) when a line that is not NVRM's names an Xid
+    of NVIDIA's catalog, else None. The row carries the code as ``xid``."""
+    if ("xid" not in line and "Xid" not in line and "XID" not in line) or "NVRM" in line:
+        return None
+    m = _XID_NAMED_RE.search(line)
+    c = code("xid", int(m.group(1))) if m else None
+    if c is None:
+        return None
+    from ..taxonomy.kinds_vocab import BY_CATEGORY
+    row = dict(zip(ROW_FIELDS, (XID_NAMED, 0, "Xid %d" % c["number"], BY_CATEGORY.get(c["category"], "logged_error"),
+                                c["category"], "info" if c["severity"] == "info" else "warning",
+                                "a line names Xid %d (%s): a record of the fault by the program that wrote it, not "
+                                "the driver's own line; confirm it in the node's kernel log" % (c["number"],
+                                                                                                 c["text"]))))
+    row["xid"] = c["number"]
+    return table("xid"), row
 
 
 _LATER = {}

@@ -20,11 +20,12 @@ from . import BENIGN, FM_UNLISTED, NVML_GONE
 ERROR_LIKE = re.compile(r"(?<![\w./-])(?:[Ee]rror|ERROR|[Ee]xception|[Ff]atal|FATAL|[Ff]ailed|FAILED|[Ff]ailure|"
                         r"FAILURE|[Aa]borted|[Pp]anic|[Ss]egmentation fault|core dumped|[Kk]illed|timed out|"
                         r"TIMEOUT)(?![\w-])")
-# error words in lines that report none: counters at zero, 'no errors', 'error_id: 0'; and the
+# error words in lines that report none: counters at zero ('failed: 0', JSON's '"failed": 0'), 'no errors',
+# 'error_id: 0'; and the
 # heads a remote shell prints around a command's output (Ansible's 'node | FAILED | rc=1 >>',
 # pdsh's 'pdsh@mgmt: node: ssh exited with exit code 1'): a grep that matched nothing exits 1
 NOT_AN_ERROR = re.compile(r"\b(?:[0]|no|No|without) (?:errors?|failures?)\b|\b(?:errors?|failures?|failed)"
-                          r"[ =:]{1,3}0\b|\bsuccess(?:ful(?:ly)?)?\b|^\S{1,253} \| (?:FAILED|UNREACHABLE)!? \| |"
+                          r"[\"']?[ =:]{1,3}0\b|\bsuccess(?:ful(?:ly)?)?\b|^\S{1,253} \| (?:FAILED|UNREACHABLE)!? \| |"
                           # advice that names a failure to avoid ('... so that checkpointing will not error out')
                           r"\b(?:will|would|does|do|should|shall)(?: not|n't) (?:error|fail)\b|"
                           r"^pdsh@\S{1,253}: \S{1,253}: ssh exited with exit code", re.I)
@@ -117,7 +118,7 @@ class Seen(object):
                 kind, "%s: %s%s%s" % (rec["emitter"], meaning or row["format"].strip(), when,
                                       " on rank(s) %s" % ",".join(str(r) for r in ranks[:16]) if ranks else ""),
                 category=category, severity=severity, name=rec["emitter"], evidence=ev,
-                source=rec["src"], rank=ranks[0] if len(ranks) == 1 else None,
+                source=rec["src"], rank=ranks[0] if len(ranks) == 1 else None, xid=row.get("xid"),
                 count=rec["count"] if rec["count"] > 1 or times else None, **times))
         lines = [r for r in self.unexplained.values() if cut(r["evidence"]) not in quoted]
         if lines:

@@ -336,6 +336,80 @@ _BLANK_SPLIT = re.compile(r"%[-+ #0']*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxXeE
                           r"(?:hh|h|ll|l|z|j|t)?[diouxX])%[-+ #0']*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxX]")
 
 
+# dcgmReturn_t's strings (dcgm_errors.c errorString): what dcgmi, dcgm-exporter, go-dcgm and the GPU operator
+# print after their own words ('Error getting device busid: API version mismatch'). Each DCGM_ST_* by what it
+# says of the node: (kind, category, severity, meaning); one this map does not name -> logged_error/unknown/
+# info (a call of DCGM's own failed: its monitoring or a diagnostic's set-up, not a reading of the GPUs). Strings under RETURN_MIN_LITERAL characters ('Timeout', 'NVML error', 'No permission') are left out,
+# and those the map does not name unless they name DCGM's own things (_DCGM_WORDS): another program's line would
+# hold them as well.
+RETURN_MIN_LITERAL = 20
+RETURN_CLASS = {
+    "DCGM_ST_RESET_REQUIRED": ("logged_gpu_error", "gpu_hardware", "critical",
+                               "DCGM: the GPU must be reset (or the node rebooted) before it works again."),
+    "DCGM_ST_GPU_IS_LOST": ("logged_gpu_error", "gpu_hardware", "critical",
+                            "DCGM: the GPU fell off the bus (NVML can no longer reach it)."),
+    "DCGM_ST_NVVS_ISOLATE_ERROR": ("logged_gpu_error", "gpu_hardware", "critical",
+                                   "DCGM's diagnostic found a fault that needs the GPU drained."),
+    "DCGM_ST_DIAG_THRESHOLD_EXCEEDED": ("logged_gpu_error", "gpu_hardware", "warning",
+                                        "a GPU field DCGM's diagnostic watches crossed its error threshold."),
+    "DCGM_ST_VER_MISMATCH": ("logged_driver_error", "driver", "warning",
+                             "the DCGM library and its caller (dcgm-exporter, dcgmi, nv-hostengine) are different "
+                             "versions: the node's GPU monitoring stack is mismatched."),
+    "DCGM_ST_CONNECTION_NOT_VALID": ("logged_driver_error", "driver", "warning",
+                                     "the DCGM host engine (nv-hostengine) is not running or not reachable."),
+    "DCGM_ST_INIT_ERROR": ("logged_driver_error", "driver", "warning",
+                           "DCGM could not initialise (its library, NVML or the driver)."),
+    "DCGM_ST_LIBRARY_NOT_FOUND": ("logged_driver_error", "driver", "warning",
+                                  "a library DCGM needs (its own, NVML) is not installed or not found."),
+    "DCGM_ST_NVML_NOT_LOADED": ("logged_driver_error", "driver", "warning",
+                                "NVML (the driver's library) is not on this system or did not load."),
+    "DCGM_ST_NVML_DRIVER_TIMEOUT": ("logged_driver_error", "driver", "critical",
+                                    "an NVML call timed out in the driver: the driver or a GPU stopped answering."),
+    "DCGM_ST_INSUFFICIENT_DRIVER_VERSION": ("logged_driver_error", "driver", "warning",
+                                            "the installed NVIDIA driver is older than this DCGM needs."),
+    "DCGM_ST_REQUIRES_ROOT": ("logged_driver_error", "driver", "warning",
+                              "nv-hostengine runs without root, so DCGM cannot do what was asked."),
+    "DCGM_ST_NVVS_BINARY_NOT_FOUND": ("logged_driver_error", "driver", "warning",
+                                      "DCGM's diagnostic (nvvs) is not installed where DCGM looks for it."),
+    # no fault of the node: a feature or GPU DCGM does not support, a busy or already running diagnostic
+    "DCGM_ST_NOT_SUPPORTED": ("logged_error", "unknown", "info", "DCGM does not support this on this GPU."),
+    "DCGM_ST_GPU_NOT_SUPPORTED": ("logged_error", "unknown", "info", "DCGM does not support this GPU."),
+    "DCGM_ST_PROFILING_NOT_SUPPORTED": ("logged_error", "unknown", "info",
+                                        "DCGM's profiling metrics are not supported on this GPU."),
+    "DCGM_ST_PROFILING_MULTI_PASS": ("logged_error", "unknown", "info",
+                                     "the profiling metrics asked for need several passes: a configuration limit."),
+    "DCGM_ST_MODULE_NOT_LOADED": ("logged_error", "unknown", "info", "a DCGM module this request needs is not loaded."),
+    "DCGM_ST_DIAG_ALREADY_RUNNING": ("logged_error", "unknown", "info", "another DCGM diagnostic was running."),
+    "DCGM_ST_IN_USE": ("logged_error", "unknown", "info", "the resource (a GPU) was in use by another process."),
+    "DCGM_ST_GPU_IN_SYNC_BOOST_GROUP": ("logged_error", "unknown", "info", "a DCGM configuration state."),
+    "DCGM_ST_GPU_NOT_IN_SYNC_BOOST_GROUP": ("logged_error", "unknown", "info", "a DCGM configuration state."),
+    "DCGM_ST_GROUP_IS_EMPTY": ("logged_error", "unknown", "info", "a DCGM group with no GPU: the caller's request."),
+}
+_DCGM_WORDS = re.compile(r"DCGM|GPU|NVML|[Hh]ost ?engine|[Dd]iag|NVVS|[Pp]rofiling")
+_RETURN_RE = re.compile(r"case (DCGM_ST_\w+):(?:\s*//[^\n]*)?\s*return ((?:\"(?:[^\"\\\n]|\\.)*\"\s*)+);")
+
+
+def return_rows(text):
+    """The rows of dcgmReturn_t's strings (errorString in dcgm_errors.c), and the markers they need."""
+    body = text[text.index("errorString(dcgmReturn_t result)"):]
+    rows, markers = [], []
+    for m in _RETURN_RE.finditer(body):
+        name, msg = m.group(1), common.c_unescape("".join(re.findall(r'"((?:[^"\\\n]|\\.)*)"', m.group(2))))
+        if len(msg) < RETURN_MIN_LITERAL or name == "DCGM_ST_OK":
+            continue
+        if name not in RETURN_CLASS and not _DCGM_WORDS.search(msg):
+            continue  # 'A file operation failed', 'Bad parameter passed to function': any program's words
+        kind, category, severity, meaning = RETURN_CLASS.get(name, (
+            "logged_error", "unknown", "info", "a DCGM call failed (%s): DCGM's own work (monitoring, profiling, "
+            "a diagnostic's set-up), not a reading of the GPUs; the words before it say which." % name))
+        line = text.count("\n", 0, text.index(body) + m.start()) + 1
+        rows.append((TABLE, line, msg.replace("%", "%%"), kind, category, severity, meaning))
+        markers.append(msg[:40])
+    if len(rows) < 20:
+        raise SystemExit("errorString's strings not found in %s" % TABLE)
+    return rows, markers
+
+
 def matcher_safe(fmt):
     return _BLANK_SPLIT.sub("%s", fmt)
 
@@ -471,6 +545,8 @@ def main(argv=None):
         text = {DIAG: diag, HEALTH: health, FRAMEWORK: framework}[path]
         rows.append((path, line_of(text, literal, path), fmt, kind, category, severity, meaning))
     rows.extend(engine_rows(args.src, commit))
+    ret_rows, ret_markers = return_rows(common.show(args.src, commit, TABLE))
+    rows.extend(ret_rows)
     # dcgmi health --check's tree
     labels = re.findall(r"case (DCGM_HEALTH_WATCH_\w+):\s*return \"([^\"]+)\";",
                         health[health.index("Health::HelperSystemToString"):])
@@ -484,7 +560,7 @@ def main(argv=None):
                      kind, cat, severity,
                      "dcgmi health: every watched system is healthy." if kind == "benign" else
                      "dcgmi health: the overall health; the system lines below it say which GPU and what."))
-    markers = list(MARKERS_BASE)
+    markers = list(MARKERS_BASE) + ret_markers
     for watch, label in labels:
         if watch not in SYSTEM_CATEGORY:
             raise SystemExit("health system %s has no category: add it to SYSTEM_CATEGORY" % watch)
@@ -515,8 +591,11 @@ format once (printed as `dcgmi diag -j` does, '"warning" : "<message>"'; codes t
 format, e.g. "Detected %ld %s for GPU %u", get one row classified by what they share), dcgmi's
 own lines: its errors and success lines, the diag table's per-GPU "GPU<n>: Fail/Warn/Pass/Skip"
 and "Warning: GPU<n>", and the health tree's "Overall Health" and "-> <system> | <health>".
+DCGM_ST_* return codes' strings (errorString in dcgm_errors.c: what dcgmi, dcgm-exporter and
+go-dcgm print after their own words), those of 20 characters or more (a shorter one, 'Timeout',
+is any program's), each by what it says of the node (the generator's RETURN_CLASS).
 Left out: the EUD/pause/binary-permission/retest codes' messages ("See message inplace": written
-in plugin code, their codes are kept), DCGM_ST_* return codes (errorString), nv-hostengine's
+in plugin code, their codes are kept), nv-hostengine's
 own log lines but those of a module that did not load (DcgmHostEngineHandler.cpp LoadModule,
 DcgmModule.h) or that found none of its hardware (NSCQ not attached to NVSwitches, Sysmon's CPU
 files): info, naming dcgm_structs.h's module numbers. dcgmi diag's text table cuts messages into

@@ -1,0 +1,49 @@
+"""DeepSpeed's vocabulary (vocab/deepspeed.py, from its sdist) in the job reader: its launcher's
+exit line, its advisory warnings and its own checks, as a training log prints them."""
+
+from gpu_runbook import vocab
+from gpu_runbook.joblog import parse_job_logs
+from gpu_runbook.vocab import deepspeed
+
+HEAD = "[2024-06-20 10:05:00,000] [%s] [%s] "
+
+
+def kinds(text):
+    _facts, findings = parse_job_logs({"train.log": text})
+    return [(f["kind"], f["category"], f["severity"]) for f in findings if f["kind"] != "job_end_unknown"]
+
+
+def test_the_table_carries_its_provenance_and_older_wordings():
+    assert deepspeed.VERSION == "0.19.8" and deepspeed.ORIGIN.startswith("https://pypi.org/project/deepspeed/")
+    older = [r for r in deepspeed.ROWS if "@" in r[0]]
+    assert older and all(r[0].rsplit("@", 1)[1] in ("0.16.9", "0.14.5", "0.12.6", "0.10.3") for r in older)
+    # ZeRO's rank check as 0.10-0.16 worded it (a log of an older install) and as 0.19 does
+    assert vocab.match_line("RuntimeError: disagreement between rank0 and rank6: rank0: [1, 2], rank6: [1, 3]",
+                            ("deepspeed",))[1]["category"] == "application"
+    assert vocab.match_line("Detected a disagreement on list length between rank0 and rank3:",
+                            ("deepspeed",))[1]["category"] == "application"
+
+
+def test_the_launchers_exit_line_is_explained_not_quoted_as_unknown_text():
+    line = HEAD % ("ERROR", "launch.py:321:sigkill_handler") + \
+        "['/usr/bin/python', '-u', 'train.py', '--local_rank=7'] exits with return code = 1\n"
+    assert ("logged_error", "unknown", "warning") in kinds(line)
+    assert not [k for k in kinds(line) if k[0] == "unexplained_errors"]
+
+
+def test_zero3s_memory_pressure_warning_is_advice_not_a_fault():
+    line = HEAD % ("WARNING", "stage3.py:2069:step") + (
+        "4 pytorch allocator cache flushes since last step. this happens when there is high memory pressure "
+        "and is detrimental to performance. if this is happening frequently consider adjusting settings to "
+        "reduce memory consumption. If you are unable to make the cache flushes go away consider adding "
+        "get_accelerator().empty_cache() calls in your training loop to ensure that all ranks flush their "
+        "caches at the same time\n")
+    assert [k for k in kinds(line) if k[2] in ("warning", "critical") or k[0] == "unexplained_errors"] == []
+
+
+def test_a_failed_save_is_no_checkpoint_save_and_is_read_as_the_error_it_is():
+    line = HEAD % ("ERROR", "engine.py:3400:save_checkpoint") + \
+        "Failed saving model checkpoint to /ckpt with tag global_step500\n"
+    _facts, findings = parse_job_logs({"train.log": line})
+    # (read as a save, the line changed the job's state and no vocabulary read it)
+    assert ("logged_error", "unknown", "warning") in [(f["kind"], f["category"], f["severity"]) for f in findings]
