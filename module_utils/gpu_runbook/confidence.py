@@ -66,6 +66,8 @@ RULES = {
     "job_log_only": (MEDIUM, "job-log evidence only: {what}; no host evidence confirms it",
                      "작업 로그 근거뿐: {what_ko}; 이를 확인하는 호스트 근거 없음"),
     "job_states_it": (HIGH, "the job's own log states it: {what}", "작업 자체 로그가 명시함: {what_ko}"),
+    "job_when_it_failed": (MEDIUM, "inferred from when the job failed: {what}; no line states the cause",
+                     "작업이 실패한 시점으로부터 추정함: {what_ko}; 원인을 명시한 줄은 없음"),
     "job_warning": (MEDIUM, "one warning-level job finding: {what}", "경고 수준 작업 발견 하나: {what_ko}"),
     "job_ended_well": (HIGH, "the job's logs say it ended well ({who})", "작업 로그가 정상 종료를 밝힘 ({who})"),
     "job_exited": (MEDIUM, "its processes reached their exit with no error in the logs ({who}); no trainer said the "
@@ -95,6 +97,11 @@ _SERIOUS = ("warning", "critical")
 # job categories whose cause the job's own log is the primary source of
 _JOB_SCOPED = ("nccl_config", "application", "dataloader", "memory_leak", "nccl_deadlock")
 _HARDWARE = ("gpu_hardware", "driver", "ib_network")
+
+
+# job findings that are the engine's inference, not a line's statement: a failure early in the run
+# is the code's or the set-up's by the field's priors (joblog/job_findings.py), never by its own words
+_INFERRED_KINDS = ("early_phase_failure",)
 
 
 def family(f):
@@ -264,6 +271,8 @@ def job_confidence(job, hosts=()):
                 return _result("job_host_evidence", what=_job_what(top), what_ko=_job_what(top, "ko"), host=h,
                                what2=_what(hf))
             return _result("job_log_only", what=_job_what(top), what_ko=_job_what(top, "ko"))
+        if top["kind"] in _INFERRED_KINDS:
+            return _result("job_when_it_failed", what=_job_what(top), what_ko=_job_what(top, "ko"))
         # NCCL's own words about its configuration (NET/Socket, the HCA list) state the cause
         if top["severity"] == "critical" or verdict == "nccl_config":
             return _result("job_states_it", what=_job_what(top), what_ko=_job_what(top, "ko"))

@@ -27,6 +27,7 @@ from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
 from .infiniband.names import NO_DEVICES_RE
+from .infiniband.perfquery import IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE
 from .lspci import HEADER_RE as LSPCI_HEADER_RE
 from .systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
 from .nvsmi.dispatch import Q_SECTIONS
@@ -99,6 +100,10 @@ def _ibstatus(line):
 
 def _ibv(line):
     return not line.strip() or _indented(line) or line.startswith("hca_id:")
+
+
+def _ibqueryerrors(line):
+    return bool(IQE_NODE_RE.match(line) or IQE_PORT_RE.match(line) or IQE_SUMMARY_RE.match(line))
 
 
 def _perfquery(line):
@@ -260,6 +265,8 @@ BLOCKS = (
     # ibv_devinfo (rdma-core libibverbs/examples/devinfo.c) when the verbs stack lists no device: its one line
     ("ibv_devinfo.txt", NO_DEVICES_RE, _one_line),
     ("perfquery.txt", re.compile(r"^# (?:Port (?:extended )?counters|PortXmitData|Port counters):"), _perfquery),
+    # ibqueryerrors: 'Errors for ... "<node>"' over its ports' counter lines (infiniband/perfquery.py)
+    ("perfquery.txt", IQE_NODE_RE, _ibqueryerrors),
     ("ibdev2netdev.txt", re.compile(r"^\s{0,8}(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?[\w.\-]{1,64}\s"
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
                                     r"(?:Up|Down)\)"), _ibdev2netdev),

@@ -54,7 +54,11 @@ DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d
                            # DCGM's nv-hostengine.log (common/DcgmLoggingImpl.h DcgmLogFormatter: 'YYYY-mm-dd
                            # HH:MM:ss.sss <severity padded to 5> [<PID>:<TID>] <message> [<file>:<line>] [<function>]')
                            r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (?:NONE|FATAL|ERROR|WARN|INFO|DEBUG|VERB) {1,2}"
-                           r"\[\d{1,10}:\d{1,10}\] )")
+                           r"\[\d{1,10}:\d{1,10}\] |"
+                           # OpenSM's own log (libopensm/osm_log.c: '%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> %s',
+                           # or '[%02d:%02d:%02d:%03d][%04X] 0x%02x -> %s'): the subnet manager's node
+                           r"(?:[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \d{6} |\[\d\d:\d\d:\d\d:\d{3}\])\[[0-9A-F]{1,16}\] "
+                           r"0x[0-9a-f]{2} -> )")
 # Slurm's daemons' own log lines ('[2026-12-02T07:10:01.123] ...'): slurmctld's are the controller's,
 # about every node; a node's health is not read from them
 # NHC's dbg() (nhc: echo "${PREFIX}DEBUG:  $*" with -d): its debug output, no finding of a check

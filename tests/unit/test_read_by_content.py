@@ -1219,6 +1219,16 @@ def test_the_one_rank_whose_seqnum_stands_alone_is_the_culprit_of_a_mismatch(tmp
     assert doc["job"]["culprit_ranks"] == []
 
 
+def test_an_early_timeout_is_the_applications_by_inference_so_its_confidence_is_medium(tmp_path, capsys):
+    # one rank's watchdog at SeqNum 44, nothing else: early failures are the code's or set-up's by the
+    # field's priors, which no line states
+    (tmp_path / "train.log").write_text(_wd(1, 44, "ALLREDUCE", 1))
+    rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
+    job = doc["job"]
+    assert job["verdict"] == "application" and job["decided_by"]["kind"] == "early_phase_failure"
+    assert job["confidence"] == "medium" and "inferred from when the job failed" in job["confidence_reason"]
+
+
 def test_timeouts_of_different_process_groups_or_sizes_that_may_differ_are_no_mismatch(tmp_path, capsys):
     # two process groups count their own SeqNums; an all-gather's input is each rank's own part
     (tmp_path / "train.log").write_text(

@@ -453,6 +453,29 @@ KNOWN_MISSES = {
     "x24-17-opendit-train-dataloader-exited-host-memory-grows-600g": (
         "category", "a DataLoader worker that exited is the input pipeline's (dataloader); that host memory grew to "
                     "600 GB until it was killed is the reporter's later word, not in the traceback"),
+    "x25-02-ndr-fabric-ibdiagnet-0-errors-fw-and-nodedesc-warnings": (
+        "category", "ibdiagnet2.log has no reader (ibdiagnet has no public source): a clean fabric scan stays "
+                    "unknown, never healthy"),
+    "x25-03-b200x8-dcgmi-diag-pcie-fail-internal-parse-error-in-slurm-job": (
+        "category", "dcgmi diag's pcie test failed with DCGM_FR_INTERNAL (its child's output could not be parsed): "
+                    "a test that did not give a result leaves the node unknown; the examiner read every GPU's "
+                    "Pass under it as healthy"),
+    "x25-06-h100-ndr-node-ibstat-8-rails-active-ethernet-ports-disabled": (
+        "category", "Ethernet ports Down/Disabled beside Active ones of their type: the same text as reference "
+                    "capture 011, whose truth (unknown: whether they should be cabled is not stated) wins; that "
+                    "they were turned off on purpose is the reporter's word"),
+    "x25-10-k8s-homelab-node-gpu-unhealthy-device-plugin-xid79-smi-unknown-error": (
+        "culprit_hosts", "the node's name is only in the pod events (the Kubernetes scheduler's words); the dmesg "
+                         "and nvidia-smi lines name no host, so the capture's directory names it"),
+    "x25-16-azureml-ddp-run-ends-service-thread-unknown-command": (
+        "category", "the script's own 'end: <time>' line is no end a trainer or launcher states; NCCL's "
+                    "'[Service thread] Unknown command ... from localRank -1' after it is read as its proxy's failure"),
+    "x25-17-ddp-watchdog-allreduce-timeout-no-peer-named": (
+        "category", "a lone watchdog timeout at SeqNum 44 is an early failure, the application's by the field's "
+                    "priors (now at medium confidence: an inference); the examiner's rule calls it unknown"),
+    "x25-24-dgx-spark-roce-over-bond-nccl-alltoall-status12-abort": (
+        "category", "a transport-retry completion error (status 12) reads as the path's (ib_network); that it fails "
+                    "only over the bonded ports is the thread's finding"),
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),

@@ -1,5 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``perfquery`` / ``perfquery -x`` (and ``-a``, ``-E``, ``-D``) output."""
+"""``perfquery`` / ``perfquery -x`` (and ``-a``, ``-E``, ``-D``) output, and ``ibqueryerrors``': the
+fabric's ports whose error counters are past its thresholds (rdma-core v64.0
+infiniband-diags/ibqueryerrors.c: 'Errors for 0x<guid> "<node description>"' (or 'Errors for
+"<desc>"'), then per port '   GUID 0x<guid> port <n>: [<Counter> == <value>] ...', the node's
+'port ALL' sum, and '## Summary: N nodes checked, M bad nodes found'). Its counters are judged as
+perfquery's (counters.py); a port is named by its node's description; 'port ALL' is a sum of the
+ports already read, so it is not read again. A mail reply's '> ' quote is read through."""
 
 import re
 
@@ -11,6 +17,11 @@ from .ports import finish
 _PQ_HDR_RE = re.compile(
     r"^\s*#\s*Port\s+(?P<what>[^:]*?)\s*:\s*(?:Lid|lid)\s+(?P<lid>\d+)\s+port\s+(?P<port>\d+)", re.I)
 _PQ_KV_RE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_\[\]]*)\s*:[.\s]*(?P<val>\S+)\s*$")
+_QUOTE = r"(?:> ?)?"
+IQE_NODE_RE = re.compile(r"^" + _QUOTE + r"Errors for (?:0x[0-9a-fA-F]{1,16} )?\"(?P<desc>[^\"\n]{0,200})\"\s*$")
+IQE_PORT_RE = re.compile(r"^" + _QUOTE + r"\s{1,8}GUID 0x[0-9a-fA-F]{1,16} port (?P<port>\d{1,3}|ALL):(?P<rest>[^\n]*)$")
+IQE_SUMMARY_RE = re.compile(r"^" + _QUOTE + r"(?:## |\s*$)")
+_IQE_PAIR_RE = re.compile(r"\[(?P<name>\w{1,64}) == (?P<val>\d{1,20})")
 
 
 def parse_perfquery(text, source="perfquery.txt", thresholds=None, device=None,
@@ -25,8 +36,18 @@ def parse_perfquery(text, source="perfquery.txt", thresholds=None, device=None,
 def _parse(text, source, thresholds=None, device=None):
     h = Host("perfquery", source)
     cur = None
+    node = None
     for n, line in iter_lines(text):
         if not line.strip():
+            continue
+        m = IQE_NODE_RE.match(line)
+        if m:  # ibqueryerrors: a node's ports follow
+            node = m.group("desc").strip() or "?"
+            continue
+        m = IQE_PORT_RE.match(line)
+        if m and node is not None:
+            if m.group("port") != "ALL":
+                _iqe_port(h, node, int(m.group("port")), m.group("rest"), n, line)
             continue
         m = _PQ_HDR_RE.match(line)
         if m:
@@ -47,3 +68,15 @@ def _parse(text, source, thresholds=None, device=None):
         cur["counters"][cname] = iv
         h.cev[(cur["device"], cur["port"], cname)] = (n, line)
     return finish(h, text, None, None, thresholds, check_ports=False)
+
+
+def _iqe_port(h, node, port, rest, n, line):
+    """One port line of ibqueryerrors: its '[Counter == value]' pairs."""
+    cur = h.port(node, port)
+    cur["link_layer"] = "InfiniBand"
+    for m in _IQE_PAIR_RE.finditer(rest):
+        cname = normalize_counter_name(m.group("name"))
+        if m.group("name").lower() in NOT_COUNTERS:
+            continue
+        cur["counters"][cname] = to_int(m.group("val"))
+        h.cev[(node, port, cname)] = (n, line)

@@ -148,14 +148,16 @@ def _ib_port_finding(lay, p, ev, src, phys_txt):
     st, ph = p["state"], p["phys_state"]
     ref = ib_ref(p["device"], p["port"])
     ln, line = ev
-    if lay.unused_sibling(p):
+    # a port whose physical link is up has a cable and a partner: never an uncabled spare
+    cabled = port_state_kind(st, ph) == "ib_port_not_active"
+    if lay.unused_sibling(p) and not cabled:
         return finding(
             "ib_port_unused",
             "%s is %s%s: it is a further port of the same card as %s (same system image GUID) and "
             "that port position is down on every card, so probably uncabled"
             % (p["device"], st, phys_txt, ", ".join(d for d in lay.card_pos[p["device"]][1] if d != p["device"])),
             evidence=line, source=src(ln), ib=ref)
-    if lay.unused_second_port(p):
+    if lay.unused_second_port(p) and not cabled:
         return finding(
             "ib_port_unused",
             "%s port %d is %s%s like port %d on every HCA: probably an uncabled second port"

@@ -1,0 +1,41 @@
+"""ibqueryerrors (rdma-core infiniband-diags/ibqueryerrors.c): the fabric's ports past its error
+thresholds, read by content (a mail reply's '> ' quote too) and judged as perfquery's counters."""
+
+from gpu_runbook.cli import analyze_paths
+from gpu_runbook.content import plan
+from gpu_runbook.infiniband.perfquery import parse_perfquery
+
+# the layout ibqueryerrors.c prints: 'Errors for 0x<guid> "<desc>"', '   GUID 0x<guid> port <n>: [<name> == <v>]'
+OUT = """# ibqueryerrors
+Errors for "gpu-a-07 mlx5_0"
+   GUID 0x7cfe900300179b31 port 1: [PortXmitWait == 2]
+Errors for 0x2c903006e29b0 "MF0;leaf-3:MQM9700/U1"
+   GUID 0x2c903006e29b0 port ALL: [SymbolErrorCounter == 70000] [LinkDownedCounter == 7]
+   GUID 0x2c903006e29b0 port 5: [SymbolErrorCounter == 65535] [LinkErrorRecoveryCounter == 8]
+   GUID 0x2c903006e29b0 port 7: [LinkDownedCounter == 7]
+
+## Summary: 2 nodes checked, 2 bad nodes found
+##          43 ports checked, 3 ports have errors beyond threshold
+## Thresholds:
+## Suppressed:
+"""
+
+
+def test_the_fabrics_port_errors_are_judged_as_counters_per_port_not_their_sum():
+    facts, findings = parse_perfquery(OUT)
+    said = sorted((f["kind"], f["ib"]["device"], f["ib"]["port"], f["severity"]) for f in findings
+                  if f["severity"] in ("warning", "critical"))
+    assert ("ib_symbol_errors", "MF0;leaf-3:MQM9700/U1", 5, "critical") in said
+    assert ("ib_link_downed", "MF0;leaf-3:MQM9700/U1", 7, "critical") in said
+    assert not [s for s in said if s[2] == 0]  # 'port ALL' is the sum of the ports above, not a port
+    # a congestion counter alone (PortXmitWait) is no error of the host's port
+    assert not [s for s in said if s[1] == "gpu-a-07 mlx5_0"]
+
+
+def test_read_by_content_under_any_name_and_through_a_mail_quote(tmp_path):
+    quoted = "".join("> " + ln + "\n" for ln in OUT.splitlines())
+    read = plan(quoted)
+    assert set(read.blocks) == {"perfquery.txt"} and "GUID" not in (read.rest or "")
+    (tmp_path / "mail.txt").write_text(quoted)
+    (h,) = analyze_paths([str(tmp_path)])["hosts"]
+    assert h["verdict"] == "ib_network" and h["severity"] == "critical"
