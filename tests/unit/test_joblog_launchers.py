@@ -146,6 +146,21 @@ def test_nccl_tests_wrong_column_is_data_corruption():
     assert job["culprit_hosts"] == ["Meowth"]      # one host ran it: its wrong data are that host's
 
 
+def test_nccl_tests_whose_ranks_repeat_on_another_host_ran_one_test_per_host():
+    # nccl-tests built without MPI=1 under mpirun: each process lists ranks 0..1 of its own test and prints
+    # its own summary; the figures are single-node ones, the network between the hosts was never used
+    head = ("#  Rank  0 Group  0 Pid   3591 on   testgpu1 device  0 [0x03] NVIDIA A100-PCIE-40GB\n"
+            "#  Rank  1 Group  0 Pid   3591 on   testgpu1 device  1 [0x03] NVIDIA A100-PCIE-40GB\n")
+    other = head.replace("3591", "2451").replace("testgpu1", "testgpu2")
+    tail = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.80135\n"
+    job, findings = parse_job_logs({"output.txt": head + other + tail + tail})
+    (f,) = [f for f in findings if f.get("name") == "nccl-tests"]
+    assert f["category"] == "nccl_config" and "testgpu1 and on testgpu2" in f["message"]
+    # two runs one after the other on one host list their ranks again: that is no mistake
+    job, findings = parse_job_logs({"output.txt": head + tail + head.replace("3591", "4000") + tail})
+    assert not [f for f in findings if f.get("name") == "nccl-tests"]
+
+
 def test_nccl_tests_test_failure_line():
     # NVIDIA/nccl-tests#252 (title 'Test NCCL failure common with network error'); synthetic line in the
     # format nccl-tests prints ('<host>: Test NCCL failure common.cu:N '<ncclGetErrorString>'')

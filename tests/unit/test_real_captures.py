@@ -476,6 +476,12 @@ KNOWN_MISSES = {
     "x25-24-dgx-spark-roce-over-bond-nccl-alltoall-status12-abort": (
         "category", "a transport-retry completion error (status 12) reads as the path's (ib_network); that it fails "
                     "only over the bonded ports is the thread's finding"),
+    "x26-06-arm-ci-node-hca-table-port-down-and-init-pcie-x8": (
+        ("category", "culprit_hosts"), "an lshca-style HCA table (Mellanox's lshca: port down, port in init, "
+                                       "PCIe x8 of x16) has no reader; the node is named only in its rows"),
+    "x26-21-dgxa100-two-node-ddp-socket-transport-eight-interfaces-connect-fails": (
+        "category", "NCCL's socket transport striped over NET/Socket/0..7 then a connect failure: which "
+                    "interfaces (docker bridges beside bond0) is in the full log only"),
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),

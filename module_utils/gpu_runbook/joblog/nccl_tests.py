@@ -95,6 +95,12 @@ def _hash_line(s, line, st):
     if m:
         nt = _state(st)
         rank = int(m.group(1))
+        had = nt["ranks"].get(rank)
+        if had is not None and had["host"] != m.group(3) and nt.get("twice") is None:
+            # the same rank listed on another host: each process ran a test of its own (mpirun started copies
+            # of a binary built without MPI=1), not one job over every host (two runs one after the other on
+            # one host list their ranks again too: only another host's copy says it)
+            nt["twice"] = {"rank": rank, "hosts": [had["host"], m.group(3)], "src": line.src, "evidence": line.raw}
         if rank not in nt["ranks"] and len(nt["ranks"]) < 100000:
             nt["ranks"][rank] = {"pid": int(m.group(2)), "host": m.group(3), "dev": int(m.group(4)),
                                  "pci": _pci(m.group(5)), "gpu": m.group(6).strip() or None}
@@ -183,6 +189,16 @@ def findings(st):
                 where, len(nt["wrong"]),
                 "; Out of bounds values : %d FAILED" % oob[0] if oob and oob[1] == "FAILED" else ""),
             evidence=evidence(first["evidence"]), source=first["src"]))
+    if nt.get("twice"):
+        tw = nt["twice"]
+        out.append(finding(
+            "logged_nccl_config_error",
+            "nccl-tests: rank %d is listed by two processes (%s): each process ran a test of its own, so the "
+            "figures are single-node ones and the network between the hosts was never used. nccl-tests was "
+            "built without MPI (make MPI=1) or started without its launcher's ranks" % (
+                tw["rank"], " and ".join("on %s" % h for h in tw["hosts"])),
+            category="nccl_config", severity="warning", name="nccl-tests", evidence=evidence(tw["evidence"]),
+            source=tw["src"]))
     if nt["ranks"] and not (nt["avg_busbw"] is not None or oob) and not nt["failures"]:
         src, raw = nt["first"]
         out.append(finding(
