@@ -237,12 +237,6 @@ def _captured_at(paths):
     return datetime.datetime.fromtimestamp(max(times), datetime.timezone.utc) if times else None
 
 
-def _pbs_text(lines, rec):
-    """The lines of one node's pbsnodes record, the others blank (line numbers stay the file's)."""
-    keep = set(rec["lines"])
-    return "\n".join(x if i in keep else "" for i, x in enumerate(lines)) + "\n"
-
-
 def split_hosts(sources, since=None, year=None, tz=None):
     """One capture directory's sources -> [(host or None, sources, parsed)]: one entry per
     host its text names (pdsh/clush prefixes, syslog hostnames, shell prompts, clush/ansible
@@ -269,15 +263,10 @@ def split_hosts(sources, since=None, year=None, tz=None):
             for host, record in reason_records(value) or node_records(value):
                 per_host.setdefault(host, {})[src] = record
             continue
-        if src == PBSNODES and isinstance(value, str):  # each node's row or record is that node's
-            from .pbsnodes import node_records as pbs_records
-            lines = value.split("\n")
-            for host, rec in pbs_records(value):
-                per_host.setdefault(host, {})[src] = per_host.get(host, {}).get(src, "") + _pbs_text(lines, rec)
-            continue
-        if src == AUTOPILOT and isinstance(value, str):  # each node's section of Autopilot's report
-            from .autopilot import host_parts
-            for host, part in host_parts(value):
+        if src in (PBSNODES, AUTOPILOT) and isinstance(value, str):
+            # each node's pbsnodes record, each node's section of Autopilot's report, is that node's
+            from . import autopilot, pbsnodes
+            for host, part in (pbsnodes if src == PBSNODES else autopilot).host_parts(value):
                 if host is None:
                     base[src] = part
                 else:

@@ -42,11 +42,15 @@ def opens(line, after):
     return is_list_row(line) or opens_long(line, after)
 
 
-def is_list_row(line):
-    """A row of -l: "%-20s %s %s" pads the name to 20 columns, so the state starts at column 21 or
-    later, and -l lists only nodes down or offline."""
+def _list_row(line):
+    """The match of a row of -l, else None: "%-20s %s %s" pads the name to 20 columns, so the state
+    starts at column 21 or later, and -l lists only nodes down or offline."""
     m = LIST_ROW_RE.match(line)
-    return bool(m) and m.start("state") >= 21 and any(s in _OUT for s in m.group("state").split(","))
+    return m if m and m.start("state") >= 21 and any(s in _OUT for s in m.group("state").split(",")) else None
+
+
+def is_list_row(line):
+    return _list_row(line) is not None
 
 
 def opens_long(line, after):
@@ -66,11 +70,11 @@ def node_records(text):
     """pbsnodes text -> [(node, {"state", "comment", "line": what to quote, "lines": its line
     indices})] in the order listed; [] when none."""
     out, current = [], None
-    lines = text.splitlines()
+    lines = text.split("\n")  # (the indices host_parts keeps: split as it splits)
     for i, line in enumerate(lines):
         line = line.rstrip("\r")
-        m = LIST_ROW_RE.match(line)
-        if m and is_list_row(line):
+        m = _list_row(line)
+        if m:
             out.append((m.group("node"), {"state": m.group("state"), "comment": m.group("comment") or "",
                                           "line": line, "lines": [i]}))
             current = None
@@ -86,6 +90,16 @@ def node_records(text):
                 current[a.group("key")] = a.group("val").strip()
                 current["line"] = (current["line"] + " " + line.strip()).strip()
     return out
+
+
+def host_parts(text):
+    """-> [(node, text)]: each listed node's lines, the others blank (line numbers stay the file's;
+    a node listed twice keeps both), as autopilot.host_parts gives a report's sections."""
+    lines = text.split("\n")
+    keep = {}
+    for node, rec in node_records(text):
+        keep.setdefault(node, set()).update(rec["lines"])
+    return [(node, "\n".join(x if i in idx else "" for i, x in enumerate(lines)) + "\n") for node, idx in keep.items()]
 
 
 def parse_pbsnodes(text, source="pbsnodes.txt"):

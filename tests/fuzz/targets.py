@@ -144,6 +144,7 @@ TARGETS = [
     Target(autopilot.host_parts, "system", returns=list),
     Target(pbsnodes.parse_pbsnodes, "slurm_node", returns=tuple),
     Target(pbsnodes.node_records, "slurm_node", returns=list),
+    Target(pbsnodes.host_parts, "slurm_node", returns=list),
     Target(lspci.parse_lspci, "system", returns=tuple),
     Target(systemd_units.parse_systemctl, "system", returns=tuple),
     # the active tier's outputs (nvbandwidth's matrices, perftest's bandwidth table)

@@ -3,7 +3,7 @@ comment read as a Slurm node's state and drain reason are."""
 
 from gpu_runbook.cli import analyze_paths
 from gpu_runbook.content import plan
-from gpu_runbook.pbsnodes import STATES, is_list_row, node_records, parse_pbsnodes
+from gpu_runbook.pbsnodes import STATES, host_parts, is_list_row, node_records, parse_pbsnodes
 
 LIST = """$ pbsnodes -l
 x3014c0s19b0n0       offline,resv-exclusive Xid 74 -- GPUs need reseat
@@ -60,3 +60,13 @@ def test_only_rows_laid_out_as_pbsnodes_prints_them_are_its_rows():
     assert set(plan(LIST).blocks) == {"pbsnodes.txt"} and set(plan(LONG).blocks) == {"pbsnodes.txt"}
     # a lone word after the listing is another program's line, left to the line readers
     assert "Killed" in plan(LIST + "Killed\n").rest
+
+
+def test_each_nodes_part_keeps_the_files_line_numbers_and_a_node_listed_twice_keeps_both():
+    text = LIST + "x3014c0s19b0n0       offline Xid 74 -- GPUs need reseat\n"
+    parts = dict(host_parts(text))
+    assert sorted(parts) == ["x3014c0s19b0n0", "x3102c0s7b1n0", "x3209c0s13b0n0"]
+    lines = parts["x3014c0s19b0n0"].split("\n")
+    assert lines[1].startswith("x3014c0s19b0n0") and lines[4].startswith("x3014c0s19b0n0") and not lines[2]
+    # a line separator other than a newline inside a record's line does not move the lines that follow
+    assert dict(host_parts("\x0c" + LIST))["x3102c0s7b1n0"].split("\n")[2].startswith("x3102c0s7b1n0")

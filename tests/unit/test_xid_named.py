@@ -35,3 +35,11 @@ def test_other_lines_name_no_xid(line):
 def test_the_nodes_reader_reads_it_too():
     found = nodelines.read("Mar  1 10:00:00 gpu-a-07 gpu-health[812]: Found XID errors: 94", False)
     assert found != "unexplained" and found[1]["xid"] == 94 and found[1]["category"] == "gpu_hardware"
+
+
+def test_a_benign_code_of_the_catalog_is_no_fault_when_a_line_names_it():
+    # Xid 106 (SMBPBI's test message): the catalog calls it benign; the row says so and the reader keeps nothing
+    _tbl, row = xid_named("Found XID errors: 106")
+    assert (row["xid"], row["kind"], row["category"]) == (106, "benign", "healthy")
+    _facts, found = parse_job_logs({"health.log": "Found XID errors: 106\n"})
+    assert [f["kind"] for f in found if f["kind"] != "job_end_unknown"] == []

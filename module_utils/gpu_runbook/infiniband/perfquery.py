@@ -59,14 +59,8 @@ def _parse(text, source, thresholds=None, device=None):
         if cur is None:
             continue
         m = _PQ_KV_RE.match(line)
-        if not m or m.group("name").lower() in NOT_COUNTERS:
-            continue
-        iv = to_int(m.group("val"))
-        if iv is None:
-            continue
-        cname = normalize_counter_name(m.group("name"))
-        cur["counters"][cname] = iv
-        h.cev[(cur["device"], cur["port"], cname)] = (n, line)
+        if m:
+            _counter(h, cur, m.group("name"), m.group("val"), n, line)
     return finish(h, text, None, None, thresholds, check_ports=False)
 
 
@@ -75,8 +69,17 @@ def _iqe_port(h, node, port, rest, n, line):
     cur = h.port(node, port)
     cur["link_layer"] = "InfiniBand"
     for m in _IQE_PAIR_RE.finditer(rest):
-        cname = normalize_counter_name(m.group("name"))
-        if m.group("name").lower() in NOT_COUNTERS:
-            continue
-        cur["counters"][cname] = to_int(m.group("val"))
-        h.cev[(node, port, cname)] = (n, line)
+        _counter(h, cur, m.group("name"), m.group("val"), n, line)
+
+
+def _counter(h, cur, name, val, n, line):
+    """One counter of a port (perfquery's 'Name:....value', ibqueryerrors' '[Name == value]'), with the
+    line that holds it; a field that is no counter, or no number, is not one."""
+    if name.lower() in NOT_COUNTERS:
+        return
+    iv = to_int(val)
+    if iv is None:
+        return
+    cname = normalize_counter_name(name)
+    cur["counters"][cname] = iv
+    h.cev[(cur["device"], cur["port"], cname)] = (n, line)
