@@ -398,7 +398,7 @@ def _job_verdict(job, culprits, explanations):
     failing = [f for f in found if f["severity"] in ("warning", "critical")]
     # early is a phase of a failure: a log that only stops early (no error, no rank waiting) is not one;
     # a failure that began inside NCCL (its error trail) is NCCL's or the network's, not the code's
-    nccl_own = any(f["kind"] == "nccl_error_trace" for f in found)
+    nccl_own = any(f["kind"] in ("nccl_error_trace", "nccl_error") for f in found)  # its trail, or an ncclResult_t
     if job.get("phase") == "early" and not nccl_own and (
             waited or named or [f for f in failing if f["kind"] != "job_end_unknown"]):
         return "application", None

@@ -156,6 +156,11 @@ def _ibdev2netdev(line):
     return not line.strip() or "==>" in line
 
 
+def _lshca(line):
+    # lshca: its tables' rows and rules, and each HCA's 'Dev #N' header with its ' Key: value' lines
+    return bool(line.strip()) and ("|" in line or line.startswith(("-", " ")) or line.startswith("Dev #"))
+
+
 def _iblinkinfo(line):
     return not line.strip() or _indented(line) or "==(" in line or line.startswith(("CA: ", "Switch: "))
 
@@ -270,6 +275,9 @@ BLOCKS = (
     ("ibdev2netdev.txt", re.compile(r"^\s{0,8}(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?[\w.\-]{1,64}\s"
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
+    # lshca: an HCA's 'Dev #N' header, or a table header naming RDMA and its port columns (infiniband/lshca.py)
+    ("lshca.txt", re.compile(r"^Dev #\d{1,3}[ \t]*$|^[^\n|]{0,40}\|[^\n]{0,200}\bRDMA" + _H + r"*\|"
+                             r"(?=[^\n]{0,400}\b(?:LnkStat|IpStat|HCA_Type)\b)"), _lshca),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("slurm-node.txt", SINFO_REASONS_RE, _sinfo_row),
     # PBS's pbsnodes: a row of -l (a node down or offline), or a node's name over its attributes

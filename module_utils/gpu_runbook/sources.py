@@ -11,7 +11,7 @@ NVSMI_SOURCES = ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi.txt", "nvid
 COMPUTE_APPS = "nvidia-smi-compute-apps.csv"
 KERNEL_LOG = "kern.log"
 IB_LINK_SOURCES = ("ib-sysfs.txt", "ibstat.txt", "ibv_devinfo.txt", "rdma-link.txt", "ibportstate.txt",
-                   "mlxlink.txt", "ibdev2netdev.txt")
+                   "mlxlink.txt", "lshca.txt", "ibdev2netdev.txt")
 # first present wins (sysfs is authoritative; rdma link has states, no rate; ibdev2netdev says the
 # least: a port's interface Up or Down)
 IB_COUNTER_SOURCES = ("perfquery.txt", "iblinkinfo.txt")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gpu_runbook import (analyze, autopilot, bugreport, capture, content, dcgm, gpud, linefamily, lspci, pbsnodes, runbook,
                          slurm, slurm_jobs, sources, systemd_units, timeutil, vocab)
-from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibstat, ibv_devinfo, mlxlink, names,
+from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibstat, ibv_devinfo, lshca, mlxlink, names,
                                     perfquery, rdma_link, reload, restart)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
@@ -134,6 +134,7 @@ TARGETS = [
     Target(ibv_devinfo.parse_ibv_devinfo, "ib", returns=tuple),
     Target(iblinkinfo.parse_iblinkinfo, "ib", returns=tuple),
     Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
+    Target(lshca.parse_lshca, "ib", returns=tuple),
     Target(rdma_link.parse_rdma_link, "ib", returns=tuple),
     Target(ibportstate.parse_ibportstate, "ib", returns=tuple),
     Target(mlxlink.parse_mlxlink, "ib", returns=tuple),

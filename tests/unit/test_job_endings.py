@@ -86,8 +86,11 @@ def _timeout(rank, seq, numel, pg=None):
 
 
 def test_the_rank_the_oom_killer_took_is_the_one_the_others_waited_for():
+    # slurmstepd's report rides on the stream of the node's first task ('0:' under srun -l, whichever task
+    # was killed: x27-18's task 5); srun's own line names the task
     text = ("0: slurmstepd: error: Detected 1 oom_kill event in StepId=130.13. Some of the step tasks have been OOM "
-            "Killed.\n" + "".join(_timeout(r, 3054761, 8192) for r in (1, 2, 3)) +
+            "Killed.\nsrun: error: gpu-a-01: task 0: Out Of Memory\n" +
+            "".join(_timeout(r, 3054761, 8192) for r in (1, 2, 3)) +
             "".join(_timeout(r, 3054764, 67108864) for r in (4, 5, 6, 7)) + _timeout(4, 3119, 2))
     j, findings = parse_job_logs({"job.log": text})
     assert j["culprit_ranks"] == [0]

@@ -167,7 +167,8 @@ def test_nccl_tests_test_failure_line():
     log = " node-1: Test NCCL failure common.cu:1279 'remote process exited or there was a network error'\n"
     job, findings = parse_job_logs({"nccl.log": log})
     errs = [f for f in findings if f["kind"] == "nccl_error"]
-    assert errs and errs[0]["category"] == "ib_network"
+    # the test failed on ncclRemoteError: a peer's exit or the network, not established which
+    assert errs and errs[0]["category"] == "unknown" and errs[0]["severity"] in ("warning", "critical")
 
 
 # ------------------------------------------------------------------ NCCL RAS (format: src/ras/client_support.cc)

@@ -92,6 +92,21 @@ def test_vocab_fragment_matching_checks_the_shape_of_numbers():
     assert not vocab.matchable("%s: %s") and not vocab.matchable("%s failed")
 
 
+def test_vocab_fragment_matching_tries_later_places_of_a_fragment():
+    # the first ':' of the line is the time stamp's: the row is placed from a later one
+    frags, gaps = vocab.compile_format("%s:%d: cannot parse guid %s")
+    assert vocab.match_fragments("Dec  6 10:22:33 sm1 OpenSM[12]: /etc/opensm/pfx.conf:17: cannot parse guid 0x1",
+                                 frags, gaps)
+    assert not vocab.match_fragments("Dec  6 10:22:33 sm1 OpenSM[12]: pfx.conf:x17: cannot parse guid 0x1",
+                                     frags, gaps)
+    # a later fragment is tried again past a place whose gap has the wrong shape
+    frags, gaps = vocab.compile_format("port %d: link %d down")
+    assert vocab.match_fragments("port a: x port 3: link 2 down", frags, gaps)
+    assert not vocab.match_fragments("port 3: link two down", frags, gaps)
+    # the tries are bounded: a line of many near misses ends without a match
+    assert not vocab.match_fragments("port 1: " * 5000 + "link x down", frags, gaps)
+
+
 def test_the_markers_index_is_the_tables_markers():
     """vocab/index.py (tests/tools/vocab/write_index.py) lets the prefilters know the markers
     without loading a table: it must say what the tables say."""

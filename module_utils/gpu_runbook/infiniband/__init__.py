@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """InfiniBand / RoCE port state and error counters: sysfs, ibstat, ibstatus, ibv_devinfo,
-``rdma link``, ibportstate, mlxlink, ibdev2netdev, perfquery and iblinkinfo text -> (facts, findings).
+``rdma link``, ibportstate, mlxlink, ibdev2netdev, lshca, perfquery and iblinkinfo text -> (facts, findings).
 
 Every parser returns ``(facts, findings)`` with
 
@@ -33,7 +33,7 @@ from .sysfs import parse_ib_sysfs
 __all__ = ["COUNTER_RULES", "NO_PHYSICAL_LINK", "detect_ib_format", "merged_rules", "normalize_counter_name",
            "normalize_phys_state", "normalize_state", "parse_ib", "parse_ib_sysfs", "parse_ibdev2netdev",
            "parse_iblinkinfo",
-           "parse_ibportstate", "parse_ibstat", "parse_mlxlink", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parse_rdma_link", "parser",
+           "parse_ibportstate", "parse_lshca", "parse_ibstat", "parse_mlxlink", "parse_ibv_devinfo", "parse_perfquery", "parse_rate", "parse_rdma_link", "parser",
            "port_state_kind"]
 
 
@@ -65,6 +65,9 @@ def __getattr__(name):
     if name == "parse_ibdev2netdev":
         from .ibdev2netdev import parse_ibdev2netdev
         return parse_ibdev2netdev
+    if name == "parse_lshca":
+        from .lshca import parse_lshca
+        return parse_lshca
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 _SNIFF = (
@@ -84,11 +87,13 @@ _SNIFF = (
                            r"[A-Z][^\n:]{0,60}:", re.M)),
     ("rdma-link", re.compile(r"^[ \t]{0,8}(?:\d{1,4}/\d{1,3}:[ \t]{1,4})?link[ \t]{1,4}[\w.\-]{1,64}/\d{1,3}[ \t][^\n]{0,800}?"
                              r"\b(?:physical_)?state[ \t]+[A-Z_]{2,32}", re.M)),
+    # lshca's table header: '|'-separated column names, RDMA and its port columns (infiniband/lshca.py)
+    ("lshca", re.compile(r"^[^\n|]{0,40}\|[^\n]{0,200}\bRDMA[ \t]*\|[^\n]{0,400}\b(?:LnkStat|IpStat|HCA_Type)\b", re.M)),
     ("ibdev2netdev", re.compile(r"\bport[ \t]+\d{1,3}(?:[ \t]+\([A-Z_]{1,16}\))?[ \t]+==>[ \t]+\S{1,64}[ \t]+\((?:Up|Down)\)")),
 )
 _PARSERS = {"ib-sysfs": "parse_ib_sysfs", "ibstat": "parse_ibstat", "ibv_devinfo": "parse_ibv_devinfo",
             "perfquery": "parse_perfquery", "iblinkinfo": "parse_iblinkinfo", "ibdev2netdev": "parse_ibdev2netdev",
-            "rdma-link": "parse_rdma_link", "ibportstate": "parse_ibportstate", "mlxlink": "parse_mlxlink"}
+            "rdma-link": "parse_rdma_link", "ibportstate": "parse_ibportstate", "mlxlink": "parse_mlxlink", "lshca": "parse_lshca"}
 
 
 def detect_ib_format(text):

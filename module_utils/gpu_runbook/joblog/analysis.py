@@ -43,6 +43,13 @@ def mismatched_timeouts(st):
     have named."""
     if any(e["kind"] == "collective_mismatch" for e in st.events):
         return
+    named = set(t.get("pg") for t in st.timeouts if t.get("pg") is not None)
+    if len(named) == 1:
+        # a rank whose lines name no group beside ranks whose lines all name one: nothing says it is another
+        for t in st.timeouts:
+            t.setdefault("pg", None)
+            if t["pg"] is None:
+                t["pg"] = next(iter(named))
     by = {}
     for t in st.timeouts:
         if t.get("seq") is not None and t.get("op") and t.get("rank") is not None:
@@ -98,6 +105,7 @@ def _one_group_on_every_rank(st):
 def analyse(st):
     observations(st)
     mismatched_timeouts(st)
+    nccl_tests.said_its_end(st)
     world, rank_map = world_and_map(st)
     settle_nvls(st)
     fill_process_ranks(st, st.events)
@@ -200,6 +208,7 @@ def _more_hosts(st, hosts):
     # when nothing else names one
     if not hosts and not extra:
         extra += [e["prefix_host"] for e in st.events if e.get("prefix_host")]
+        extra += [h for h in st.prefix_hosts if h not in extra]  # 'slurmstepd-<node>: error: NVML: ... GPU is lost'
     return list(hosts) + [h for i, h in enumerate(extra) if h not in hosts and h not in extra[:i]]
 
 

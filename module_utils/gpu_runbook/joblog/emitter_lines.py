@@ -90,9 +90,14 @@ SUCCESS = (
     # mlcommons/logging mlperf_logging/mllog (constants.py RUN_STOP, STATUS, SUCCESS): the benchmark's
     # ':::MLLOG {..., "key": "run_stop", ..., "metadata": {..., "status": "success"}}' ("aborted": no end)
     (re.compile(r'"key": "run_stop",[^\n]{0,4000}?"status": "success"'), "MLPerf logging (mllog)"),
+    # wandb/wandb wandb/sdk/wandb_run.py _display_exit_status: "Waiting for W&B process to finish..." then
+    # "(success)" when the run finished with exit code 0 ("(failed N)" otherwise), and before 0.10
+    # wandb/run_manager.py: "Program ended successfully." ("Program failed with code N")
+    (re.compile(r"\bwandb: Waiting for W&B process to finish\.\.\. \(success\)|\bwandb: Program ended successfully\."),
+     "Weights & Biases (the run's exit code 0)"),
 )
 # a literal every line SUCCESS reads holds: the prefilters (quiet.py, might_read) let those lines through
-SUCCESS_WORDS = ("Training completed", "train_runtime", "train metrics", "epochs completed in",
+SUCCESS_WORDS = ("wandb: ", "Training completed", "train_runtime", "train metrics", "epochs completed in",
                  "max training steps reached", "Key: avg_train_prep", "Trainer.fit", "worker group", "WorkerState",
                  "Done waiting", "after training is done", "exiting program", "done training", "exits successfully",
                  '"key": "run_stop"', "been destroyed before", "not called before program exit")
@@ -341,13 +346,40 @@ def ended(line, st):
     return False
 
 
+# Gloo's pair could not connect to a loopback address (gloo/transport/tcp/pair.cc 'connect [%s]%s: %m'): a
+# peer's address that resolved to this host itself, which no other node listens on
+_GLOO_LOOPBACK = re.compile(r"\bconnect \[(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.[\d.]{5,11})\]")
+_GLOO_LOOPBACK_MEANS = ("Gloo could not connect to a peer at a loopback address: the peer's address resolved to this "
+                        "host itself (a host name /etc/hosts maps to 127.0.1.1, MASTER_ADDR=localhost on several "
+                        "nodes), which no other node listens on: set GLOO_SOCKET_IFNAME to the real interface, or "
+                        "fix the name's address")
+
+
+def _gloo_connect_row():
+    """(gloo table, its pair's connect row) or None."""
+    from ..vocab import ROW_FIELDS, table
+    t = table("gloo")
+    for r in t.rows if t is not None else ():
+        if r[2].startswith("connect [%s]"):
+            return t, dict(zip(ROW_FIELDS, r))
+    return None
+
+
 def read_vocabulary(line, st, quote=True):
     """The job's emitters' vocabularies read ``line``: its message is recorded (True), else,
     with ``quote``, the line is kept as one nothing explains (st.seen, vocab/reading.py)."""
     # (an Xid a line names outside the kernel's own lines: a site check's 'Found XID errors: 63')
     m = match_line(line.text, JOB_TABLES) or xid_named(line.text)
+    if m is None and "gloo" in line.text and _GLOO_LOOPBACK.search(line.text):
+        m = _gloo_connect_row()  # its format has too little text to be matched on its own (vocab.MIN_LITERAL)
     if m is not None:
-        st.seen.message(m[0], m[1], line.src, line.raw, rank=line.rank)
+        row = m[1]
+        if m[0].name == "gloo" and _GLOO_LOOPBACK.search(line.text):
+            row = dict(row, kind="logged_nccl_config_error", category="nccl_config", meaning=_GLOO_LOOPBACK_MEANS)
+        st.seen.message(m[0], row, line.src, line.raw, rank=line.rank)
+        if line.host and m[1]["severity"] in ("warning", "critical") and line.host not in st.prefix_hosts and \
+                len(st.prefix_hosts) < 64:
+            st.prefix_hosts.append(line.host)  # the node a launcher's or slurmstepd's prefix names (launchers.py)
         return True
     if quote and not continues_a_message(line.text, JOB_TABLES):
         st.seen.line(line.text, line.src, line.raw)

@@ -64,7 +64,9 @@ def memory_and_cuda(line, fs, st):
     ml = text.lower()
     if ("oom" in ml or "out of memory" in ml) and not text.startswith("srun: error:"):
         if HOST_OOM.search(text):
-            add(st.events, dict(base, kind="host_oom"))
+            # slurmstepd's 'Detected N oom_kill event in StepId=...' is the step's: srun -l labels it with
+            # the task whose stream carried it, not the task that was killed (srun's own line names that one)
+            add(st.events, dict(base, kind="host_oom", rank=None if "slurmstepd" in text else base.get("rank")))
     return False
 
 

@@ -138,8 +138,10 @@ def _dataloader(ev, c):
 
 def _nccl_error(ev, c, st, phase, trend):
     what = ev["what"]
-    return finding("nccl_error", "%s: NCCL call failed with '%s'." % (c.where, what),
-                   category="ib_network" if "network" in what else "unknown", **c.common)
+    # ncclResult_t's own words decide (vocab/nccl.py CODES): 'remote process exited or there was a network
+    # error' (ncclRemoteError) names two causes and establishes neither; the WARN lines, the peer's log or
+    # the hosts' evidence tell which
+    return finding("nccl_error", "%s: NCCL call failed with '%s'." % (c.where, what), category="unknown", **c.common)
 
 
 def _python_exception(ev, c, st, phase, trend):

@@ -62,8 +62,23 @@ def job_findings(st, job, last_prog):
                                                            for f in findings):
         findings.append(_end_unknown(st))
     _exits_are_consequences(findings)
+    _stuck_after_a_death(findings, job)
     _teardown_after_the_end(findings, st)
     return dedupe(findings)
+
+
+def _stuck_after_a_death(findings, job):
+    """A watchdog stuck on a surviving rank after a rank died of memory (culprits._died): the
+    survivors' NCCL calls and aborts wait on a peer that is gone, so their heartbeat monitor fires;
+    a consequence of the death, not a call hung in the driver."""
+    if job.get("culprit_evidence") != "rank_died":
+        return
+    dead = set(job.get("culprit_ranks") or ())
+    for f in findings:
+        if f["kind"] == "nccl_watchdog_stuck" and f.get("rank") not in dead and f["severity"] != "info":
+            f["severity"] = "info"
+            f["message"] += (" Here it followed the death of rank(s) %s (out of memory): its NCCL calls waited "
+                             "for a peer that was gone." % ",".join(str(r) for r in sorted(dead)))
 
 
 # ncclResult_t (src/nccl.h.in)
@@ -204,8 +219,8 @@ def _stuck_watchdog(st):
             evidence=evidence(a["evidence"]), source=a["src"], rank=a["rank"])]
     return [finding(
         "nccl_watchdog_stuck",
-        "rank %s: the NCCL watchdog itself got stuck, which means a CUDA/NCCL call hung inside the "
-        "driver on that process." % s["rank"],
+        "%s: the NCCL watchdog itself got stuck, which means a CUDA/NCCL call hung inside the "
+        "driver on that process." % ("rank %d" % s["rank"] if s["rank"] is not None else "a process"),
         evidence=evidence(s["evidence"]), source=s["src"], rank=s["rank"]) for s in st.stuck[:1]]
 
 

@@ -35,6 +35,11 @@ def _pdsh_host(text):
     if not m:
         return None, 0
     host = m.group(1)
+    if host.startswith("slurmstepd-"):
+        # slurmstepd's own name when Slurm runs several slurmd per host (src/slurmd/slurmstepd/mgr.c,
+        # MULTIPLE_SLURMD: argv0 "slurmstepd-%s" with the node's name): the node the step ran on
+        host = host[len("slurmstepd-"):]
+        return (host, m.end()) if host else (None, 0)
     if not any(c.isdigit() for c in host):
         return None, 0
     if host[0].isalpha():

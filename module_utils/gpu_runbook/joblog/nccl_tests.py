@@ -154,6 +154,20 @@ def summary(st):
             "avg_busbw": nt["avg_busbw"], "failures": len(nt["failures"])}
 
 
+def said_its_end(st):
+    """Record, once every line was read, that the test said it ran to its end: its end summary
+    (src/common.cu: '# Out of bounds values : %d %s', OK when every checked result was right) after
+    every size. Not when each process ran a test of its own (a rank listed by two hosts): the figures
+    of that run say nothing of the job it was meant to be."""
+    nt = st.nccl_tests
+    if nt is None or not nt["oob"] or nt.get("twice") or nt["wrong"] or nt["failures"]:
+        return
+    count, word, src, raw = nt["oob"]
+    if word == "OK" and count == 0:
+        add(st.success, {"who": "nccl-tests (its end summary: every result checked, none out of bounds)",
+                         "src": src, "evidence": raw})
+
+
 def fill_rank_map(st, rank_map, world):
     """The device list's rank -> host, PCI bus, local device (NCCL's own comm lines win)."""
     nt = st.nccl_tests

@@ -24,6 +24,12 @@ def watchdog(line, fs, st):
             r = line.msg_rank(MSG_RANK.search(text))
             if r is not None:
                 st.last_work[r] = (int(m.group(1)), int(m.group(2)), int(m.group(3)), line.src)
+                mpg = PG_ID.search(text)
+                for t in st.timeouts[-64:] if mpg else ():
+                    # torch 2.3/2.4 names the group here ('[PG 5 Rank 3] Timeout at NCCL work: N, ...'), not
+                    # on its '[Rank 3] Watchdog caught ...' line: the timeout of that rank and SeqNum is the group's
+                    if t["rank"] == r and t["seq"] == int(m.group(1)) and t.get("pg") is None:
+                        t["pg"] = mpg.group(1)
     if "Some NCCL operations have failed or timed out" in text:
         st.some_failed.append((line.msg_rank(MSG_RANK.search(text)), line.src, line.raw))
         add(st.held, line)

@@ -136,23 +136,47 @@ def match_fragments(line, frags, gaps):
     return _span(line, frags, gaps) is not None
 
 
+_TRIES = 24  # occurrences of fragments tried per line and row: bounded, so still linear in the line
+
+
+def _takes_any(convs):
+    """True when a gap of these conversions takes any text (%s, %p ...)."""
+    return bool(convs) and all(_GAP.get(c) is None for c in convs)
+
+
 def _span(line, frags, gaps):
-    """(start, end) of ``frags`` in ``line`` (blanks already joined), or None."""
-    pos = start = 0
-    for i, frag in enumerate(frags):
-        at = line.find(frag, pos)
-        if at < 0:
+    """(start, end) of ``frags`` in ``line`` (blanks already joined), or None. A fragment whose
+    gap before it has the wrong shape is tried at its next occurrence, and a row that fails
+    after its first fragment is tried again from that fragment's next occurrence ('%s:%d: msg'
+    in a line whose time stamp holds colons): a bounded number of tries in all."""
+    budget = [_TRIES]
+
+    def rest(i, pos):
+        """End of frags[i:] placed from ``pos`` on, or None."""
+        if i == len(frags):
+            return pos
+        at = line.find(frags[i], pos)
+        while at >= 0 and budget[0] > 0:
+            budget[0] -= 1
+            if _gap_ok(line[pos:at], gaps[i]):
+                end = rest(i + 1, at + len(frags[i]))
+                if end is not None:
+                    return end
+                if _takes_any(gaps[i + 1]):
+                    return None  # the next gap takes any text: a later place cannot help
+            at = line.find(frags[i], at + 1)
+        return None
+
+    at = line.find(frags[0])
+    while at >= 0 and budget[0] > 0:
+        budget[0] -= 1
+        end = rest(1, at + len(frags[0]))
+        if end is not None:
+            return at, end
+        if len(frags) > 1 and _takes_any(gaps[1]):
             return None
-        if i > 0 and not _gap_ok(line[pos:at], gaps[i]):
-            # the fragment occurs later too: one more try past this occurrence
-            at2 = line.find(frag, at + 1)
-            if at2 < 0 or not _gap_ok(line[pos:at2], gaps[i]):
-                return None
-            at = at2
-        if i == 0:
-            start = at
-        pos = at + len(frag)
-    return start, pos
+        at = line.find(frags[0], at + 1)
+    return None
 
 
 def _quoted_in_error(line, span):
@@ -302,9 +326,37 @@ def match_line(line, names=EMITTERS):
         found = _fabric_manager_unlisted(line)
         if found is not None:
             return found
+    if best is None and "nccl" in names:
+        found = _nccl_info_unlisted(line)
+        if found is not None:
+            return found
     if best is None and "xid" in names:
         return xid_named(line)
     return None if best is None else (best[0], dict(zip(ROW_FIELDS, best[1])))
+
+
+# NCCL's INFO lines that say something failed are, in every release the table pins, failures NCCL
+# handled (gen_nccl.py INFO_RULES' last rule: a WARN reports one that mattered); the releases between
+# the pinned ones word some of them otherwise (2.19-2.21's 'TUNER/Plugin: Failed to find
+# ncclTunerPlugin_v2, using internal tuner instead.' names the symbol through a macro): the same class
+NCCL_INFO_UNLISTED = ("https://github.com/NVIDIA/nccl src/include/debug.h (INFO)", 0,
+                      "(an NCCL INFO line that says something failed, worded as no pinned release words it)",
+                      "logged_error", "unknown", "info",
+                      "An NCCL_DEBUG=INFO line about a failure NCCL handled (a WARN reports it if it mattered).")
+_NCCL_INFO_RE = re.compile(r"\bNCCL INFO (?!\S+:\d+ -> \d)")
+
+
+def _nccl_info_unlisted(line):
+    """(nccl table, the row) for an error-like NCCL INFO line no row matched, else None (an error
+    trail's 'file.cc:123 -> 3' is the NCCL reader's)."""
+    m = _NCCL_INFO_RE.search(line)
+    if m is None:
+        return None
+    from .reading import error_like
+    if not error_like(line[m.end():]):
+        return None
+    t = table("nccl")
+    return None if t is None else (t, dict(zip(ROW_FIELDS, NCCL_INFO_UNLISTED)))
 
 
 # nvmlErrorString's texts of the two returns that say the GPU itself is gone (nvml.h

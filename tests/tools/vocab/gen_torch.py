@@ -784,8 +784,9 @@ RULES = (
      "NCCL rejected a call as invalid usage (mismatched or malformed calls across ranks)"),
     (r"NCCLUtils\.(cpp|hpp)$", "", r"ncclInvalidArgument", APP, "critical",
      "NCCL rejected an argument of a call: the caller's bug"),
-    # ncclRemoteError: the engine's NCCL reader (joblog/nccl_words.py) reads it as the network's: agree
-    (r"NCCLUtils\.(cpp|hpp)$", "", r"^ncclRemoteError", "nccl_error/ib_network", "warning",
+    # ncclRemoteError: names a network error or a peer's exit and establishes neither, as NCCL's own table
+    # (vocab/nccl.py CODES) and the engine's NCCL reader (joblog/event_findings.py) say: unknown
+    (r"NCCLUtils\.(cpp|hpp)$", "", r"^ncclRemoteError", "nccl_error/unknown", "warning",
      "NCCL says a call failed on a network error or a remote process that exited: look at the peer first"),
     (r"NCCLUtils\.(cpp|hpp)$", "", r"NCCL error in: |^ncclUnhandledCudaError|^ncclSystemError|^ncclInternalError|"
                                    r"Unknown NCCL error|Last error|unexpected exit of a remote peer",
