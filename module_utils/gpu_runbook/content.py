@@ -157,8 +157,13 @@ def _ibdev2netdev(line):
 
 
 def _lshca(line):
-    # lshca: its tables' rows and rules, and each HCA's 'Dev #N' header with its ' Key: value' lines
-    return bool(line.strip()) and ("|" in line or line.startswith(("-", " ")) or line.startswith("Dev #"))
+    # lshca: its tables' rows and rules, and each HCA's 'Dev #N' header with its ' Desc: ...' lines (lshca.py's
+    # header fields); nothing else: a traceback's indented lines after it are the line readers'
+    return bool(_LSHCA_LINE_RE.match(line))
+
+
+_LSHCA_LINE_RE = re.compile(r"^(?:-{10,}[ \t]*$|Dev #\d{1,3}[ \t]*$|[^\n|]{0,400}\|[^\n|]{0,400}\||"
+                            r" (?:Desc|PN|PSID|SN|FW|Driver|Tempr|Bond|BondState|DPUmode|BFBver): )")
 
 
 def _iblinkinfo(line):

@@ -106,3 +106,11 @@ def test_read_by_content_under_any_name_in_a_paste_after_a_prompt(tmp_path, caps
     rc, doc, _ = analyze(capsys, tmp_path)
     (h,) = doc["hosts"]
     assert h["verdict"] == "ib_network" and rc != 0
+
+
+def test_lines_after_the_table_are_not_swallowed(tmp_path, capsys):
+    # an indented paste of the job's error right after the table is the job's, not lshca's
+    text = hgx_node() + "    [rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    (tmp_path / "paste.txt").write_text(text)
+    rc, doc, _ = analyze(capsys, tmp_path)
+    assert doc["job"] and doc["job"]["verdict"] == "application"
