@@ -26,6 +26,7 @@ from .autopilot import OPENING as AUTOPILOT_OPENING, belongs as autopilot_belong
 from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
+from .infiniband import lshca
 from .infiniband.names import NO_DEVICES_RE
 from .infiniband.perfquery import IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE
 from .lspci import HEADER_RE as LSPCI_HEADER_RE
@@ -156,16 +157,6 @@ def _ibdev2netdev(line):
     return not line.strip() or "==>" in line
 
 
-def _lshca(line):
-    # lshca: its tables' rows and rules, and each HCA's 'Dev #N' header with its ' Desc: ...' lines (lshca.py's
-    # header fields); nothing else: a traceback's indented lines after it are the line readers'
-    return bool(_LSHCA_LINE_RE.match(line))
-
-
-_LSHCA_LINE_RE = re.compile(r"^(?:-{10,}[ \t]*$|Dev #\d{1,3}[ \t]*$|[^\n|]{0,400}\|[^\n|]{0,400}\||"
-                            r" (?:Desc|PN|PSID|SN|FW|Driver|Tempr|Bond|BondState|DPUmode|BFBver): )")
-
-
 def _iblinkinfo(line):
     return not line.strip() or _indented(line) or "==(" in line or line.startswith(("CA: ", "Switch: "))
 
@@ -280,9 +271,8 @@ BLOCKS = (
     ("ibdev2netdev.txt", re.compile(r"^\s{0,8}(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?[\w.\-]{1,64}\s"
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
                                     r"(?:Up|Down)\)"), _ibdev2netdev),
-    # lshca: an HCA's 'Dev #N' header, or a table header naming RDMA and its port columns (infiniband/lshca.py)
-    ("lshca.txt", re.compile(r"^Dev #\d{1,3}[ \t]*$|^[^\n|]{0,40}\|[^\n]{0,200}\bRDMA" + _H + r"*\|"
-                             r"(?=[^\n]{0,400}\b(?:LnkStat|IpStat|HCA_Type)\b)"), _lshca),
+    # lshca: an HCA's 'Dev #N' header, or a table header naming RDMA and its port columns, then its own lines
+    ("lshca.txt", lshca.OPENING, lshca.belongs),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("slurm-node.txt", SINFO_REASONS_RE, _sinfo_row),
     # PBS's pbsnodes: a row of -l (a node down or offline), or a node's name over its attributes

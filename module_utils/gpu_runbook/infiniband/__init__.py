@@ -87,7 +87,8 @@ _SNIFF = (
                            r"[A-Z][^\n:]{0,60}:", re.M)),
     ("rdma-link", re.compile(r"^[ \t]{0,8}(?:\d{1,4}/\d{1,3}:[ \t]{1,4})?link[ \t]{1,4}[\w.\-]{1,64}/\d{1,3}[ \t][^\n]{0,800}?"
                              r"\b(?:physical_)?state[ \t]+[A-Z_]{2,32}", re.M)),
-    # lshca's table header: '|'-separated column names, RDMA and its port columns (infiniband/lshca.py)
+    # lshca's table header: '|'-separated column names, RDMA and its port columns (lshca.HEADER_RE, written
+    # here as the other formats' are, so that a gather does not import the parser to sniff)
     ("lshca", re.compile(r"^[^\n|]{0,40}\|[^\n]{0,200}\bRDMA[ \t]*\|[^\n]{0,400}\b(?:LnkStat|IpStat|HCA_Type)\b", re.M)),
     ("ibdev2netdev", re.compile(r"\bport[ \t]+\d{1,3}(?:[ \t]+\([A-Z_]{1,16}\))?[ \t]+==>[ \t]+\S{1,64}[ \t]+\((?:Up|Down)\)")),
 )

@@ -35,6 +35,20 @@ _STATES = {"actv": ("Active", "LinkUp"), "init": ("Init", "LinkUp"), "poll": ("D
            "down": ("Down", None)}
 
 
+# a table's header (its port columns after RDMA), or an HCA's 'Dev #N' header: where lshca's output opens
+HEADER_RE = re.compile(r"^[^\n|]{0,40}\|[^\n]{0,200}\bRDMA[ \t]*\|(?=[^\n]{0,400}\b(?:LnkStat|IpStat|HCA_Type)\b)", re.M)
+OPENING = re.compile(r"^Dev #\d{1,3}[ \t]*$|" + HEADER_RE.pattern, re.M)
+# its own lines only: its rules, its tables' rows, the Dev header and its fields (lshca.py's HCA header
+# fields); an indented line after it is not (a paste of the job's error is the line readers')
+_OWN_LINE_RE = re.compile(r"^(?:-{10,}[ \t]*$|Dev #\d{1,3}[ \t]*$|[^\n|]{0,400}\|[^\n|]{0,400}\||"
+                          r" (?:Desc|PN|PSID|SN|FW|Driver|Tempr|Bond|BondState|DPUmode|BFBver): )")
+
+
+def belongs(line):
+    """True when ``line`` is one of lshca's own lines (content.py's block reading)."""
+    return bool(_OWN_LINE_RE.match(line))
+
+
 def header_cells(line):
     """The column names of an lshca table's header row, or None when ``line`` is not one."""
     if line.count("|") < 2:
@@ -61,31 +75,31 @@ def _clean(cell):
 
 
 def _row(h, cols, cells, n, line, pcie):
-    get = dict((c, _clean(v)) for c, v in zip(cols, cells))
-    dev = get.get("RDMA", ("", None))[0]
-    if not _DEV_RE.match(dev or ""):
+    cell = dict((c, _clean(v)) for c, v in zip(cols, cells))
+
+    def val(col, default=""):
+        return cell.get(col, (default, None))[0]
+    dev = val("RDMA")
+    if not _DEV_RE.match(dev):
         return
-    port_no = get.get("Port", ("1", None))[0]
-    port = h.port(dev, int(port_no) if port_no.isdigit() else 1)
-    state, phys = _STATES.get(get["LnkStat"][0].lower(), (None, None)) if "LnkStat" in get else ("Active", "LinkUp")
+    port = h.port(dev, int(val("Port", "1")) if val("Port", "1").isdigit() else 1)
+    state, phys = _STATES.get(val("LnkStat").lower(), (None, None)) if "LnkStat" in cell else ("Active", "LinkUp")
     port["state"], port["phys_state"] = state, phys
-    link = get.get("Link", ("", None))[0]
-    port["link_layer"] = {"IB": "InfiniBand", "Eth": "Ethernet"}.get(link)
-    rate, sign = get.get("Rate", ("", None))
+    port["link_layer"] = {"IB": "InfiniBand", "Eth": "Ethernet"}.get(val("Link"))
+    rate, sign = cell.get("Rate", ("", None))
     port["rate_gbps"] = parse_rate(rate) if state == "Active" and sign is None and rate else None
-    if get.get("HCA_Type", ("", None))[0]:
-        h.dev_info[dev]["ca_type"] = get["HCA_Type"][0]
-    bdf = _BDF_RE.match(get.get("PCI_addr", ("", None))[0])
+    if val("HCA_Type"):
+        h.dev_info[dev]["ca_type"] = val("HCA_Type")
+    bdf = _BDF_RE.match(val("PCI_addr"))
     if bdf:
         h.dev_info[dev]["sys_guid"] = bdf.group(1)  # one PCI device, one card (module docstring)
     h.ev[(dev, port["port"])]["state"] = (n, line)
-    width, sign = get.get("LnkStaWidth", ("", None))
+    width, sign = cell.get("LnkStaWidth", ("", None))
     if sign == _ERROR and bdf and bdf.group(1) not in pcie:
         pcie.add(bdf.group(1))  # once per card: its functions share the link
         h.findings.append(finding(
             "pcie_link_degraded", "HCA %s (%s): its PCIe link trained at %s, below the %s it is capable of "
-            "(lshca's >!<): fewer lanes cut its bandwidth" % (dev, get.get("PCI_addr", ("", None))[0], width,
-                                                             get.get("LnkCapWidth", ("?", None))[0]),
+            "(lshca's >!<): fewer lanes cut its bandwidth" % (dev, val("PCI_addr"), width, val("LnkCapWidth", "?")),
             evidence=line, source=h.src(n), ib=ib_ref(dev, None)))
 
 
@@ -97,9 +111,10 @@ def _parse(text, source, expected_rate=None, expected_devices=None):
         if head:
             cols = head
             continue
+        if line.lstrip().startswith("Dev "):
+            cols = None  # the next HCA's header: its own table follows
+            continue
         if cols is None or "|" not in line:
-            if line.strip() and not line.strip().startswith("-") and cols and line.lstrip()[:4] == "Dev ":
-                cols = None  # the next HCA's header: its own table follows
             continue
         cells = line.split("|")
         if len(cells) == len(cols):

@@ -43,13 +43,13 @@ def mismatched_timeouts(st):
     have named."""
     if any(e["kind"] == "collective_mismatch" for e in st.events):
         return
-    named = set(t.get("pg") for t in st.timeouts if t.get("pg") is not None)
+    named = set(t["pg"] for t in st.timeouts if t.get("pg") is not None)
     if len(named) == 1:
         # a rank whose lines name no group beside ranks whose lines all name one: nothing says it is another
+        (only,) = named
         for t in st.timeouts:
-            t.setdefault("pg", None)
-            if t["pg"] is None:
-                t["pg"] = next(iter(named))
+            if t.get("pg") is None:
+                t["pg"] = only
     by = {}
     for t in st.timeouts:
         if t.get("seq") is not None and t.get("op") and t.get("rank") is not None:

@@ -370,11 +370,12 @@ def read_vocabulary(line, st, quote=True):
     with ``quote``, the line is kept as one nothing explains (st.seen, vocab/reading.py)."""
     # (an Xid a line names outside the kernel's own lines: a site check's 'Found XID errors: 63')
     m = match_line(line.text, JOB_TABLES) or xid_named(line.text)
-    if m is None and "gloo" in line.text and _GLOO_LOOPBACK.search(line.text):
+    loopback = "gloo" in line.text and _GLOO_LOOPBACK.search(line.text)
+    if m is None and loopback:
         m = _gloo_connect_row()  # its format has too little text to be matched on its own (vocab.MIN_LITERAL)
     if m is not None:
         row = m[1]
-        if m[0].name == "gloo" and _GLOO_LOOPBACK.search(line.text):
+        if loopback and m[0].name == "gloo":
             row = dict(row, kind="logged_nccl_config_error", category="nccl_config", meaning=_GLOO_LOOPBACK_MEANS)
         st.seen.message(m[0], row, line.src, line.raw, rank=line.rank)
         if line.host and m[1]["severity"] in ("warning", "critical") and line.host not in st.prefix_hosts and \
