@@ -62,8 +62,11 @@ def mismatched_timeouts(st):
             ops = ["%s%s" % (c[0], " of %d" % c[1] if c[1] is not None and len(set(x[0] for x in calls)) == 1 else "")
                    for c in sorted(calls, key=str)]
             add(st.events, {"kind": "collective_mismatch", "rank": None, "ranks": [t["rank"] for t in first],
-                            "seqs": [seq], "ops": ops, "src": first[0]["src"], "evidence": first[0]["evidence"]})
+                            "seqs": [seq], "ops": ops, "odd": _odd_call(st, pg, seq), "src": first[0]["src"],
+                            "evidence": first[0]["evidence"]})
             return
+    if _unnumbered_ops_differ(st, named):
+        return
     # one process group, each rank's first timed-out collective at another SeqNum: a collective completes on
     # every rank or on none, so rank 1 past #7559 while rank 0 still waits in it means their calls do not
     # line up (one issued more collectives than the other)
@@ -85,6 +88,54 @@ def mismatched_timeouts(st):
                             "seqs": sorted(seqs), "apart": True, "src": first[0]["src"],
                             "evidence": first[0]["evidence"]})
             return
+
+
+def _odd_call(st, pg, seq):
+    """[rank] when, at one SeqNum of one group, one rank alone called what two or more others called
+    otherwise (an ALLREDUCE of 4096 elements beside ranks 2 and 4's of 16666624): that rank's call is
+    the odd one; else []."""
+    by_call = {}
+    for t in st.timeouts:
+        if t.get("pg") == pg and t.get("seq") == seq and t.get("op") and t.get("rank") is not None:
+            call = (t["op"], t.get("numel_in") if t["op"] in _SAME_SIZE_OPS else None)
+            ranks = by_call.setdefault(call, [])
+            if t["rank"] not in ranks:
+                ranks.append(t["rank"])
+    sizes = sorted(len(r) for r in by_call.values())
+    if len(by_call) == 2 and sizes[0] == 1 and sizes[1] >= 2:
+        return [r[0] for r in by_call.values() if len(r) == 1]
+    return []
+
+
+def _unnumbered_ops_differ(st, named):
+    """A PyTorch before 2.0 printed no SeqNum ('[Rank 1] Watchdog caught collective operation timeout:
+    WorkNCCL(OpType=BROADCAST, Timeout(ms)=1800000) ran for 1801140 milliseconds'); its watchdog (one per
+    process group) reports the work it timed out in. One such line per rank, no group named, one timeout
+    setting, and the ranks' operations differ: they wait in different collectives, so their calls do not
+    line up. A lone rank in an operation of its own beside two or more in another is the odd one."""
+    if named or not st.timeouts or any(t.get("seq") is not None for t in st.timeouts):
+        return False
+    per_rank = {}
+    for t in st.timeouts:
+        if t.get("rank") is None or not t.get("op"):
+            return False
+        per_rank.setdefault(t["rank"], []).append(t)
+    if len(per_rank) < 2 or any(len(v) != 1 for v in per_rank.values()) or \
+            len(set(v[0].get("timeout_ms") for v in per_rank.values())) != 1:
+        return False
+    by_op = {}
+    for rank in sorted(per_rank):
+        by_op.setdefault(per_rank[rank][0]["op"], []).append(rank)
+    if len(by_op) < 2:
+        return False
+    sizes = sorted(len(r) for r in by_op.values())
+    odd = [r[0] for r in by_op.values() if len(r) == 1] if len(by_op) == 2 and sizes[0] == 1 and sizes[1] >= 2 else []
+    first = [per_rank[r[0]][0] for _op, r in sorted(by_op.items())]
+    add(st.events, {"kind": "collective_mismatch", "rank": None, "ranks": [t["rank"] for t in first], "seqs": [],
+                    "ops": ["%s (rank%s %s)" % (op, "s" if len(r) > 1 else "", ", ".join(map(str, r)))
+                            for op, r in sorted(by_op.items())],
+                    "odd": odd, "src": first[0]["src"], "evidence": first[0]["evidence"]})
+    return True
 
 
 def _one_group_on_every_rank(st):

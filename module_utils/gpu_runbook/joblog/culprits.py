@@ -175,9 +175,12 @@ def _odd_rank_out(st):
     'apart'): when one rank stands at a SeqNum of its own and every other rank shares another one,
     that rank is the one whose calls went their own way (rank 0 two collectives past the BROADCAST
     ranks 1 and 2 still wait in)."""
-    ev = next((e for e in st.events if e["kind"] == "collective_mismatch" and e.get("apart")), None)
+    ev = next((e for e in st.events if e["kind"] == "collective_mismatch" and (e.get("apart") or e.get("odd"))),
+              None)
     if ev is None:
         return None
+    if ev.get("odd"):  # one rank in an operation of its own (analysis._unnumbered_ops_differ)
+        return list(ev["odd"]), "mismatch_odd_rank"
     at = {}
     for t in st.timeouts:  # each rank's first timed-out collective (mismatched_timeouts saw one group)
         if t.get("seq") is not None and t.get("rank") is not None and (t["rank"] not in at or t["seq"] < at[t["rank"]]):

@@ -10,7 +10,8 @@ In order:
   a job cancelled by its time limit, by preemption or by a user;
 - the markers of a run that ended well (``SUCCESS``: each with the program that prints it);
 - the emitters' vocabularies (vocab/: NCCL, aws-ofi-nccl, PyTorch, Gloo, CUDA, rdma-core, UCX, Slurm,
-  DCGM, NHC, Fabric Manager): a line one of their messages explains becomes a finding of that message's
+  DCGM, NHC, Fabric Manager; Open MPI's help texts are read inside their frame of dashes by
+  ompi_lines.py): a line one of their messages explains becomes a finding of that message's
   category (benign messages are explained and make none);
 - last, error-like lines that nothing explains (``ERROR_LIKE``): kept, counted and quoted in
   one ``unexplained_errors`` finding: not understood, so never healthy.
@@ -34,7 +35,8 @@ LAST_ERROR_HEAD = re.compile(r"^((?:[\w.\-]{1,80}(?: \[\w{1,20}\])?:? )?)Last er
 
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
-JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container", "deepspeed")
+JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container", "deepspeed",
+              "ompi")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")

@@ -64,6 +64,16 @@ def _ib_completion(ev, c, st, phase, trend):
 def _peer_connection(ev, c, st, phase, trend):
     peer = ev.get("peer")
     peer_host = st.ip_host.get(peer) if peer else None
+    # (NCCL's socket devices are its interfaces in the order its 'NET/Socket : Using' line lists them;
+    # a channel 'via NET/Socket/1' uses the second: one with only a link-local address reaches no other node)
+    local = [st.socket_link_local[i] for i in sorted(st.socket_via) if i in st.socket_link_local]
+    if local and not (peer and not LINK_LOCAL_IP.match(peer)):
+        return finding(
+            "nccl_socket_interface",
+            "%s: NCCL's socket connection%s failed (%s); its channels go via NET/Socket over %s, whose only address "
+            "%s is IPv6 link-local (a container's veth or a bridge), which no other node can reach: set "
+            "NCCL_SOCKET_IFNAME to the interface with a routable address" % (
+                c.where, " to peer %s" % peer if peer else "", ev["what"], local[0][0], local[0][1]), **c.common)
     if peer and LINK_LOCAL_IP.match(peer):
         return finding(
             "nccl_socket_interface",
@@ -168,6 +178,12 @@ def _collective_mismatch(ev, c, st, phase, trend):
             "rank or on none, so their calls do not line up (one rank issued more collectives than another), an "
             "application bug." % (" and ".join(str(r) for r in ranks), " vs ".join(str(x) for x in seqs)),
             **c.common)
+    if ev.get("ops") and not seqs:
+        return finding(
+            "collective_mismatch",
+            "The ranks' watchdogs timed out in different operations: %s (one process group, no SeqNum printed): "
+            "the ranks called different collectives, an application bug (e.g. ranks that ran different numbers "
+            "of batches)." % "; ".join(ev["ops"]), **c.common)
     if ev.get("ops"):
         return finding(
             "collective_mismatch",

@@ -56,6 +56,9 @@ def job_findings(st, job, last_prog):
     early = _early_failure(st, job, last_prog, findings)
     if early is not None:
         findings.append(early)
+    short = _timeout_too_short(st)
+    if short is not None:
+        findings.append(short)
     if st.timeouts or st.desync_timeout or st.barrier_missing:
         findings.append(_timeout(st, job, findings))
     if job["training"] and not job["success"] and not any(f["severity"] in ("warning", "critical")
@@ -326,6 +329,29 @@ def all_joined_none_finished(st, job):
         if how == "joined" and len(ranks) >= 2 and set(ranks) >= everyone:
             return True
     return False
+
+
+# PyTorch's collective timeout defaults to 10 min (30 min before 2.2); a setting of seconds or less aborts
+# collectives that were merely slow (a first NCCL call sets up its connections, a large one takes seconds):
+# the setting is the cause, not a hang (init_process_group(timeout=) or TORCH_NCCL_... in the job's code),
+# unless the ranks' own reports show they waited in collectives that never line up (a test that sets a short
+# timeout to show a mismatch)
+TIMEOUT_FLOOR_MS = 5000
+
+
+def _timeout_too_short(st):
+    if st.desync_missing or st.desync_lagging or st.desync_timeout or st.fr_missing or \
+            any(e["kind"] == "collective_mismatch" for e in st.events):
+        return None
+    t = min((t for t in st.timeouts if t.get("timeout_ms") is not None), key=lambda t: t["timeout_ms"], default=None)
+    if t is None or t["timeout_ms"] >= TIMEOUT_FLOOR_MS:
+        return None
+    return finding(
+        "collective_timeout_too_short",
+        "The collective timeout is %d ms (Timeout(ms)=%d in the watchdog's line): shorter than a collective can take "
+        "(a first call sets up NCCL's connections, a large one takes seconds), so the watchdog aborted work that "
+        "was not hung. Set a timeout of minutes (init_process_group(timeout=), default 10 min)." % (
+            t["timeout_ms"], t["timeout_ms"]), evidence=evidence(t["evidence"]), source=t["src"], rank=t.get("rank"))
 
 
 def _timeout_kind(cause, job, st):

@@ -6,8 +6,8 @@ Handlers run in a fixed order (the order matters: a wrapped IB line must be join
 anything else reads the line; a pure progress line or an NCCL_DEBUG line is fully read by
 its own handler). A handler returns True when no later handler needs the line."""
 
-from . import (emitter_lines, error_lines, horovod, launch_lines, launchers, memtrend, nccl_lines, nccl_tests, progress,
-               pyspy, scan, torch_lines)
+from . import (emitter_lines, error_lines, horovod, launch_lines, launchers, memtrend, nccl_lines, nccl_tests, ompi_lines,
+               progress, pyspy, scan, torch_lines)
 from ..linefamily import is_kernel_line
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
@@ -19,6 +19,7 @@ from .text import FileLines, line_time, logical_lines, rank_from_name
 HANDLERS = (
     memtrend.figure,         # a memory figure: recorded, never taken (the line goes on to the others)
     pyspy.pyspy,             # a py-spy dump: its frames are no other handler's lines
+    ompi_lines.help_text,    # an Open MPI help text between its dashes: its lines are its message's
     emitter_lines.sacct,
     nccl_lines.continue_wrapped_ib,
     nccl_tests.nccl_tests_line,

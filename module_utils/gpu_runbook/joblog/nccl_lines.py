@@ -8,9 +8,10 @@ A handler takes (line, file state, job state) and returns True when the line is 
 (no later handler needs to see it)."""
 
 from .patterns import (BOOTSTRAP, CAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLETION, IB_DIR, IB_DISABLE, LOOPBACK_IP,
-                       IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, NCCL_BARE, NCCL_PREFIX,
-                       NCCL_TRACE, NCCL_VERSION,
-                       NET_DEV, NET_IB_USING, NET_PLUGIN_EXTERNAL, NET_PLUGIN_INTERNAL, NET_SOCKET_USING, OOB, PEER_ADDR, SOCK_DEV, USING_NETWORK, VIA)
+                       IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, LINK_LOCAL_IP, NCCL_BARE,
+                       NCCL_PREFIX, NCCL_TRACE, NCCL_VERSION,
+                       NET_DEV, NET_IB_USING, NET_PLUGIN_EXTERNAL, NET_PLUGIN_INTERNAL, NET_SOCKET_USING, OOB, PEER_ADDR,
+                       SOCK_DEV, SOCK_DEV_AT, USING_NETWORK, VIA, VIA_SOCKET)
 from .nccl_words import peer_gone, read_bare, read_warn
 from .emitter_lines import LAST_ERROR_HEAD, read_vocabulary
 from .text import add, busid_to_pci, evidence
@@ -214,6 +215,9 @@ def _net_socket(body, line, host, pid, dev, st):
         used = SOCK_DEV.findall(m.group(1))
         if used and all(LOOPBACK_IP.match(ip) for _ifn, ip in used) and st.socket_loopback is None:
             st.socket_loopback = (line, host, pid)
+        for idx, ifn, ip in SOCK_DEV_AT.findall(m.group(1)):
+            if LINK_LOCAL_IP.match(ip) and len(st.socket_link_local) < 16:
+                st.socket_link_local.setdefault(int(idx), (ifn, ip))
         for ifn, ip in used:
             if host:
                 st.ip_host.setdefault(ip, host)
@@ -235,6 +239,9 @@ def _network_choice(body, line, host, pid, dev, st):
     if "via " in body:
         m = VIA.search(body)
         if m:
+            ms = VIA_SOCKET.search(body)
+            if ms:
+                st.socket_via.add(int(ms.group(1)))
             st.via[m.group(1).split("/")[0] + ("/" + m.group(1).split("/")[1] if "/" in m.group(1) else "")] += 1
             return True
     if IB_DISABLE.search(body):

@@ -62,6 +62,9 @@ LOOPBACK_IP = re.compile(r"^(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d
 LINK_LOCAL_IP = re.compile(r"^\[?fe[89ab][0-9a-f]:", re.I)
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
 SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
+# ... with its index ('via NET/Socket/1' names it) and an IPv6 scope ('fe80::1%veth25f2e72')
+SOCK_DEV_AT = re.compile(r"\[(\d{1,2})\]([\w.\-]+):([0-9A-Fa-f.:]+?)(?:%[\w.\-]{1,32})?<\d+>")
+VIA_SOCKET = re.compile(r"\bvia NET/Socket/(\d{1,2})\b")
 USING_NETWORK = re.compile(r"\bUsing network (\S+)")
 # which network plugin a process of NCCL runs (src/plugin/plugin_open.cc, net.cc): none found, so
 # NCCL's internal IB/Socket one ('NET/Plugin: Could not find: libnccl-net.so. Using internal network

@@ -76,7 +76,7 @@ def held(fs):
     """True while the file is in a multi-line construct: its next line is read whatever it is."""
     return (fs.in_tb or fs.fr_missing_ctx is not None or fs.hvd_stall is not None or fs.ras_ctx is not None
             or fs.pending_ib is not None
-            or fs.sacct is not None or fs.pyspy is not None)
+            or fs.sacct is not None or fs.pyspy is not None or fs.ompi_frame is not None)
 
 
 def quiet(raw, fs, st):

@@ -214,6 +214,12 @@ KINDS = {
         "rank {rank}: NCCL found no usable socket interface: NCCL_SOCKET_IFNAME matches no interface with an address",
         "랭크 {rank}: NCCL이 사용할 소켓 인터페이스를 찾지 못함: NCCL_SOCKET_IFNAME이 주소가 있는 어떤 인터페이스와도 "
         "맞지 않음"),
+    "collective_timeout_too_short": kind(
+        "nccl_config", "critical", "timeout", ("raise_timeout",),
+        "rank {rank}: the collective timeout is set shorter than a collective can take: the watchdog aborts work "
+        "that was not hung",
+        "랭크 {rank}: collective 타임아웃이 collective가 걸릴 수 있는 시간보다 짧게 설정됨: 워치독이 멈추지 않은 "
+        "작업을 중단시킴"),
     "nccl_net_plugin_mixed": kind(
         "nccl_config", "critical", "nccl_env", ("job_same_net_plugin",),
         "the job's hosts run different NCCL network plugins: their ranks cannot connect",

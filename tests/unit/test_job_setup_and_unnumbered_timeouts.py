@@ -1,0 +1,73 @@
+"""What round x30 showed (tests/fixtures/real/x30-17, -19, -20 hold the real captures): NCCL's
+socket channels over an interface whose only address is IPv6 link-local, a collective timeout set
+shorter than any collective takes, and watchdog timeouts of a PyTorch that printed no SeqNum whose
+operations differ across the ranks."""
+
+from gpu_runbook.joblog import parse_job_logs
+
+USING = ("worker:101542:101542 [0] NCCL INFO NET/Socket : Using [0]eno1:172.18.40.41<0> "
+         "[1]veth25f2e72:fe80::380d:bfff:fe5b:54d2%veth25f2e72<0>\n"
+         "worker:101542:101542 [0] NCCL INFO Using network Socket\n")
+CONNECT = "worker:101542:101934 [0] NCCL INFO Call to connect returned Connection timed out, retrying\n" * 3
+
+
+def _via(dev):
+    return ("worker:101542:101934 [0] NCCL INFO Channel 00 : 0[18000] -> 1[18000] [receive] via NET/Socket/%d\n"
+            "worker:101542:101934 [0] NCCL INFO Channel 00 : 1[18000] -> 0[18000] [send] via NET/Socket/%d\n"
+            % (dev, dev))
+
+
+def kinds(found):
+    return set((f["kind"], f["category"]) for f in found)
+
+
+def test_channels_over_a_link_local_socket_interface_are_the_set_up():
+    _job, found = parse_job_logs({"worker.log": USING + _via(1) + CONNECT})
+    socket = [f for f in found if f["kind"] == "nccl_socket_interface"]
+    assert socket and socket[0]["category"] == "nccl_config" and "veth25f2e72" in socket[0]["message"]
+    # the same failure over the routable interface says nothing of the interface
+    _job, found = parse_job_logs({"worker.log": USING + _via(0) + CONNECT})
+    assert "nccl_socket_interface" not in [f["kind"] for f in found]
+
+
+def _timeout(rank, op, ms=1800000, seq=None, ran=1801060, numel=None):
+    work = "WorkNCCL(%sOpType=%s, %sTimeout(ms)=%d)" % ("SeqNum=%d, " % seq if seq is not None else "", op,
+                                                       "NumelIn=%d, NumelOut=%d, " % (numel, numel) if numel else "", ms)
+    return ("[E ProcessGroupNCCL.cpp:566] [Rank %d] Watchdog caught collective operation timeout: %s ran for %d "
+            "milliseconds before timing out.\n" % (rank, work, ran))
+
+
+def test_unnumbered_timeouts_in_different_operations_are_mismatched_collectives():
+    text = _timeout(0, "ALLREDUCE") + "".join(_timeout(r, "BROADCAST") for r in (1, 2, 3))
+    job, found = parse_job_logs({"train.log": text})
+    mism = [f for f in found if f["kind"] == "collective_mismatch"]
+    assert mism and "ALLREDUCE (rank 0)" in mism[0]["message"] and "BROADCAST (ranks 1, 2, 3)" in mism[0]["message"]
+    assert job["culprit_ranks"] == [0]  # the one rank in an operation of its own
+
+
+def test_unnumbered_timeouts_that_could_be_several_groups_are_no_mismatch():
+    same = "".join(_timeout(r, "ALLREDUCE") for r in (0, 1, 2, 3))
+    two_each = "".join(_timeout(r, "ALLREDUCE") + _timeout(r, "ALLGATHER") for r in (0, 1))
+    other_timeouts = _timeout(0, "ALLREDUCE", ms=600000) + _timeout(1, "BROADCAST")
+    for text in (same, two_each, other_timeouts):
+        _job, found = parse_job_logs({"train.log": text})
+        assert "collective_mismatch" not in [f["kind"] for f in found], text
+
+
+def test_a_collective_timeout_of_milliseconds_is_the_setting():
+    _job, found = parse_job_logs({"job.err": _timeout(3, "ALLREDUCE", ms=1, seq=1, ran=90)})
+    short = [f for f in found if f["kind"] == "collective_timeout_too_short"]
+    assert short and short[0]["category"] == "nccl_config" and short[0]["rank"] == 3
+    _job, found = parse_job_logs({"job.err": _timeout(3, "ALLREDUCE", ms=600000, seq=1, ran=600100)})
+    assert "collective_timeout_too_short" not in [f["kind"] for f in found]
+
+
+def test_one_rank_alone_in_another_call_at_one_seqnum_is_the_odd_one():
+    # x29-21's shape: ranks 2 and 4 in an ALLREDUCE of 16666624 elements, rank 0 in one of 4096, all #3106
+    text = "".join(_timeout(r, "ALLREDUCE", seq=3106, numel=n) for r, n in ((0, 4096), (2, 16666624), (4, 16666624)))
+    job, found = parse_job_logs({"train.log": text})
+    assert "collective_mismatch" in [f["kind"] for f in found] and job["culprit_ranks"] == [0]
+    # two ranks, two sizes: which one is odd nothing says
+    text = "".join(_timeout(r, "ALLREDUCE", seq=3106, numel=n) for r, n in ((0, 4096), (2, 16666624)))
+    job, found = parse_job_logs({"train.log": text})
+    assert "collective_mismatch" in [f["kind"] for f in found] and job["culprit_ranks"] != [0]
