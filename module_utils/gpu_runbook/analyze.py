@@ -14,7 +14,7 @@ from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
-                      NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, GPUD, AUTOPILOT,
+                      NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, IBDIAGNET, GPUD, AUTOPILOT,
                       LSPCI, SYSTEMCTL)
 from .verdict import host_verdict, sort_findings
 
@@ -105,6 +105,11 @@ def _parse_all(sources, opts, parsed, shown=None):
         # a figure, or the state of the port it refused (not Active): a reading of the link
         usable[PERFTEST] = usable[PERFTEST] and any(
             (facts["perftest"] or {}).get(k) is not None for k in ("average_gbps", "port_state"))
+    if _text(sources, IBDIAGNET) is not None:  # ibdiagnet's scan of the fabric: each stage's errors
+        from .infiniband.ibdiagnet import parse_ibdiagnet
+        run("ibdiagnet", IBDIAGNET, parse_ibdiagnet, sources[IBDIAGNET], source=IBDIAGNET)
+        # a scan whose stages or Summary were read: a reading of the fabric it reached
+        usable[IBDIAGNET] = bool((facts["ibdiagnet"] or {}).get("stages"))
     if _text(sources, GPUD) is not None:  # a node agent's health checks (GPUd)
         from .gpud import parse_gpud
         run("gpud", GPUD, parse_gpud, sources[GPUD], source=GPUD)

@@ -26,7 +26,7 @@ from .autopilot import OPENING as AUTOPILOT_OPENING, belongs as autopilot_belong
 from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
-from .infiniband import lshca
+from .infiniband import ibdiagnet, lshca
 from .infiniband.names import NO_DEVICES_RE
 from .infiniband.perfquery import IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE
 from .lspci import HEADER_RE as LSPCI_HEADER_RE
@@ -247,6 +247,10 @@ BLOCKS = (
                                     r"+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d" + _H + r"*$|^" + _H +
                                     r"*(?:" + Q_SECTIONS + r")" + _H + r"*$"), _q_text),
     ("nvidia-smi.txt", re.compile(r"^" + _H + r"*\+-{5,}[-+]*" + _H + r"*$|^\|" + _H + r"+NVIDIA-SMI \d"), _table),
+    # a GPU's box pasted without the table's header and borders: its first row ('|   5  NVIDIA H100 80GB HBM3
+    # On  |   00000000:97:00.0 N/A |  N/A |'), opening only over its second row's memory cell (_opening)
+    ("nvidia-smi.txt", re.compile(r"^\|" + _H + r"{1,6}\d{1,3}" + _H + r"+\S[^\n|]{0,80}\|" + _H +
+                                  r"*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"), _table),
     ("nvidia-smi.txt", re.compile(r"^GPU" + _H + r"+\d{1,3}:" + _H + r"[^\n]{1,200}$"), _nvlink),
     ("nvidia-smi.txt", _SMI_FAILURE_RE, _one_line),
     # the same words quoted inside a sentence ('... and nvidia-smi outputs: Unable to determine the
@@ -284,6 +288,8 @@ BLOCKS = (
     ("iblinkinfo.txt", re.compile(r"^(?:CA|Switch): [^\n]{1,200}:$|^[^\n]{0,200}\[[^\]\n]{0,8}\] ==\("), _iblinkinfo),
     # perftest's report (ib_write_bw ...): its title line or its results header, then its own lines
     ("perftest.txt", _PERFTEST_OPEN_RE, _perftest),
+    # ibdiagnet's fabric scan: its version head or its Summary's header (infiniband/ibdiagnet.py)
+    ("ibdiagnet.txt", ibdiagnet.OPENING, ibdiagnet.belongs),
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
     ("gpud.txt", _GPUD_FABRIC_RE, _one_line),
     # IBM Autopilot's report, its daemon's health-check log, its node labels (autopilot.py)
@@ -303,6 +309,7 @@ _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo
                 "systemctl.txt", "autopilot.txt", "pbsnodes.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
+_SMI_BOX_MEMORY_RE = re.compile(r"^\|[^\n|]{0,80}\|" + _H + r"*(?:\d{1,7}|N/A)MiB" + _H + r"*/" + _H + r"*\d{1,7}MiB")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
 
 
@@ -315,6 +322,9 @@ def _opening(line, after=()):
             continue
         if belongs is _table and line.lstrip()[:1] == "+" and not any(
                 _SMI_TABLE_HEAD_RE.search(a) for a in after[:3]):
+            continue
+        if belongs is _table and line.lstrip()[:1] == "|" and "NVIDIA-SMI" not in line and not (
+                after and _SMI_BOX_MEMORY_RE.search(after[0])):
             continue
         if belongs is _nvlink and "(UUID:" not in line and "(S/N:" not in line and not (
                 after and _LINK_RE.match(after[0])):

@@ -20,6 +20,7 @@ BUG_REPORT = "bug-report.txt"
 SLURM_NODE = "slurm-node.txt"  # `scontrol show node`: what Slurm says of a node (its state, its reason)
 PBSNODES = "pbsnodes.txt"  # PBS's `pbsnodes -l` / `pbsnodes -a`: what PBS says of a node (its state, its comment)
 DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own test of the GPUs
+IBDIAGNET = "ibdiagnet.txt"  # ibdiagnet's fabric scan (its console output, ibdiagnet2.log): each stage's errors
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
 GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a node agent's checks
 AUTOPILOT = "autopilot.txt"  # IBM Autopilot's health checks: its report, its daemon's log, its node labels
@@ -33,12 +34,12 @@ NOTES = "_notes"
 # parsers cite that name, not the source's
 NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, PBSNODES, DCGMI, PERFTEST,
-                                                                       GPUD, AUTOPILOT, LSPCI, SYSTEMCTL)
+                                                                       IBDIAGNET, GPUD, AUTOPILOT, LSPCI, SYSTEMCTL)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
-                                                   (SLURM_NODE, "slurm"), (PBSNODES, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"),
+                                                   (SLURM_NODE, "slurm"), (PBSNODES, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"), (IBDIAGNET, "ib"),
                                                    (GPUD, "gpu"), (AUTOPILOT, "gpu"), (LSPCI, "gpu"),
                                                    (SYSTEMCTL, "gpu")])
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from gpu_runbook import (analyze, autopilot, bugreport, capture, content, dcgm, gpud, linefamily, lspci, pbsnodes, runbook,
                          slurm, slurm_jobs, sources, systemd_units, timeutil, vocab)
-from gpu_runbook.infiniband import (ibdev2netdev, iblinkinfo, ibportstate, ibstat, ibv_devinfo, lshca, mlxlink, names,
-                                    perfquery, rdma_link, reload, restart)
+from gpu_runbook.infiniband import (ibdev2netdev, ibdiagnet, iblinkinfo, ibportstate, ibstat, ibv_devinfo, lshca, mlxlink,
+                                    names, perfquery, rdma_link, reload, restart)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.active import nvbandwidth, perftest
@@ -135,6 +135,7 @@ TARGETS = [
     Target(iblinkinfo.parse_iblinkinfo, "ib", returns=tuple),
     Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
     Target(lshca.parse_lshca, "ib", returns=tuple),
+    Target(ibdiagnet.parse_ibdiagnet, "ib", returns=tuple),
     Target(rdma_link.parse_rdma_link, "ib", returns=tuple),
     Target(ibportstate.parse_ibportstate, "ib", returns=tuple),
     Target(mlxlink.parse_mlxlink, "ib", returns=tuple),

@@ -1236,3 +1236,20 @@ def test_timeouts_of_different_process_groups_or_sizes_that_may_differ_are_no_mi
         + _wd(2, 40, "_ALLGATHER_BASE", 8) + _wd(3, 40, "_ALLGATHER_BASE", 16))
     rc, doc, err = analyze_json(capsys, tmp_path / "train.log")
     assert not any(f["kind"] == "collective_mismatch" for f in doc["job"]["findings"])
+
+
+def test_a_gpu_box_pasted_without_header_or_borders_is_read(tmp_path, capsys):
+    # one GPU's box of the table, as an issue quoted it (x25-08): its first row over its second row's
+    # memory cell is nvidia-smi's, and the ERR! fields are read
+    box = ("|   5  NVIDIA H100 80GB HBM3          On  |   00000000:97:00.0 N/A |                  N/A |\n"
+           "|ERR!   50C    P0            N/A  /  N/A  |       0MiB /  81559MiB |     N/A      Default |\n"
+           "|                                         |                        |                 ERR! |\n")
+    (tmp_path / "gpu5.txt").write_text(box)
+    rc, doc, err = analyze_json(capsys, tmp_path / "gpu5.txt")
+    (h,) = doc["hosts"]
+    assert [f["kind"] for f in h["findings"]] == ["nvml_field_error"] and h["findings"][0]["category"] == "gpu_hardware"
+    assert doc["files"][0]["read_as"] == ["nvidia-smi"]
+    # the same first row over anything but a memory cell is no GPU box (a table of another tool)
+    (tmp_path / "other.txt").write_text(box.splitlines()[0] + "\n| a | b | c |\n")
+    rc, doc, err = analyze_json(capsys, tmp_path / "other.txt")
+    assert rc == 3 and doc is None  # nothing in it recognised

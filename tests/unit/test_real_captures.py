@@ -450,9 +450,6 @@ KNOWN_MISSES = {
     "x24-17-opendit-train-dataloader-exited-host-memory-grows-600g": (
         "category", "a DataLoader worker that exited is the input pipeline's (dataloader); that host memory grew to "
                     "600 GB until it was killed is the reporter's later word, not in the traceback"),
-    "x25-02-ndr-fabric-ibdiagnet-0-errors-fw-and-nodedesc-warnings": (
-        "category", "ibdiagnet2.log has no reader (ibdiagnet has no public source): a clean fabric scan stays "
-                    "unknown, never healthy"),
     "x25-03-b200x8-dcgmi-diag-pcie-fail-internal-parse-error-in-slurm-job": (
         "category", "dcgmi diag's pcie test failed with DCGM_FR_INTERNAL (its child's output could not be parsed): "
                     "a test that did not give a result leaves the node unknown; the examiner read every GPU's "

@@ -47,3 +47,21 @@ def test_a_failed_save_is_no_checkpoint_save_and_is_read_as_the_error_it_is():
     _facts, findings = parse_job_logs({"train.log": line})
     # (read as a save, the line changed the job's state and no vocabulary read it)
     assert ("logged_error", "unknown", "warning") in [(f["kind"], f["category"], f["severity"]) for f in findings]
+
+
+def test_the_loss_scale_at_its_minimum_ends_the_run_and_is_the_codes():
+    # loss_scaler.py raises it when fp16 scaling cannot go lower: the training diverged, the run exits
+    line = ("[2024-06-20 10:00:00,000] [INFO] [loss_scaler.py:183:update_scale] Current loss scale already at "
+            "minimum - cannot decrease scale anymore. Exiting run.")
+    tbl, row = vocab.match_line(line)
+    assert tbl.name == "deepspeed" and (row["category"], row["severity"]) == ("application", "critical")
+
+
+def test_megatrons_iteration_line_holds_no_emitters_marker():
+    # every iteration line of a Megatron / NeMo run prints 'loss scale: 1.0': a marker there made every
+    # such line go through the whole reader (a 10 MB log 0.27 s -> 7 s)
+    from gpu_runbook.joblog.emitter_lines import emitter_markers
+    line = (" [2026-12-02 14:20:11] iteration     1211/ 500000 | consumed samples:      1240064 | elapsed time per "
+            "iteration (ms): 494.1 | learning rate: 2.992734E-04 | global batch size:  1024 | lm loss: 2.994669E+00 "
+            "| loss scale: 1.0 | grad norm: 0.607 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+    assert [m for m in emitter_markers() if m in line] == []

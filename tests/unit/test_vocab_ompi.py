@@ -114,3 +114,23 @@ def test_every_row_is_one_topics_first_distinct_line():
     # rows carry one printed line each (a message of several lines is read by its frame, not by
     # later-line rows that could explain other programs' lines)
     assert all("\n" not in r[2] and vocab.matchable(r[2]) for r in ompi.ROWS)
+
+
+def test_another_processs_line_inside_a_help_text_is_still_its_own():
+    # mpirun --tag-output interleaves its processes' lines: rank 1's traceback between the lines of rank 0's
+    # help text is rank 1's, read by the traceback reader, not taken as the help text's
+    lines = SUBNET_WARNING.splitlines()
+    text = "".join("[1,0]<stderr>:%s\n" % l for l in lines[:2])
+    text += "[1,1]<stderr>:Traceback (most recent call last):\n[1,1]<stderr>:  File \"train.py\", line 3, in <module>\n"
+    text += "[1,1]<stderr>:ValueError: expected a batch of 8 samples, got 7\n"
+    text += "".join("[1,0]<stderr>:%s\n" % l for l in lines[2:])
+    _job, found = parse_job_logs({"job.out": RUN + text})
+    assert any(f["kind"] == "python_exception" and f.get("rank") == 1 for f in found)
+
+
+def test_a_traceback_after_an_unclosed_help_text_is_read():
+    # the help text's closing dashes were lost in the paste: the program's traceback after it is still its own
+    text = RUN + SUBNET_WARNING.rsplit(DASH, 1)[0] + ("Traceback (most recent call last):\n  File \"train.py\", line 3, "
+                                                      "in <module>\nValueError: expected a batch of 8 samples, got 7\n")
+    _job, found = parse_job_logs({"job.out": text})
+    assert "python_exception" in [f["kind"] for f in found]

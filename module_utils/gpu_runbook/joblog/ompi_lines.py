@@ -8,7 +8,9 @@ literal in common with the next, so its lines are matched against the Open MPI t
 explains is recorded as that message (st.seen, as the other emitters' lines are), and the frame's
 later lines are taken as its text. A frame that no row explains is left to the other readers, line
 by line; one left open past MAX_FRAME lines is closed (no help text is that long). A row whose
-argument holds a line break is read from the frame's first two lines joined.
+argument holds a line break is read from the frame's first two lines joined. A line another process
+printed (another launcher prefix: mpirun --tag-output interleaves its processes' lines) is no line
+of the frame.
 
 The run-time's report of a process that died names its rank and node (help-orterun.txt
 ``proc-aborted-strsignal``: '%s noticed that process rank %lu with PID %lu on node %s exited on
@@ -40,11 +42,12 @@ def help_text(line, fs, st):
     if DASHES.match(text):
         frame = fs.ompi_frame
         # the second dash line closes the frame; one after a frame no row explained opens the next
-        fs.ompi_frame = None if frame is not None and frame["lines"] else {"row": None, "lines": 0, "rank": None}
+        fs.ompi_frame = None if frame is not None and frame["lines"] else {"row": None, "lines": 0, "rank": None,
+                                                                           "who": _who(line)}
         return False  # a rule of dashes alone is no sign of a job
     frame = fs.ompi_frame
-    if frame is None:
-        return False
+    if frame is None or _who(line) != frame["who"]:
+        return False  # another process's line between the help text's (mpirun --tag-output interleaves them)
     frame["lines"] += 1
     if frame["lines"] > MAX_FRAME:
         fs.ompi_frame = None
@@ -71,10 +74,15 @@ def help_text(line, fs, st):
             _rank_host(frame["rank"], mn.group(1), st)
             frame["rank"] = None
             return True
-    if _explained_elsewhere(text):
+    if _explained_elsewhere(text) or text.lstrip().startswith("Traceback (most recent call last)"):
         fs.ompi_frame = None  # another program's line: the help text's frame was cut
         return False
     return True
+
+
+def _who(line):
+    """Which process printed a line, as far as its launcher prefix says."""
+    return (line.prefixed, line.rank if line.prefixed else None, line.host)
 
 
 def _explained_elsewhere(text):

@@ -101,6 +101,13 @@ CONN_ERR = re.compile(r"(Connection refused|[Cc]onnection closed by remote peer|
 
 SEQ = re.compile(r"SeqNum=(\d+)")
 OPTYPE = re.compile(r"OpType=(\w+)")
+# c10d's OpType names as opTypeToString prints them (torch/csrc/distributed/c10d/ProcessGroup.cpp, 1.13-2.x): a
+# name outside them is a line cut inside it ('OpType=ALLRE'), which says no operation
+OP_TYPES = frozenset((
+    "BROADCAST", "ALLREDUCE", "ALLREDUCE_COALESCED", "REDUCE", "ALLGATHER", "_ALLGATHER_BASE", "ALLGATHER_COALESCED",
+    "GATHER", "SCATTER", "REDUCE_SCATTER", "ALLTOALL_BASE", "ALLTOALL", "SEND", "RECV", "RECVANYSOURCE", "BARRIER",
+    "UNKNOWN", "_REDUCE_SCATTER_BASE", "COALESCED", "_ALLREDUCE_SPARSE", "REDUCE_SCATTER_TENSOR_COALESCED",
+    "ALLGATHER_INTO_TENSOR_COALESCED"))
 NUMEL_IN = re.compile(r"NumelIn=(-?\d+)")
 TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
 RAN_FOR = re.compile(r"ran for (\d+) milliseconds")

@@ -7,7 +7,7 @@ A handler takes (line, file state, job state) and returns True when the line is 
 
 from .patterns import (BARRIER_FAILED, BARRIER_REACHED, BLOCKING_TIMEOUT, DESYNC_FINISHED, DESYNC_JOINED, DESYNC_MISSING, DESYNC_TIMEOUT_AT,
                        FR_COLLECTIVE, FR_JSON_NAME, FR_JSON_P2P, FR_JSON_RANK, FR_JSON_SEQ, FR_JSON_STATE, FR_MISSING,
-                       FR_NOT_ALL, LAST_WORK, MSG_RANK, NUMEL_IN, OPTYPE, PG_ID, RAN_FOR, SEQ, TIMEOUT_MS)
+                       FR_NOT_ALL, LAST_WORK, MSG_RANK, NUMEL_IN, OP_TYPES, OPTYPE, PG_ID, RAN_FOR, SEQ, TIMEOUT_MS)
 from .text import add, ints
 
 
@@ -49,7 +49,7 @@ def _work(text):
     it says nothing)."""
     ms, mo = SEQ.search(text), OPTYPE.search(text)
     mn, mtm, mrf = NUMEL_IN.search(text), TIMEOUT_MS.search(text), RAN_FOR.search(text)
-    return {"seq": int(ms.group(1)) if ms else None, "op": mo.group(1) if mo else None,
+    return {"seq": int(ms.group(1)) if ms else None, "op": mo.group(1) if mo and mo.group(1) in OP_TYPES else None,
             "numel_in": int(mn.group(1)) if mn else None, "timeout_ms": int(mtm.group(1)) if mtm else None,
             "ran_ms": int(mrf.group(1)) if mrf else None}
 

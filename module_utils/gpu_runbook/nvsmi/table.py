@@ -77,11 +77,18 @@ def _is_gpu_row(s):
     return bool(_ROW1_RE.match(cells[0]) and len(cells) >= 3 and PCI_RE.search(cells[1]))
 
 
+_BOX_MEMORY_RE = re.compile(r"^\|[^|]{0,80}\|\s*(?:\d{1,7}|N/A)MiB\s*/\s*\d{1,7}MiB")
+
+
 def is_gpu_box_excerpt(head):
-    """A table quoted without its header: a '+---' border and a GPU box's first row."""
-    if "+--" not in head:
-        return False
-    return any(_is_gpu_row(line.strip()) for line in head.splitlines()[:200] if line.lstrip().startswith("|"))
+    """A table quoted without its header: a '+---' border and a GPU box's first row, or (no border
+    either) a GPU box's first row over its second, whose memory cell ('0MiB /  81559MiB') says it is one."""
+    lines = head.splitlines()[:200]
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("|") and _is_gpu_row(line.strip()):
+            if "+--" in head or (i + 1 < len(lines) and _BOX_MEMORY_RE.match(lines[i + 1].strip())):
+                return True
+    return False
 
 
 

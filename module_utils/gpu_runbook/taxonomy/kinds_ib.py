@@ -69,6 +69,12 @@ STEPS = {
     "ib_check_path_errors": (None, "Correlate with the link error counters on the path.",
                              "경로상의 링크 오류 카운터와 대조하십시오."),
     "ib_check_link_counters": (None, "Check the link and the peer port.", "링크와 상대 포트를 확인하십시오."),
+    "ib_read_fabric_scan": (None, "Read the stage's `-E-` lines (`ibdiagnet2.log`): each names a node, port and what "
+                                  "was wrong; check those links (`perfquery`, the cable) and the subnet manager, not "
+                                  "the node that ran the scan.",
+                            "해당 단계의 `-E-` 줄(`ibdiagnet2.log`)을 읽으십시오: 각 줄이 노드, 포트, 문제를 "
+                            "밝힘; 스캔을 실행한 노드가 아니라 그 링크(`perfquery`, 케이블)와 서브넷 매니저를 "
+                            "점검하십시오."),
 }
 
 # What the physical layer says is wrong: the cable, transceiver or switch port.
@@ -203,6 +209,15 @@ KINDS = {
         "ib_network", "info", "none", ("ib_watch_counter",),
         "packets dropped on {ib} for lack of receive WQEs",
         "{ib}에서 수신 WQE 부족으로 패킷 폐기"),
+    # ---- a fabric scan (ibdiagnet): other nodes' links too, never a verdict on the node that ran it
+    "ib_fabric_scan_errors": kind(
+        "ib_network", "warning", "none", ("ib_read_fabric_scan",),
+        "ibdiagnet's fabric scan found errors: links, counters or the subnet manager somewhere in the fabric",
+        "ibdiagnet 패브릭 스캔이 오류를 발견함: 패브릭 어딘가의 링크, 카운터 또는 서브넷 매니저"),
+    "ib_fabric_scan_incomplete": kind(
+        "unknown", "warning", "none", ("rerun_diagnosis",),
+        "the ibdiagnet output ends before its Summary: whether every stage passed is not known",
+        "ibdiagnet 출력이 Summary 전에 끝남: 모든 단계가 통과했는지 알 수 없음"),
     "ib_counter_threshold": kind(
         "ib_network", "warning", "none", ("ib_check_link_counters",),
         "a counter on {ib} crossed a threshold set for this run",

@@ -18,7 +18,7 @@ MARKERS = {
     'nhc': ('Health check failed', 'NHC', 'Node Health Check', 'Health check passed', 'Health checks completed', 'health checks failed', 'Running check:'),
     'nvml': ('NVMLError', 'ERROR_'),
     'container': ('nvidia-container-cli', 'NVIDIA Container Runtime', 'NVIDIA devices', 'CDI', 'OCI spec', 'CUDA compat', 'CUDA Compat', 'CUDA version', 'CUDA Compute Capability', 'ldcache', 'ldconfig', 'unsatisfied condition', 'requirements not met', 'Auto-detected mode', 'requested mode', 'MIG_', 'prestart hook', 'driver capabilit', 'modifier'),
-    'deepspeed': ('ZeRO', 'zero', 'Zero', 'DeepSpeed', 'deepspeed', 'partition', 'offload', 'heckpoint', 'xpert', 'loss scale', 'hostfile', 'micro_batch', 'train_batch', 'nvme', 'NVMe', 'exits with return code', 'disagreement'),
+    'deepspeed': ('ZeRO', 'zero', 'Zero', 'DeepSpeed', 'deepspeed', 'partition', 'offload', 'heckpoint', 'xpert', 'loss scale already at minimum', 'hostfile', 'micro_batch', 'train_batch', 'nvme', 'NVMe', 'exits with return code', 'disagreement'),
     'opensm': ('0x01 -> ', '0x80 -> ', '0x81 -> ', '0x83 -> ', 'OpenSM'),
     'ompi': ('--------------------------------------------------------------------------', '*** An error occurred', 'MPI_ERRORS_ARE_FATAL', 'mpirun noticed', 'prterun noticed', 'orterun noticed', 'ORTE_ERROR_LOG', 'PRTE_ERROR_LOG', 'Open MPI', 'OpenFabrics', 'ORTE ', 'PRTE '),
 }

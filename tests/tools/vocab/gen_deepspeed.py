@@ -55,6 +55,11 @@ B = "benign"
 _FAILING = r"(?i)\b(fail|failed|failure|error|timed? ?out|hang|hung|mismatch|not match|corrupt|crash|nan\b|inf\b)"
 
 RULES = (
+    # ... until the scale is at its minimum: the loss overflows at every step (the training diverged) and
+    # loss_scaler.py raises to end the run
+    (r"", r"", r"loss scale already at minimum", APP, "critical",
+     "fp16 dynamic loss scaling reached its minimum scale: the loss overflows at every step (the training "
+     "diverged: NaN/Inf gradients, a learning rate too high, bad data), and DeepSpeed ends the run"),
     # fp16 dynamic loss scaling: an overflow skips a step and lowers the scale, by design
     (r"", r"", r"(?i)overflow|loss.?scal|skipping step", B, "ok",
      "fp16 dynamic loss scaling skipped a step and lowered the scale: expected, not a fault"),
@@ -91,9 +96,10 @@ _RULES = [(re.compile(f), re.compile(s), re.compile(m), k, sev, mean) for f, s, 
 # literals of the messages themselves a line holds (the engine reads a line's message, its log prefix
 # '[2024-06-20 10:00:00,000] [WARNING] [stage3.py:2069:step] ' aside): a row holding none is left out. Words
 # of DeepSpeed's own things only: the job reader's prefilter lets every line holding a marker through, so a
-# word every training log prints ('rank', 'config', 'layer', 'batch size') would cost every log its speed
+# word every training log prints ('rank', 'config', 'layer', 'batch size', Megatron's 'loss scale: 1.0' on every
+# iteration line) would cost every log its speed
 MARKERS = ("ZeRO", "zero", "Zero", "DeepSpeed", "deepspeed", "partition", "offload", "heckpoint", "xpert",
-           "loss scale", "hostfile", "micro_batch", "train_batch", "nvme", "NVMe", "exits with return code",
+           "loss scale already at minimum", "hostfile", "micro_batch", "train_batch", "nvme", "NVMe", "exits with return code",
            "disagreement")
 TEMPLATE = "[2024-06-20 10:00:00,000] [WARNING] [{file}:{line}:step] {message}"
 
