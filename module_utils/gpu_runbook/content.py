@@ -27,6 +27,7 @@ from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
 from .infiniband import ibdiagnet, lshca
+from .nvsmi.table import BOX_MEMORY_RE
 from .infiniband.names import NO_DEVICES_RE
 from .infiniband.perfquery import IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE
 from .lspci import HEADER_RE as LSPCI_HEADER_RE
@@ -309,7 +310,6 @@ _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo
                 "systemctl.txt", "autopilot.txt", "pbsnodes.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
-_SMI_BOX_MEMORY_RE = re.compile(r"^\|[^\n|]{0,80}\|" + _H + r"*(?:\d{1,7}|N/A)MiB" + _H + r"*/" + _H + r"*\d{1,7}MiB")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
 
 
@@ -324,7 +324,7 @@ def _opening(line, after=()):
                 _SMI_TABLE_HEAD_RE.search(a) for a in after[:3]):
             continue
         if belongs is _table and line.lstrip()[:1] == "|" and "NVIDIA-SMI" not in line and not (
-                after and _SMI_BOX_MEMORY_RE.search(after[0])):
+                after and BOX_MEMORY_RE.match(after[0].strip())):
             continue
         if belongs is _nvlink and "(UUID:" not in line and "(S/N:" not in line and not (
                 after and _LINK_RE.match(after[0])):

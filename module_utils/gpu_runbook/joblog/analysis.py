@@ -108,7 +108,7 @@ def _odd_call(st, pg, seq):
 
 
 def _unnumbered_ops_differ(st, named):
-    """A PyTorch before 2.0 printed no SeqNum ('[Rank 1] Watchdog caught collective operation timeout:
+    """Older PyTorch releases print no SeqNum ('[Rank 1] Watchdog caught collective operation timeout:
     WorkNCCL(OpType=BROADCAST, Timeout(ms)=1800000) ran for 1801140 milliseconds'); its watchdog (one per
     process group) reports the work it timed out in. One such line per rank, no group named, one timeout
     setting, and the ranks' operations differ: they wait in different collectives, so their calls do not

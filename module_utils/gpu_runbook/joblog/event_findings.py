@@ -66,7 +66,7 @@ def _peer_connection(ev, c, st, phase, trend):
     peer_host = st.ip_host.get(peer) if peer else None
     # (NCCL's socket devices are its interfaces in the order its 'NET/Socket : Using' line lists them;
     # a channel 'via NET/Socket/1' uses the second: one with only a link-local address reaches no other node)
-    local = [st.socket_link_local[i] for i in sorted(st.socket_via) if i in st.socket_link_local]
+    local = [st.socket_link_local[k] for k in sorted(st.socket_via, key=str) if k in st.socket_link_local]
     if local and not (peer and not LINK_LOCAL_IP.match(peer)):
         return finding(
             "nccl_socket_interface",

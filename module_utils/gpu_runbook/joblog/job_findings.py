@@ -331,7 +331,7 @@ def all_joined_none_finished(st, job):
     return False
 
 
-# PyTorch's collective timeout defaults to 10 min (30 min before 2.2); a setting of seconds or less aborts
+# PyTorch's collective timeout for NCCL defaults to 10 min (init_process_group(timeout=)); a setting of seconds aborts
 # collectives that were merely slow (a first NCCL call sets up its connections, a large one takes seconds):
 # the setting is the cause, not a hang (init_process_group(timeout=) or TORCH_NCCL_... in the job's code),
 # unless the ranks' own reports show they waited in collectives that never line up (a test that sets a short

@@ -216,8 +216,8 @@ def _net_socket(body, line, host, pid, dev, st):
         if used and all(LOOPBACK_IP.match(ip) for _ifn, ip in used) and st.socket_loopback is None:
             st.socket_loopback = (line, host, pid)
         for idx, ifn, ip in SOCK_DEV_AT.findall(m.group(1)):
-            if LINK_LOCAL_IP.match(ip) and len(st.socket_link_local) < 16:
-                st.socket_link_local.setdefault(int(idx), (ifn, ip))
+            if LINK_LOCAL_IP.match(ip) and len(st.socket_link_local) < 64:
+                st.socket_link_local.setdefault((host, int(idx)), (ifn, ip))  # each host numbers its own
         for ifn, ip in used:
             if host:
                 st.ip_host.setdefault(ip, host)
@@ -240,8 +240,8 @@ def _network_choice(body, line, host, pid, dev, st):
         m = VIA.search(body)
         if m:
             ms = VIA_SOCKET.search(body)
-            if ms:
-                st.socket_via.add(int(ms.group(1)))
+            if ms and len(st.socket_via) < 256:
+                st.socket_via.add((host, int(ms.group(1))))
             st.via[m.group(1).split("/")[0] + ("/" + m.group(1).split("/")[1] if "/" in m.group(1) else "")] += 1
             return True
     if IB_DISABLE.search(body):

@@ -21,7 +21,7 @@ whose host is the one to read."""
 
 import re
 
-from ..vocab import match_line, table
+from ..vocab import ROW_FIELDS, match_line, table
 from .text import add
 
 DASHES = re.compile(r"^\s{0,4}-{74}\s*$")
@@ -42,8 +42,8 @@ def help_text(line, fs, st):
     if DASHES.match(text):
         frame = fs.ompi_frame
         # the second dash line closes the frame; one after a frame no row explained opens the next
-        fs.ompi_frame = None if frame is not None and frame["lines"] else {"row": None, "lines": 0, "rank": None,
-                                                                           "who": _who(line)}
+        fs.ompi_frame = None if frame is not None and frame["lines"] else {
+            "row": None, "lines": 0, "first": None, "rank": None, "who": _who(line)}
         return False  # a rule of dashes alone is no sign of a job
     frame = fs.ompi_frame
     if frame is None or _who(line) != frame["who"]:
@@ -55,14 +55,13 @@ def help_text(line, fs, st):
     if frame["row"] is None:
         tbl = table("ompi")
         m = tbl.match(text) if tbl is not None else None
-        if m is None and frame.get("first") is not None:
+        if m is None and frame["first"] is not None:
             # an argument that holds a line break splits the row's line (errmgr's '%s job %s terminated
             # normally, but %d %s. Per user-direction, ...' with 'process returned\na non-zero exit code')
             m = tbl.match(frame["first"] + " " + text)
         if m is None:
             frame["first"] = text if frame["lines"] == 1 else None
             return False
-        from ..vocab import ROW_FIELDS
         row = dict(zip(ROW_FIELDS, m[0]))
         frame["row"] = row
         st.seen.message(tbl, row, line.src, line.raw, rank=line.rank)

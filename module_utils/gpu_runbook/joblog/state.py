@@ -57,8 +57,8 @@ class JobState(object):
         self.hf_epoch = None
         self.nccl_words = []       # NCCL's own words: setup errors, IB async events (nccl_words.py)
         self.socket_ifname = None  # NCCL_SOCKET_IFNAME as NCCL reported it
-        self.socket_link_local = {}  # NET/Socket's device index -> (interface, address) when link-local
-        self.socket_via = set()      # the NET/Socket device indexes channels were built on
+        self.socket_link_local = {}  # (host, NET/Socket's device index) -> (interface, address) when link-local
+        self.socket_via = set()      # the (host, NET/Socket device index) channels were built on
         self.socket_loopback = None  # (line, host, pid): NCCL's sockets on the loopback interface only
         self.ib_unopened = []     # RDMA devices NET/IB saw but could not open
         self.ipoib_seen = False    # NCCL's Bootstrap / NET/Socket used an IPoIB interface (ib0, ibp12s0 ...)

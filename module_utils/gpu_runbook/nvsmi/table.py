@@ -77,7 +77,8 @@ def _is_gpu_row(s):
     return bool(_ROW1_RE.match(cells[0]) and len(cells) >= 3 and PCI_RE.search(cells[1]))
 
 
-_BOX_MEMORY_RE = re.compile(r"^\|[^|]{0,80}\|\s*(?:\d{1,7}|N/A)MiB\s*/\s*\d{1,7}MiB")
+# a GPU box's second row: its memory cell ('|ERR!   50C    P0    N/A  /  N/A  |       0MiB /  81559MiB |')
+BOX_MEMORY_RE = re.compile(r"^\|[^|]{0,80}\|\s*(?:\d{1,7}|N/A)MiB\s*/\s*\d{1,7}MiB")
 
 
 def is_gpu_box_excerpt(head):
@@ -86,7 +87,7 @@ def is_gpu_box_excerpt(head):
     lines = head.splitlines()[:200]
     for i, line in enumerate(lines):
         if line.lstrip().startswith("|") and _is_gpu_row(line.strip()):
-            if "+--" in head or (i + 1 < len(lines) and _BOX_MEMORY_RE.match(lines[i + 1].strip())):
+            if "+--" in head or (i + 1 < len(lines) and BOX_MEMORY_RE.match(lines[i + 1].strip())):
                 return True
     return False
 
