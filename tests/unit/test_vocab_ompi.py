@@ -134,3 +134,13 @@ def test_a_traceback_after_an_unclosed_help_text_is_read():
                                                       "in <module>\nValueError: expected a batch of 8 samples, got 7\n")
     _job, found = parse_job_logs({"job.out": text})
     assert "python_exception" in [f["kind"] for f in found]
+
+
+def test_prrtes_death_report_with_its_signal_on_the_next_line():
+    # PRRTE (Open MPI 5) help-prun.txt [prun:proc-aborted-strsignal]: '... on node %s exited on' / 'signal %d (%s).'
+    text = (DASH + "\nprterun noticed that process rank 6 with PID 4242 on node gpu-c-03 exited on\nsignal 9 (Killed).\n"
+            + DASH + "\n")
+    jb, found = parse_job_logs({"job.out": RUN + text})
+    rm = jb["rank_map"]
+    assert (rm.get(6) or rm.get("6"))["host"] == "gpu-c-03"
+    assert [f["rank"] for f in found if f["kind"] == "worker_sigkill"] == [6]

@@ -15,7 +15,8 @@ of the frame.
 The run-time's report of a process that died names its rank and node (help-orterun.txt
 ``proc-aborted-strsignal``: '%s noticed that process rank %lu with PID %lu on node %s exited on
 signal %d (%s).'; ``proc-exit-no-sync`` / ``proc-ordered-abort``: '%s has exited due to process
-rank %lu with PID %lu on' + 'node %s ...' on the next line): the node is recorded for the rank as
+rank %lu with PID %lu on' + 'node %s ...' on the next line; PRRTE's help-prun.txt breaks its own
+after 'exited on'): the node is recorded for the rank as
 srun's task lines are (st.rank_host_weak), and a SIGKILL as the launchers' (st.launch "sigkill"),
 whose host is the one to read."""
 
@@ -31,6 +32,7 @@ NOTICED = re.compile(r"\bnoticed that process rank (\d{1,7}) with PID \d{1,10} o
 EXITED_DUE = re.compile(r"\bhas exited due to process rank (\d{1,7}) with PID \d{1,10} on(?: node "
                         r"([A-Za-z0-9][\w.\-]{0,252}))?")
 NODE_NEXT = re.compile(r"^\s{0,4}node ([A-Za-z0-9][\w.\-]{0,252})\b")
+SIGNAL_NEXT = re.compile(r"^\s{0,4}signal (\d{1,3})\b")  # PRRTE's help-prun.txt breaks '... exited on\nsignal %d (%s).'
 SIGKILL = 9
 # the other job tables: a line one of them explains is no part of an unclosed help text
 _OTHERS = None
@@ -43,7 +45,7 @@ def help_text(line, fs, st):
         frame = fs.ompi_frame
         # the second dash line closes the frame; one after a frame no row explained opens the next
         fs.ompi_frame = None if frame is not None and frame["lines"] else {
-            "row": None, "lines": 0, "first": None, "rank": None, "who": _who(line)}
+            "row": None, "lines": 0, "first": None, "rank": None, "signal_of": None, "who": _who(line)}
         return False  # a rule of dashes alone is no sign of a job
     frame = fs.ompi_frame
     if frame is None or _who(line) != frame["who"]:
@@ -73,6 +75,12 @@ def help_text(line, fs, st):
             _rank_host(frame["rank"], mn.group(1), st)
             frame["rank"] = None
             return True
+    if frame["signal_of"] is not None:
+        ms = SIGNAL_NEXT.match(text)
+        if ms:
+            _sigkill(frame["signal_of"], int(ms.group(1)), line, st)
+            frame["signal_of"] = None
+            return True
     if _explained_elsewhere(text) or text.lstrip().startswith("Traceback (most recent call last)"):
         fs.ompi_frame = None  # another program's line: the help text's frame was cut
         return False
@@ -97,10 +105,10 @@ def _death(text, frame, line, st):
     if m:
         rank = int(m.group(1))
         _rank_host(rank, m.group(2), st)
-        if m.group(3) and int(m.group(3)) == SIGKILL and not any(
-                r["kind"] == "sigkill" and r.get("rank") == rank for r in st.launch):
-            add(st.launch, {"kind": "sigkill", "rank": rank, "local_rank": None, "src": line.src,
-                            "evidence": line.raw})
+        if m.group(3):
+            _sigkill(rank, int(m.group(3)), line, st)
+        else:
+            frame["signal_of"] = rank  # 'signal %d (%s).' begins the next line
         return
     m = EXITED_DUE.search(text)
     if m:
@@ -108,6 +116,11 @@ def _death(text, frame, line, st):
             _rank_host(int(m.group(1)), m.group(2), st)
         else:
             frame["rank"] = int(m.group(1))  # 'node %s' begins the next line
+
+
+def _sigkill(rank, signal, line, st):
+    if signal == SIGKILL and not any(r["kind"] == "sigkill" and r.get("rank") == rank for r in st.launch):
+        add(st.launch, {"kind": "sigkill", "rank": rank, "local_rank": None, "src": line.src, "evidence": line.raw})
 
 
 def _rank_host(rank, host, st):
