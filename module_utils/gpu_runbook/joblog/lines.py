@@ -63,13 +63,7 @@ def parse_file(name, text, st, ahead=None):
         items = logical_lines(lines)
     used, at_start = 0, _job_mark(st)
     for lineno, raw in items:
-        if not raw:
-            continue
-        if prefilter and quiet(raw, fs, st):
-            # reading it would change nothing but, while the job's first lines are searched for a time,
-            # the time read_line notes: it is read that far, never by the handlers (~10x the cost)
-            if st.time_tries < FIRST_TIME_TRIES:
-                read_line(raw, "%s:%d" % (name, lineno), fs, st)
+        if not raw or (prefilter and st.time_tries >= FIRST_TIME_TRIES and quiet(raw, fs, st)):
             continue
         if ahead is not None and "%|" in raw:
             st.bars_read = ahead.take(lineno, raw)
