@@ -22,7 +22,8 @@ not that the fabric is clean."""
 
 import re
 
-from ..findings import finding, iter_lines, never_raise
+from ..findings import finding, iter_lines
+from .model import guarded
 
 FORMAT = "ibdiagnet"
 # where its output opens: the version head, or its Summary's header (an excerpt of the end)
@@ -45,13 +46,11 @@ def belongs(line):
 
 
 def parse_ibdiagnet(text, source="ibdiagnet.txt"):
-    """ibdiagnet's output -> (facts, findings); never raises."""
-    return never_raise(_parse, source, text, source)
+    """ibdiagnet's output -> (facts, findings); never raises (model.guarded, as every IB parser)."""
+    return guarded(FORMAT, _parse, text, source)
 
 
 def _parse(text, source):
-    if not isinstance(text, str):
-        text = text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else ""
     stages, order, summary, version = {}, [], None, None
     stage, after_rule = None, False
     for lineno, raw in iter_lines(text):
@@ -89,24 +88,21 @@ def _parse(text, source):
         if m and stage is not None:
             rec = stages[stage]
             if m.group(1) == "E":
-                if "finished with errors" in m.group(2):
-                    rec["failed"] = True
-                elif len(rec["errors"]) < 64:
-                    rec["errors"].append((lineno, m.group(2).strip()))
                 rec["failed"] = True
+                if "finished with errors" not in m.group(2) and len(rec["errors"]) < 64:
+                    rec["errors"].append((lineno, m.group(2).strip()))
             elif m.group(1) == "W":
                 rec["warnings"] += 1
     if version is None and summary is None and not stages:
         return {}, []
-    facts = {"tool": FORMAT, "version": version, "summary_read": summary is not None,
-             "stages": [{"stage": s, "errors": (summary or {}).get(s, {}).get("errors"),
-                         "warnings": (summary or {}).get(s, {}).get("warnings", stages[s]["warnings"]),
-                         "failed": stages[s]["failed"] or bool((summary or {}).get(s, {}).get("errors"))}
-                        for s in order]}
-    for s, row in (summary or {}).items():
-        if s not in stages:
-            facts["stages"].append({"stage": s, "errors": row["errors"], "warnings": row["warnings"],
-                                    "failed": row["errors"] > 0})
+    rows = summary or {}
+    facts = {"tool": FORMAT, "version": version, "summary_read": summary is not None, "stages": []}
+    # the stages read, then any the Summary names alone (an excerpt of its end)
+    for s in order + [s for s in rows if s not in stages]:
+        row, seen = rows.get(s, {}), stages.get(s, {"warnings": 0, "failed": False})
+        facts["stages"].append({"stage": s, "errors": row.get("errors"),
+                                "warnings": row.get("warnings", seen["warnings"]),
+                                "failed": seen["failed"] or bool(row.get("errors"))})
     findings = []
     for st in facts["stages"]:
         if not st["failed"]:

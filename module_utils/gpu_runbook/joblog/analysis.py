@@ -53,8 +53,7 @@ def mismatched_timeouts(st):
     by = {}
     for t in st.timeouts:
         if t.get("seq") is not None and t.get("op") and t.get("rank") is not None:
-            call = (t["op"], t.get("numel_in") if t["op"] in _SAME_SIZE_OPS else None)
-            by.setdefault((t.get("pg"), t["seq"]), {}).setdefault(call, t)
+            by.setdefault((t.get("pg"), t["seq"]), {}).setdefault(_call(t), t)
     one_group = _one_group_on_every_rank(st)
     for (pg, seq), calls in sorted(by.items(), key=lambda kv: kv[0][1]):
         if len(calls) > 1 and one_group(pg):
@@ -97,14 +96,15 @@ def _odd_call(st, pg, seq):
     by_call = {}
     for t in st.timeouts:
         if t.get("pg") == pg and t.get("seq") == seq and t.get("op") and t.get("rank") is not None:
-            call = (t["op"], t.get("numel_in") if t["op"] in _SAME_SIZE_OPS else None)
-            ranks = by_call.setdefault(call, [])
+            ranks = by_call.setdefault(_call(t), [])
             if t["rank"] not in ranks:
                 ranks.append(t["rank"])
-    sizes = sorted(len(r) for r in by_call.values())
-    if len(by_call) == 2 and sizes[0] == 1 and sizes[1] >= 2:
-        return [r[0] for r in by_call.values() if len(r) == 1]
-    return []
+    return C.lone_rank(by_call)
+
+
+def _call(t):
+    """What a timed-out work called: its operation, and its size where every rank gives the same one."""
+    return t["op"], t.get("numel_in") if t["op"] in _SAME_SIZE_OPS else None
 
 
 def _unnumbered_ops_differ(st, named):
@@ -128,8 +128,7 @@ def _unnumbered_ops_differ(st, named):
         by_op.setdefault(per_rank[rank][0]["op"], []).append(rank)
     if len(by_op) < 2:
         return False
-    sizes = sorted(len(r) for r in by_op.values())
-    odd = [r[0] for r in by_op.values() if len(r) == 1] if len(by_op) == 2 and sizes[0] == 1 and sizes[1] >= 2 else []
+    odd = C.lone_rank(by_op)
     first = [per_rank[r[0]][0] for _op, r in sorted(by_op.items())]
     add(st.events, {"kind": "collective_mismatch", "rank": None, "ranks": [t["rank"] for t in first], "seqs": [],
                     "ops": ["%s (rank%s %s)" % (op, "s" if len(r) > 1 else "", ", ".join(map(str, r)))

@@ -179,7 +179,7 @@ def _odd_rank_out(st):
               None)
     if ev is None:
         return None
-    if ev.get("odd"):  # one rank in an operation of its own (analysis._unnumbered_ops_differ)
+    if ev.get("odd"):  # one rank alone in a call of its own (analysis: _odd_call, _unnumbered_ops_differ)
         return list(ev["odd"]), "mismatch_odd_rank"
     at = {}
     for t in st.timeouts:  # each rank's first timed-out collective (mismatched_timeouts saw one group)
@@ -188,11 +188,17 @@ def _odd_rank_out(st):
     groups = {}
     for rank, seq in at.items():
         groups.setdefault(seq, []).append(rank)
-    sizes = sorted(len(g) for g in groups.values())
-    if len(groups) == 2 and sizes == [1, sizes[1]] and sizes[1] >= 2:
-        (odd,) = [g for g in groups.values() if len(g) == 1]
-        return odd, "mismatch_odd_rank"
-    return None
+    odd = lone_rank(groups)
+    return (odd, "mismatch_odd_rank") if odd else None
+
+
+def lone_rank(groups):
+    """[the rank] when ``groups`` (what the ranks did -> their ranks) holds two groups, one of a single rank
+    and one of two or more: that rank went its own way; else []."""
+    if len(groups) != 2:
+        return []
+    small, big = sorted(groups.values(), key=len)
+    return list(small) if len(small) == 1 and len(big) >= 2 else []
 
 
 def _silent_ranks(st, world, coll, timed_out, behind):

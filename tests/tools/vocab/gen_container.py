@@ -113,6 +113,7 @@ import common  # noqa: E402
 sys.path.insert(0, os.path.join(common.REPO, "module_utils"))
 from gpu_runbook.taxonomy import KINDS  # noqa: E402
 from gpu_runbook.vocab import matchable  # noqa: E402
+from gpu_runbook.vocab import nvml  # noqa: E402  (generated: NVML's returns, classified, with provenance)
 
 GENERATOR = "tests/tools/vocab/gen_container.py"
 # libnvidia-container at the commit NVIDIA Container Toolkit v1.17.0 .. v1.17.2 vendor
@@ -1160,8 +1161,6 @@ return NVML's table calls benign keeps the generic row's class.
 
 def nvml_return_rows(rows):
     """The "nvml error: %s" rows once per NVML return text (DOC: NVML's returns)."""
-    sys.path.insert(0, os.path.join(common.REPO, "module_utils"))
-    from gpu_runbook.vocab import nvml  # noqa: E402  (generated: the returns, classified, with provenance)
     out = []
     for r in rows:
         if not r[2].endswith("nvml error: %s"):
