@@ -14,7 +14,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SYSTEM_PACKAGES := openssh-server slurmctld slurmd slurm-client munge iproute2 util-linux procps chromium
 SYSTEM_BINARIES := /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/sbin/munged /usr/bin/unshare /usr/bin/chromium
 
-.PHONY: demo test unit lint cluster-test system-deps venv clean bench score fuzz molecule
+.PHONY: demo test unit lint cluster-test system-deps venv clean bench score fuzz molecule prefilter-check bench-joblog bench-scale
 
 venv: $(BASE_STAMP)
 
@@ -84,6 +84,8 @@ bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_kernlog.py
 bench-scale: $(BASE_STAMP) ; $(BIN)/python tests/benchmarks/bench_aggregate.py && $(BIN)/python tests/benchmarks/bench_plan.py
 bench-joblog: $(BASE_STAMP) ; $(BIN)/python tests/benchmarks/bench_joblog.py
+# the job-log prefilter (joblog/quiet.py) against a full reading, on every capture behind 2,100 quiet lines
+prefilter-check: $(BASE_STAMP) ; $(BIN)/python tests/tools/prefilter_exactness.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -14,8 +14,8 @@ from .confidence import host_confidence
 from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
-                      NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, IBDIAGNET, GPUD, AUTOPILOT,
-                      LSPCI, SYSTEMCTL)
+                      NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, IBDIAGNET, FI_INFO, NVSMI_TOPO,
+                      GPUD, AUTOPILOT, LSPCI, SYSTEMCTL)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -110,6 +110,19 @@ def _parse_all(sources, opts, parsed, shown=None):
         run("ibdiagnet", IBDIAGNET, parse_ibdiagnet, sources[IBDIAGNET], source=IBDIAGNET)
         # a scan whose stages or Summary were read: a reading of the fabric it reached
         usable[IBDIAGNET] = bool((facts["ibdiagnet"] or {}).get("stages"))
+    if _text(sources, FI_INFO) is not None:  # libfabric's providers: the fabric software NCCL's OFI plugin loads
+        from .infiniband.fi_info import parse_fi_info
+        run("fi_info", FI_INFO, parse_fi_info, sources[FI_INFO], source=FI_INFO)
+        # providers read, or fi_getinfo's refusal: a reading of this node's fabric software
+        usable[FI_INFO] = usable[FI_INFO] and bool(
+            (facts["fi_info"] or {}).get("providers") or (facts["fi_info"] or {}).get("failure") is not None)
+    if _text(sources, NVSMI_TOPO) is not None:  # nvidia-smi topo -m: how the GPUs are linked
+        from .nvsmi.topo import parse_nvidia_smi_topo
+        fs = run("nvsmi_topo", NVSMI_TOPO, parse_nvidia_smi_topo, sources[NVSMI_TOPO], source=NVSMI_TOPO)
+        # a matrix read whole whose layout says something (uniform, no NVLink, a GPU below the rest), or
+        # one cut or asymmetric: its unknown verdict is said (as ibdiagnet's scan cut before its Summary)
+        usable[NVSMI_TOPO] = (facts["nvsmi_topo"] or {}).get("pattern") in ("uniform", "none", "degraded") or any(
+            f["kind"] == "nvsmi_topo_unreadable" for f in fs)
     if _text(sources, GPUD) is not None:  # a node agent's health checks (GPUd)
         from .gpud import parse_gpud
         run("gpud", GPUD, parse_gpud, sources[GPUD], source=GPUD)

@@ -26,13 +26,14 @@ from .autopilot import OPENING as AUTOPILOT_OPENING, belongs as autopilot_belong
 from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
 from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
-from .infiniband import ibdiagnet, lshca
+from .infiniband import fi_info, ibdiagnet, lshca
 from .nvsmi.table import BOX_MEMORY_RE
 from .infiniband.names import NO_DEVICES_RE
 from .infiniband.perfquery import IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE
 from .lspci import HEADER_RE as LSPCI_HEADER_RE
 from .systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
 from .nvsmi.dispatch import Q_SECTIONS
+from .nvsmi import topo as nvsmi_topo
 from .nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
 
 # -- the bug report -----------------------------------------------------------------------
@@ -291,6 +292,10 @@ BLOCKS = (
     ("perftest.txt", _PERFTEST_OPEN_RE, _perftest),
     # ibdiagnet's fabric scan: its version head or its Summary's header (infiniband/ibdiagnet.py)
     ("ibdiagnet.txt", ibdiagnet.OPENING, ibdiagnet.belongs),
+    # libfabric's fi_info: a provider's entry, a verbose one, -l's list or fi_getinfo's refusal (infiniband/fi_info.py)
+    ("fi_info.txt", fi_info.OPENING, fi_info.belongs),
+    # nvidia-smi topo -m: its header row of GPUs over its rows and legends (nvsmi/topo.py)
+    ("nvidia-smi-topo.txt", nvsmi_topo.OPENING, nvsmi_topo.belongs),
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
     ("gpud.txt", _GPUD_FABRIC_RE, _one_line),
     # IBM Autopilot's report, its daemon's health-check log, its node labels (autopilot.py)
@@ -307,7 +312,7 @@ BLOCKS = (
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
                 "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt",
-                "systemctl.txt", "autopilot.txt", "pbsnodes.txt")
+                "systemctl.txt", "autopilot.txt", "pbsnodes.txt", "fi_info.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")
@@ -335,6 +340,8 @@ def _opening(line, after=()):
         if source == "dcgmi.txt" and not dcgm.opens(line, after):
             continue
         if source == "pbsnodes.txt" and not pbsnodes.opens(line, after):
+            continue
+        if source == "fi_info.txt" and not fi_info.opens(line, after):
             continue
         if source == "mlxlink.txt" and not (after and after[0].startswith("----")):
             continue

@@ -126,3 +126,46 @@ def line_family(line):
 def is_node_line(line):
     """True when ``line`` is a line of the node's own logs (line_family)."""
     return line_family(line) is not None
+
+
+# a shell prompt pasted with a command's output: 'root@node4:~# ', '[root@node4 ~]# ', '(env) bob@c002:~/run$ ',
+# zsh's default 'user@host ~ %' (%n@%m %1~ %#); the host is group 1, 2 or 3
+_NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}"
+PROMPT_RE = re.compile(
+    r"(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r"):[^\s#$%]{0,1024}[#$%](?: |$)"
+    r"|(?:\([^()\s]{1,64}\) )?\[?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r")(?: [^\]]{0,1024})?\][#$%](?: |$)"
+    r"|(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r") [^\s#$%]{1,1024} [#$%](?: |$)")
+_SSH_ARG_OPTS = frozenset("bcDEeFIiJLlmOoPpQRSWw")
+
+
+def ssh_target(command):
+    """'ssh -p 22 user@gpu-2-5 nvidia-smi' -> 'gpu-2-5': the host a prompt's one-shot ssh
+    command ran on (its output is that host's); None for anything else, or an interactive
+    ssh (the next prompt names the host)."""
+    words = command[:1024].split()
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    if words[:1] != ["ssh"]:
+        return None
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        opt = words[i]
+        i += 2 if len(opt) == 2 and opt[1] in _SSH_ARG_OPTS else 1
+    if i + 1 >= len(words):
+        return None
+    target = words[i].rpartition("@")[2]
+    return target if re.match(_NAME + r"$", target) else None
+
+
+def prompt_host(line):
+    """The host a shell prompt at the start of ``line`` names ('[alice@gpu-a-07 ~]$ python train.py'),
+    or the target of a one-shot ssh typed after it; None for any other line (or a host of digits only)."""
+    body = line.lstrip(" ") if line[:1] == " " and len(line) - len(line.lstrip(" ")) <= 8 else line
+    c = body[:1]
+    if not ("@" in body[:400] and c in "([" or (c.isalnum() and "@" in body[:100])):
+        return None
+    m = PROMPT_RE.match(body)
+    if m is None:
+        return None
+    name = ssh_target(body[m.end():]) or m.group(1) or m.group(2) or m.group(3)
+    return None if name.isdigit() else name

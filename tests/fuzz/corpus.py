@@ -83,6 +83,13 @@ SAMPLES = {
         "400 Gb/sec (4X NDR)\n25.78125 Gbps\n",
         "2026-12-01T20:00:03+09:00\nAsia/Seoul\n-0500\nUTC+9\n",
     ],
+    # libfabric's fi_info (its short form, -l, a verbose entry, its refusal): no fixture holds one
+    "ib": [
+        "provider: efa\n    fabric: EFA-fe80::39:beff:fe6e:c23\n    domain: efa_0-rdm\n    version: 2.0\n"
+        "    type: FI_EP_RDM\n    protocol: FI_PROTO_EFA\nprovider: tcp;ofi_rxm\n    fabric: 10.0.0.0/24\n"
+        "efa:\n    version: 120.10\n---\nfi_info:\n    caps: [ FI_MSG ]\n    fi_ep_attr:\n        type: FI_EP_RDM\n"
+        "    fi_fabric_attr:\n        prov_name: efa\nfi_getinfo: -61 (No data available)\n",
+    ],
     "envfile": [
         "# managed by gpu-runbook\nexport OMP_NUM_THREADS=8\n"
         "# >>> gpu-runbook nccl_env: link errors on mlx5_1 only (incident 2024-05-01)\n"

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from gpu_runbook import (analyze, autopilot, bugreport, capture, content, dcgm, gpud, linefamily, lspci, pbsnodes, runbook,
                          slurm, slurm_jobs, sources, systemd_units, timeutil, vocab)
-from gpu_runbook.infiniband import (ibdev2netdev, ibdiagnet, iblinkinfo, ibportstate, ibstat, ibv_devinfo, lshca, mlxlink,
-                                    names, perfquery, rdma_link, reload, restart)
+from gpu_runbook.infiniband import (fi_info, ibdev2netdev, ibdiagnet, iblinkinfo, ibportstate, ibstat, ibv_devinfo, lshca,
+                                    mlxlink, names, perfquery, rdma_link, reload, restart)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.active import nvbandwidth, perftest
@@ -21,7 +21,7 @@ from gpu_runbook.joblog.lines import parse_file
 from gpu_runbook.joblog.state import JobState
 from gpu_runbook.kernlog import hosts, parse_kernel_log, timestamps
 from gpu_runbook.nvsmi import apps, dispatch, failed_run, holders, parse_nvidia_smi_failure
-from gpu_runbook.nvsmi import q_text, q_xml, query_csv, reset, table
+from gpu_runbook.nvsmi import q_text, q_xml, query_csv, reset, table, topo
 from gpu_runbook.plan import envfile
 
 from .mutate import texts
@@ -76,7 +76,7 @@ HOST_SOURCES = {
     "nvidia-smi-q.xml": "nvsmi_xml", "nvidia-smi-q.txt": "nvsmi_q", "nvidia-smi.txt": "nvsmi_table",
     "nvidia-smi-query-gpu.csv": "csv", "nvidia-smi-compute-apps.csv": "csv", "kern.log": "kernlog",
     "ib-sysfs.txt": "ib", "ibstat.txt": "ib", "ibv_devinfo.txt": "ib", "perfquery.txt": "ib",
-    "iblinkinfo.txt": "ib", "nvidia-bug-report.log": "bugreport",
+    "iblinkinfo.txt": "ib", "nvidia-bug-report.log": "bugreport", "fi_info.txt": "ib", "nvidia-smi-topo.txt": "system",
 }
 
 
@@ -120,6 +120,8 @@ TARGETS = [
     Target(holders.parse_systemctl_show, "system"),
     Target(holders.parse_proc_modules, "system"),
     Target(holders.parse_topo_peers, "system"),
+    Target(topo.parse_nvidia_smi_topo, "system", returns=tuple),
+    Target(topo.read_matrix, "system", returns=(dict, type(None))),
     # kernel logs and host names in text
     Target(parse_kernel_log, "kernlog", lambda t, e: parse_kernel_log(t, tz=UTC), returns=tuple),
     Target(hosts.split_text, "kernlog", returns=tuple),
@@ -136,6 +138,7 @@ TARGETS = [
     Target(ibdev2netdev.parse_ibdev2netdev, "ib", returns=tuple),
     Target(lshca.parse_lshca, "ib", returns=tuple),
     Target(ibdiagnet.parse_ibdiagnet, "ib", returns=tuple),
+    Target(fi_info.parse_fi_info, "ib", returns=tuple),
     Target(rdma_link.parse_rdma_link, "ib", returns=tuple),
     Target(ibportstate.parse_ibportstate, "ib", returns=tuple),
     Target(mlxlink.parse_mlxlink, "ib", returns=tuple),

@@ -133,3 +133,23 @@ def test_mllog_run_stop_naming_its_epoch_is_the_end_and_nvls_unavailable_info_is
     warn = ("node05:29725:29835 [0] transport/nvls.cc:376 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast "
             "memory of size 1048576 : CUDA error 801 'operation not supported'.\n")
     assert job(tmp_path, warn, name="slurm.out")["verdict"] != "healthy"
+
+
+# Slurm's time limit ended the first attempts of a requeued run; the last one resumed and ended well
+LIMIT = ("slurmstepd: error: *** STEP 454600.0 ON nid006459 CANCELLED AT 2025-05-21T11:33:42 ***\n"
+         "slurmstepd: error: *** JOB 454600 ON nid006459 CANCELLED AT 2025-05-21T11:34:48 DUE TO TIME LIMIT ***\n")
+RESUMED = ("2025-05-21 11:53:30,753 - root - INFO - Recovered model state from /scratch/state-454600.json\n"
+           "2025-05-21 11:53:56,307 - root - INFO - Step: 1000 | Loss: 4.74 | Tokens per second: 7571.65\n")
+END = "2025-05-21 11:53:56,307 - root - INFO - Training completed\n"
+
+
+def test_warnings_the_run_went_on_from_do_not_outweigh_its_end_said_later(tmp_path):
+    assert job(tmp_path, LIMIT + RESUMED + END, "slurm-454600.err")["verdict"] == "healthy"
+    # the same warning after the end said, or without an end: it stands
+    assert job(tmp_path, RESUMED + END + LIMIT, "slurm-454600.err")["verdict"] != "healthy"
+    assert job(tmp_path, LIMIT + RESUMED, "slurm-454600.err")["verdict"] != "healthy"
+
+
+def test_a_warning_in_another_ranks_file_is_not_one_the_run_went_on_from(tmp_path):
+    (tmp_path / "rank-1.log").write_text(LIMIT)
+    assert job(tmp_path, RESUMED + END, "rank-0.log")["verdict"] != "healthy"

@@ -101,6 +101,18 @@ def test_the_prefilter_changes_nothing_on_a_long_training_log(monkeypatch):
     assert filtered == parse_job_logs(files)
 
 
+@pytest.mark.parametrize("row", ["4242|NODE_FAIL|0:0", "4242.0|OUT_OF_MEMORY|0:125", "  4242.batch|FAILED|1:0"])
+def test_a_sacct_row_without_its_header_deep_in_a_long_log_is_read(monkeypatch, row):
+    # no needle gates such a row (sacct -b -P -n: JobID|State|ExitCode): past the first lines' time
+    # search the prefilter alone decides, and it must not skip it
+    files = {"rank-0.log": _training_log(0, 3000) + row + "\n"}
+    filtered = parse_job_logs(files)
+    (said,) = [f for f in filtered[1] if f["message"].startswith("sacct: job 4242")]
+    assert row.split("|")[1] in said["message"]
+    monkeypatch.setattr(joblog_lines, "PREFILTER", False)
+    assert filtered == parse_job_logs(files)
+
+
 PREFIXES = ("", "", "", "[rank3]:", "[rank12]: ", " ", "    ", "\t", "3: ", "  7: [rank7]:", "node17: ", "10.0.0.5: ",
             "[1,3]<stdout>:", "[5]<stderr>:", "(RayWorkerWrapper pid=5, ip=10.0.0.9) ", "[default0]:", "[trainer1|2]:",
             "[RANK 4] ", "E1202 14:00:00.123 77 x.cc:1] ", "[rank2]:[W1202 14:00:01.5 y.cc:9] ", "[I x.py:3] ",

@@ -412,7 +412,8 @@ KNOWN_MISSES = {
                                        "ready (driver, as Fabric Manager's state); the examiner (low): the GPU; "
                                        "the host's name is only in the thread"),
     "x21-08-nc80adis-h100-topo-no-nvlink-after-boot": (
-        "category", "nvidia-smi topo -m has no reader; that two H100 NVL should show NV# is the thread's"),
+        "category", "nvidia-smi topo -m with no NV# on any pair reads as a PCIe box (healthy); that two H100 NVL "
+                    "should show NV# is the thread's"),
     "x21-17-fairseq-4node-rank0-pyspy-stuck-in-data-iterator": (
         "culprit_ranks", "the dump does not say which rank it was taken from (rank 0 is the thread's)"),
     "x21-23-retinanet-1node-post-run-nccl-vnic-invalid-usage-timelimit": (
@@ -528,6 +529,23 @@ KNOWN_MISSES = {
     "x4-019-edacutils10-edac-ce-sbridge-dmesg-T": (
         "category", "corrected DIMM errors below mcelog's threshold (10 / 24 h) leave the host healthy; the "
                     "examiner labelled it unknown"),
+    "x32-05-4x-mi210-xgmi-bridge-psp-ring-fail-on-modprobe": (
+        "category", "AMD GPUs (amdgpu): read as another vendor's GPUs whose health is not established, with the "
+                    "driver's PSP errors quoted (unknown); the bad xGMI bridge is the reporter's later finding"),
+    "x32-07-7900xtx-rocm-bandwidth-test-fails-inbox-amdgpu-fixed-by-dkms": (
+        "category", "AMD GPUs (amdgpu): unknown, as x32-05; that the inbox driver was the fault is the thread's "
+                    "resolution (amdgpu-dkms), not the log's"),
+    "x32-08-uccl-efa-unknown-link-layer-app-rejects-unspecified": (
+        "category", "UCCL's own '[Error] Unknown link layer:' line has no vocabulary (unknown); that EFA's "
+                    "'Unspecified' link layer is normal and UCCL's switch the fault is the thread's"),
+    "x32-16-h100-2gpu-torchtitan-pretrain-completes-sigabrt-at-teardown": (
+        "category", "a SIGABRT at teardown after 'Training completed' stays a process that failed (unknown); "
+                    "x29-17 labels a crash after the end application, this one healthy"),
+    "x32-19-slurm-multinode-accelerate-duplicate-gpu-rank-mapping": (
+        "culprit_hosts", "a duplicate GPU is the job's set-up (nccl_config): by design no host is named to drain"),
+    "x32-22-horovod-lightning-ddp-stall-inspector-ranks-in-different-collectives": (
+        "category", "the stall inspector names ranks 0 and 1 missing (nccl_deadlock); that they submitted "
+                    "different collectives would need rank 1's whole list, which the report cuts ('...')"),
 }
 
 

@@ -40,6 +40,8 @@ LAYERS = {
     "probe_findings": 5, "capture": 5, "confidence": 5, "analyze": 6,
     # the edge where Ansible's registered results meet the engine (their shape is read only there)
     "hostresult": 6.5,
+    # a job's verdict from its logs' findings (cluster joins them with the hosts')
+    "job_verdict": 6.8,
     "cluster": 7,
     # words and reports, then the one orchestration and the command line
     "i18n": 8, "plan": 8, "ledger": 8, "render": 9, "reports": 9, "diagnose": 10, "runbook": 10, "cli": 11, "report_step": 11, "plan_step": 11,

@@ -11,7 +11,7 @@ from . import emitter_lines
 from . import nccl_tests
 from . import pyspy
 from .launch_lines import ras_culprits
-from .nccl_words import fill_process_ranks, settle_nvls
+from .nccl_words import DEATH_KINDS, HOST_SIDE_KINDS, fill_process_ranks, settle_nvls
 from .job_findings import job_findings
 from .patterns import RANK_PREFIX
 from .progress import observations
@@ -259,6 +259,11 @@ def _more_hosts(st, hosts):
     if not hosts and not extra:
         extra += [e["prefix_host"] for e in st.events if e.get("prefix_host")]
         extra += [h for h in st.prefix_hosts if h not in extra]  # 'slurmstepd-<node>: error: NVML: ... GPU is lost'
+    # a paste from one shell ('[alice@gpu-a-07 ~]$ python train.py' and its output): a process that died there,
+    # or the node's own stack failing under it (Fabric Manager, CUDA's init), happened on that host
+    if not hosts and not extra and len(st.prompt_hosts) == 1 and (
+            any(e["kind"] in DEATH_KINDS for e in st.events) or any(r["kind"] in HOST_SIDE_KINDS for r in st.nccl_words)):
+        extra.append(st.prompt_hosts[0])
     return list(hosts) + [h for i, h in enumerate(extra) if h not in hosts and h not in extra[:i]]
 
 

@@ -36,7 +36,7 @@ LAST_ERROR_HEAD = re.compile(r"^((?:[\w.\-]{1,80}(?: \[\w{1,20}\])?:? )?)Last er
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
 JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container", "deepspeed",
-              "ompi")
+              "ompi", "libfabric")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")
@@ -253,16 +253,26 @@ _EXIT = re.compile(r"^\d{1,3}:\d{1,3}$")
 _STATES = set(SACCT_STATES) | {"COMPLETED", "RUNNING", "PENDING", "SUSPENDED", "COMPLETING", "REVOKED", "SPECIAL_EXIT"}
 
 
-def _sacct_bare(line, st):
-    m = _BARE_ROW.match(line.text)
+def bare_sacct_row(text):
+    """(job id, state words, exit code) of a -P row without its header, else None; a digit's value
+    never decides it (quiet.py judges lines by their shape, digits written as 0)."""
+    m = _BARE_ROW.match(text)
     if m is None:
-        return False
+        return None
     cells = [c.strip() for c in m.group(2).split("|")]
     state = next((c.split() for c in cells if c.split() and c.split()[0].upper() in _STATES), None)
     code = next((c for c in cells if _EXIT.match(c)), None)
     if state is None or code is None:
+        return None
+    return m.group(1), state, code
+
+
+def _sacct_bare(line, st):
+    row = bare_sacct_row(line.text)
+    if row is None:
         return False
-    add(st.sacct, {"job": m.group(1), "state": state[0].upper(), "detail": " ".join(state[1:]), "exit": code,
+    job, state, code = row
+    add(st.sacct, {"job": job, "state": state[0].upper(), "detail": " ".join(state[1:]), "exit": code,
                    "nodes": None, "src": line.src, "evidence": line.raw})
     return True
 

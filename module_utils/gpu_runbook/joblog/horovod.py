@@ -16,6 +16,7 @@ wait for them: a hang whose culprits the text names, as monitored_barrier's repo
 
 import re
 
+from .launchers import HVD_TAG, MPI_TAG
 from .text import add
 
 STALL = re.compile(r"submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for "
@@ -40,8 +41,16 @@ def stall_report(line, fs, st):
     stall = fs.hvd_stall
     if stall is None:
         return False
-    body = text.split("] ", 1)[-1] if text.startswith("[") and "] " in text[:12] else text  # '[0] ' (horovodrun)
+    body = _untagged(text)
     mr = _RANK_LINE.match(body)
+    if mr is None and _HEAD.match(body) is None:
+        # a rank's line 'R: [...]' has the shape of srun's --label prefix, which the launcher reading took
+        # off as the line's rank ('[0]<stderr>:1: [allreduce.x]' reads '[allreduce.x]'): read the raw line
+        raw = line.raw.lstrip(" \t")
+        m = MPI_TAG.match(raw) or HVD_TAG.match(raw)
+        mr = _RANK_LINE.match(_untagged(raw[m.end():] if m else raw))
+        if mr:
+            body = _untagged(raw[m.end():] if m else raw)
     if _HEAD.match(body) or mr or _INLINE.search(body):
         if mr:
             stall["missing"].add(int(mr.group(1)))
@@ -50,6 +59,10 @@ def stall_report(line, fs, st):
         return True
     fs.hvd_stall = None  # the report ended
     return False
+
+
+def _untagged(text):
+    return text.split("] ", 1)[-1] if text.startswith("[") and "] " in text[:12] else text  # '[0] ' (horovodrun)
 
 
 def _inline(text, stall):

@@ -21,6 +21,7 @@ Records go to ``st.launch`` and ``st.ras``; ``launch_findings`` and ``ras_culpri
 import re
 
 from ..findings import finding
+from ..linefamily import prompt_host
 from .patterns import ELASTIC_RANK
 from .patterns import RANK_PREFIX
 from .text import add, evidence, line_time
@@ -49,6 +50,15 @@ RAS_RANK = re.compile(r"^\s{1,8}Rank (\d{1,7})(?: has (?:status \w{1,20}|launche
 RAS_PROC = re.compile(r"^\s{1,8}Process (\d{1,9}) on node (\S{1,253}) managing GPUs? (\S{1,80})")
 RAS_OPS = re.compile(r"^\s{1,8}(\d{1,7}) ranks? (?:have|has) launched up to operation (\d{1,15})")
 RAS_DEAD_N = re.compile(r"(\d{1,7}) job process(?:es are| is) considered dead")
+
+
+def shell_prompt(line, fs, st):
+    """A shell prompt pasted with the output ('[alice@gpu-a-07 ~]$ python train.py'): the host the
+    text was captured on (analysis: the culprit host when nothing else names one). Never takes the line."""
+    host = prompt_host(line.raw)
+    if host and host not in st.prompt_hosts:
+        add(st.prompt_hosts, host)
+    return False
 
 
 def launch_and_exit(line, fs, st):

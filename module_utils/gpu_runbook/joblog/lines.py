@@ -18,6 +18,7 @@ from .text import FileLines, line_time, logical_lines, rank_from_name
 
 HANDLERS = (
     memtrend.figure,         # a memory figure: recorded, never taken (the line goes on to the others)
+    launch_lines.shell_prompt,  # a shell prompt's host: recorded, never taken
     pyspy.pyspy,             # a py-spy dump: its frames are no other handler's lines
     ompi_lines.help_text,    # an Open MPI help text between its dashes: its lines are its message's
     emitter_lines.sacct,

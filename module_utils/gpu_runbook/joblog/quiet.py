@@ -22,7 +22,8 @@ translate and one dict lookup; scan.py judges whole blocks of lines by their sha
 
 import re
 
-from .emitter_lines import SUCCESS_WORDS, emitter_markers
+from .emitter_lines import SUCCESS_WORDS, bare_sacct_row, emitter_markers
+from ..linefamily import prompt_host
 from .horovod import NEEDLES as HVD_NEEDLES
 # memtrend's words: a line holding one is read while the job's first memtrend.EARLY memory figures
 # are gathered (then its file's last lines give the late ones), not every line of a long run
@@ -108,6 +109,8 @@ def shape_kind(raw, key):
         return LOUD
     if raw[:5].lstrip(" ")[:1] == ">":  # a Markdown quote: findings.unpaste rewrites it
         return LOUD
+    if "@" in raw and prompt_host(raw):  # a shell prompt: its host (launch_lines.shell_prompt)
+        return LOUD
     kind, body = PLAIN, raw
     c = raw[:1]
     if c == "[":
@@ -139,6 +142,7 @@ def shape_kind(raw, key):
     if any(n in key for n in _MEMORY):
         kind |= MEM
     if s[:1].isdigit():
-        return LOUD if ROW_SHAPE.match(s) else kind | DIGIT
+        # an nccl-tests row, or sacct's -P row without its header ('77|NODE_FAIL|0:0'), which no needle gates
+        return LOUD if ROW_SHAPE.match(s) or bare_sacct_row(s) else kind | DIGIT
     return kind
 

@@ -72,6 +72,7 @@ class JobState(object):
         self.slurm = []            # Slurm's words: a node failure, a cancellation and its reason
         self.success = []          # a run that ended well, as its launcher or trainer says
         self.prefix_hosts = []     # nodes a line's prefix names where an emitter's message says it failed
+        self.prompt_hosts = []     # nodes a shell prompt pasted with the output names (launch_lines.shell_prompt)
         self.training_lines = 0    # a training run's own progress lines (a step and a loss)
         self.sacct = []            # sacct's rows (emitter_lines.sacct): the job's state as Slurm accounted it
         self.memory = {}           # (file, label, rank) -> the memory figures a run reported (memtrend.py)

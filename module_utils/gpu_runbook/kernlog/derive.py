@@ -3,6 +3,8 @@
 fault, per AER class and device (OOM kills, hung tasks, machine checks: nodelog.py). Pure functions of
 the scanner's tables; ``sref(line)`` names the file and line a record came from."""
 
+import re
+
 from ..findings import finding, gpu_ref, ib_ref
 from ..xid_catalog import UNKNOWN_XID, component_of, lookup, remedy, severity_of
 from .nodelog import count_line, seen, seen_text
@@ -247,3 +249,34 @@ def link_transition(rec, kind, ctx):
             rec["first_line"].setdefault("unplug", ctx[0])
             count_line(rec["seen"], "unplug", ctx, SEEN_KEYS, {})
         rec["cable"] = "unplugged"
+
+
+# a line of AMD's GPU driver (drivers/gpu/drm/amd): its device prefix 'amdgpu 0000:c7:00.0: ', a DRM
+# message from one of its functions '[drm:psp_hw_start [amdgpu]]', or its module's own 'amdgpu: ' lines
+AMDGPU_RE = re.compile(r"\bamdgpu(?: [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]:|\]\]|: )")
+
+
+def other_vendor_gpu(first, nvidia_lines, sref):
+    """[the finding] of GPUs AMD's driver runs, when no NVIDIA driver line is beside them: the driver's
+    messages are not NVIDIA's vocabulary, so nothing in the log says those GPUs are well."""
+    if first is None or nvidia_lines:
+        return []
+    ln, line = first
+    return [finding("gpu_driver_not_nvidia", "the log's GPU driver is AMD's amdgpu and no NVIDIA driver line is in it: "
+                    "gpu-runbook reads NVIDIA's driver (NVRM, Xid), so these GPUs' health is not established by it",
+                    evidence=line[:1000], source=sref(ln))]
+
+
+def log_findings(tz_error, since_error, unread, lines, source):
+    """What is wrong with the log or the call itself, not with the node (``unread``: no line of it was
+    a kernel log's or a known message)."""
+    out = []
+    if tz_error:
+        out.append(finding("kernlog_tz_invalid", "time zone not understood, times without a zone read as "
+                                                 "UTC: %s" % tz_error, source=source))
+    if since_error:
+        out.append(finding("kernlog_window_invalid", "time window not applied: %s" % since_error, source=source))
+    if unread:
+        out.append(finding("kernlog_unparseable", "no kernel-log timestamps or known kernel messages found "
+                                                  "in %d line(s)" % lines, source=source))
+    return out

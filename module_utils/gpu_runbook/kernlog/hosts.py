@@ -28,6 +28,7 @@ import re
 
 from ..findings import strip_ansi, unpaste
 from ..linefamily import _MONTH, SYSLOG_HOST, embedded_syslog  # noqa: F401 (SYSLOG_HOST: hostscan's)
+from ..linefamily import PROMPT_RE as _PROMPT_RE, ssh_target as _ssh_target
 
 MAX_HOSTS = 4096
 _MAX_SET = 4096  # names one node-set header may expand to
@@ -36,11 +37,6 @@ _NUMBER_RE = re.compile(r"[0-9]{1,18}\Z")
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}"
 _PREFIX_RE = re.compile(r"(" + _NAME + r"): ")
-_PROMPT_RE = re.compile(
-    r"(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r"):[^\s#$%]{0,1024}[#$%](?: |$)"
-    r"|(?:\([^()\s]{1,64}\) )?\[?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r")(?: [^\]]{0,1024})?\][#$%](?: |$)"
-    # zsh's default 'user@host ~ %' (%n@%m %1~ %#)
-    r"|(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r") [^\s#$%]{1,1024} [#$%](?: |$)")
 _ANSIBLE_RE = re.compile(r"(" + _NAME + r") \| (?:CHANGED|SUCCESS|FAILED!?|UNREACHABLE!?)(?: \||  ?=>| >>|$)")
 _DASHES_RE = re.compile(r"-{3,}\s*$")
 # 'for h in ...; do echo $h; ssh $h cmd; done': a line that is only a node name (with a digit),
@@ -108,28 +104,6 @@ def _hostlike(name, digits=False):
 def field_host(name):
     """A hostname field's value -> the host, or None for a placeholder."""
     return None if not name or name.lower() in _FIELD_NOT_HOSTS else name
-
-
-_SSH_ARG_OPTS = frozenset("bcDEeFIiJLlmOoPpQRSWw")
-
-
-def _ssh_target(command):
-    """'ssh -p 22 user@gpu-2-5 nvidia-smi' -> 'gpu-2-5': the host a prompt's one-shot ssh
-    command ran on (its output is that host's); None for anything else, or an interactive
-    ssh (the next prompt names the host)."""
-    words = command[:1024].split()
-    if words[:1] == ["sudo"]:
-        words = words[1:]
-    if words[:1] != ["ssh"]:
-        return None
-    i = 1
-    while i < len(words) and words[i].startswith("-"):
-        opt = words[i]
-        i += 2 if len(opt) == 2 and opt[1] in _SSH_ARG_OPTS else 1
-    if i + 1 >= len(words):
-        return None
-    target = words[i].rpartition("@")[2]
-    return target if re.match(_NAME + r"$", target) else None
 
 
 def expand_nodeset(text, limit=_MAX_SET):

@@ -35,7 +35,7 @@ def _shipped():  # pragma: no cover -- never called
     from ..vocab import container, dcgm, fabricmanager, linux, nhc, nvml, nvrm, opensm, slurm, xid  # noqa: F401
 
 # what this runbook reads, in a node's line: an error about anything else is not its business
-DOMAIN_RE = re.compile(r"(?i)nvidia|nvrm|\bgpu|cuda|nccl|mlx[45]|infiniband|\bib[_\d]|ipoib|rdma|\bhca\b|nvswitch|"
+DOMAIN_RE = re.compile(r"(?i)nvidia|nvrm|\bgpu|amdgpu|amdkfd|cuda|nccl|mlx[45]|infiniband|\bib[_\d]|ipoib|rdma|\bhca\b|nvswitch|"
                        r"nvlink|fabric.?manager|\bfm\b|dcgm|hostengine|\bedac\b|\bmce\b|machine check|hardware error|"
                        r"slurm|\bnhc\b|health check|pcieport|\baer\b|out of memory|\boom\b|blocked for more than")
 

@@ -33,6 +33,7 @@ SAMPLE_LINES = 20       # leading lines of each file sampled to name its format
 # indented without their 'NVRM: ' head when the driver printed them as one record ('NVRM: The NVIDIA
 # GPU ... (PCI ID: 10de:2330) installed in this system' / '      is not supported by the NVIDIA
 # 580.126.09 driver release.').
+# "amdgpu": AMD's GPU driver (drivers/gpu/drm/amd): GPUs gpu-runbook does not read are named, never healthy.
 # "XID" / "Xid" / "xid": an Xid another program's line names ('Found XID errors: 63', a health check's;
 # vocab.xid_named reads it by NVIDIA's catalog).
 # The last ones are the words of a failure (vocab/reading.py ERROR_LIKE) and the line heads of the
@@ -44,7 +45,7 @@ _BASE = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than"
          "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
          "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4",
          "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError", ") detected on ", "Linux version ",
-         " carrier", "driver release", "XID", "Xid", "xid")
+         " carrier", "driver release", "XID", "Xid", "xid", "amdgpu")
 
 
 def _with_markers(base):

@@ -8,7 +8,7 @@ Memory is bounded by the distinct keys seen (MAX_KEYS per table), never by the l
 from bisect import bisect_left
 from datetime import datetime, timedelta
 
-from ..findings import finding, normalize_pci
+from ..findings import normalize_pci
 from ..vocab.reading import Seen
 from ..timeutil import UTC, iso, parse_tz
 from . import derive
@@ -93,6 +93,8 @@ class KernelLogScanner:
         self._node = NodeLog(MAX_KEYS)  # OOM kills, hung tasks, machine checks
         self._last_xid = None       # (record, line) of the last Xid (a wrapped Xid 154 continues it)
         self._seen = Seen()         # lines no dedicated reader used: emitters' messages, what nothing explains
+        self._nvidia_lines = 0      # the NVIDIA driver's lines (NVRM, a frame in it)
+        self._other_gpu = None      # (line, text) of the first line of another vendor's GPU driver (amdgpu)
         self._events = []
         self.dropped_events = 0
         self.excluded = 0           # events before ``since``
@@ -232,6 +234,10 @@ class KernelLogScanner:
         """The scanner's own readers; -> True when one of them took the line up."""
         line = ctx[1]
         taken = True
+        if "NVRM" in line or "[nvidia" in line:
+            self._nvidia_lines += 1
+        elif "amdgpu" in line and self._other_gpu is None and derive.AMDGPU_RE.search(line):
+            self._other_gpu = (ctx[0], line)
         if "NVRM" in line:
             # what the NVRM reader did not know (an event made, its own message) is the vocabulary's,
             # or unexplained: the driver's words are never passed over in silence
@@ -462,6 +468,7 @@ class KernelLogScanner:
         findings.extend(self._seen.findings(set(f.get("evidence") for f in findings),
                                             covered=set(f["kind"] for f in findings)))
         findings.extend(self._log_findings())
+        findings.extend(derive.other_vendor_gpu(self._other_gpu, self._nvidia_lines, sref))
         facts = self._facts(xids, ib_devices)
         facts.update(self._drv.facts())
         facts.update(self._node.facts())
@@ -469,19 +476,9 @@ class KernelLogScanner:
 
     def _log_findings(self):
         """What is wrong with the log or the call itself, not with the node."""
-        out = []
-        if self.tz_error:
-            out.append(finding("kernlog_tz_invalid", "time zone not understood, times without a zone read as "
-                                                     "UTC: %s" % self.tz_error, source=self.source))
-        if self.since_error:
-            out.append(finding("kernlog_window_invalid", "time window not applied: %s" % self.since_error,
-                               source=self.source))
-        fmt = self._format()
-        if (self._formats and fmt in ("unknown", "bare") and not self._events and not self.dropped_events
-                and not self.kernel_lines and not self.node_lines and not self.slurm_lines):
-            out.append(finding("kernlog_unparseable", "no kernel-log timestamps or known kernel messages found "
-                                                      "in %d line(s)" % self.lines, source=self.source))
-        return out
+        unread = (self._formats and self._format() in ("unknown", "bare") and not self._events and not self.dropped_events
+                  and not self.kernel_lines and not self.node_lines and not self.slurm_lines)
+        return derive.log_findings(self.tz_error, self.since_error, unread, self.lines, self.source)
 
     def _facts(self, xids, ib_devices):
         aer = sorted(self._aer.items(), key=lambda kv: kv[1]["line"])

@@ -15,6 +15,7 @@ Text in, dicts out, never raises on garbage; standard library only.
 import re
 
 from .model import as_text
+from .topo import nvlink_peers, read_matrix
 
 # stop order: the exporter talks to the host engine, so it goes first and comes back last
 MONITOR_UNITS = ("dcgm-exporter", "nvidia-dcgm", "dcgm")
@@ -24,7 +25,6 @@ DRM_MODULE = "nvidia_drm"
 # known by its unit's MainPID, never by its name (any process can call itself that)
 PERSISTENCE_UNIT = "nvidia-persistenced"
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 _GPU_DEV_RE = re.compile(r"^nvidia(\d+)$")
 _GENERATIONS = (  # (generation, pattern on the product name), first match wins
     ("hopper_plus", re.compile(r"\b(?:G?B(?:100|200|300)|G?H(?:100|200|800|20)|GB\d{3}|RTX PRO \d+ Blackwell|"
@@ -143,26 +143,9 @@ def generation(name):
 
 
 def parse_topo_peers(text):
-    """``nvidia-smi topo -m`` -> {gpu index: [indexes of its NVLink peers]} (``NV<n>`` cells)."""
-    lines = [_ANSI_RE.sub("", l).rstrip() for l in as_text(text).splitlines() if l.strip()]
-    header = next((l.split() for l in lines if l.split()[:1] == ["GPU0"]), None)
-    if header is None:
-        return {}
-    cols = []
-    for tok in header:
-        if not re.match(r"^(?:GPU\d+|NIC\d+|mlx\S+)$", tok):
-            break
-        cols.append(tok)
-    peers = {}
-    for l in lines:
-        tok = l.split()
-        if not tok or not re.match(r"^GPU\d+$", tok[0]) or tok[0] == l.strip() or tok == header:
-            continue
-        me = int(tok[0][3:])
-        cells = tok[1:1 + len(cols)]
-        peers[me] = sorted(int(c[3:]) for c, v in zip(cols, cells)
-                           if c.startswith("GPU") and re.match(r"^NV\d+$", v) and int(c[3:]) != me)
-    return peers
+    """``nvidia-smi topo -m`` -> {gpu index: [indexes of its NVLink peers]} (``NV<n>`` cells):
+    read by the one reader of the format (nvsmi/topo.py)."""
+    return nvlink_peers(read_matrix(text))
 
 
 def fabric_verdict(gen, name, evidence, fm):

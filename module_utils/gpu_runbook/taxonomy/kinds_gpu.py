@@ -336,6 +336,13 @@ _OUTPUT = {
         "recovery action, temperature, throttling): GPU health was not checked",
         "nvidia-smi 쿼리가 GPU 상태를 알려 주는 필드(ECC, remapped rows, reset 상태, recovery action, 온도, "
         "스로틀링)를 하나도 읽지 않음: GPU 상태를 확인하지 못함"),
+    # nvidia-smi topo -m (nvsmi/topo.py): a matrix cut, asymmetric or with cells of no known kind
+    "nvsmi_topo_unreadable": kind(
+        "unknown", "warning", "none", ("rerun_diagnosis",),
+        "the nvidia-smi topo -m matrix cannot be read whole (cut, asymmetric, or a cell of no known kind): the "
+        "GPUs' NVLink and PCIe links are not known",
+        "nvidia-smi topo -m 행렬을 온전히 읽을 수 없음 (잘림, 비대칭, 알 수 없는 셀): GPU의 NVLink·PCIe 연결을 "
+        "알 수 없음"),
     "nvsmi_csv_bad_row": kind(
         "unknown", "info", "none", ("gpu_check_query_fields",),
         "an nvidia-smi CSV row did not match its header and was skipped",

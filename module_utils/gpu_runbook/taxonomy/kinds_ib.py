@@ -75,6 +75,14 @@ STEPS = {
                             "해당 단계의 `-E-` 줄(`ibdiagnet2.log`)을 읽으십시오: 각 줄이 노드, 포트, 문제를 "
                             "밝힘; 스캔을 실행한 노드가 아니라 그 링크(`perfquery`, 케이블)와 서브넷 매니저를 "
                             "점검하십시오."),
+    "ib_check_libfabric_provider": (None, "Check the RDMA provider's driver and the libfabric the job loads: "
+                                          "`fi_info -p efa` (the EFA driver, `lsmod | grep efa`, the EFA installer) "
+                                          "or `fi_info -p verbs` (`ibv_devinfo`); `FI_PROVIDER` and "
+                                          "`LD_LIBRARY_PATH` must not select another libfabric or provider.",
+                                    "RDMA 프로바이더의 드라이버와 작업이 로드하는 libfabric을 확인하십시오: "
+                                    "`fi_info -p efa` (EFA 드라이버, `lsmod | grep efa`, EFA 설치 프로그램) 또는 "
+                                    "`fi_info -p verbs` (`ibv_devinfo`); `FI_PROVIDER`와 `LD_LIBRARY_PATH`가 다른 "
+                                    "libfabric이나 프로바이더를 고르지 않아야 합니다."),
 }
 
 # What the physical layer says is wrong: the cable, transceiver or switch port.
@@ -218,6 +226,20 @@ KINDS = {
         "unknown", "warning", "none", ("rerun_diagnosis",),
         "the ibdiagnet output ends before its Summary: whether every stage passed is not known",
         "ibdiagnet 출력이 Summary 전에 끝남: 모든 단계가 통과했는지 알 수 없음"),
+    # ---- libfabric's fi_info (infiniband/fi_info.py): the fabric software stack NCCL's OFI plugin loads
+    "fi_info_no_rdma_provider": kind(
+        "nccl_config", "warning", "none", ("ib_check_libfabric_provider",),
+        "libfabric offers no RDMA provider with a reliable endpoint (only tcp, udp, sockets or shm): NCCL's OFI "
+        "plugin would fall back to sockets",
+        "libfabric에 신뢰성 있는 엔드포인트를 제공하는 RDMA 프로바이더가 없음 (tcp, udp, sockets, shm뿐): NCCL의 "
+        "OFI 플러그인이 소켓으로 대체됨"),
+    "fi_info_no_provider": kind(
+        "nccl_config", "warning", "none", ("ib_check_libfabric_provider",),
+        "fi_info found no libfabric provider that matches (fi_getinfo -61, FI_ENODATA): the provider asked for is "
+        "not available on this node",
+        "fi_info가 일치하는 libfabric 프로바이더를 찾지 못함 (fi_getinfo -61, FI_ENODATA): 요청한 프로바이더를 이 "
+        "노드에서 쓸 수 없음",
+        also=("unknown",)),
     "ib_counter_threshold": kind(
         "ib_network", "warning", "none", ("ib_check_link_counters",),
         "a counter on {ib} crossed a threshold set for this run",

@@ -164,6 +164,10 @@ STEPS = {
                               "`since`를 ISO 8601 형식으로 지정하십시오 (예: `2026-12-02T13:00:00Z`)."),
     "kernel_pass_tz": (None, "Pass the node's time zone as an offset (`+09:00`) or an IANA name (`Asia/Seoul`).",
                        "노드의 시간대를 오프셋(`+09:00`) 또는 IANA 이름(`Asia/Seoul`)으로 지정하십시오."),
+    "kernel_read_other_vendor_gpu": (None, "Check these GPUs with their own vendor's tools (AMD: `amd-smi`, "
+                                           "`rocm-smi`, the amdgpu driver's messages); gpu-runbook reads NVIDIA's.",
+                                     "이 GPU는 해당 제조사의 도구로 확인하십시오 (AMD: `amd-smi`, `rocm-smi`, amdgpu "
+                                     "드라이버 메시지). gpu-runbook은 NVIDIA의 것을 읽습니다."),
     "kernel_check_is_kernel_log": (None, "Check that the file is a kernel log (dmesg, `journalctl -k` or "
                                          "kern.log).",
                                    "파일이 커널 로그(dmesg, `journalctl -k` 또는 kern.log)인지 확인하십시오."),
@@ -324,6 +328,12 @@ KINDS = {
         "unknown", "warning", "none", ("kernel_pass_tz",),
         "the node's time zone was not understood: times without a zone were read as UTC",
         "노드 시간대를 해석하지 못함: 시간대가 없는 시각을 UTC로 읽음"),
+    "gpu_driver_not_nvidia": kind(
+        "unknown", "warning", "none", ("kernel_read_other_vendor_gpu",),
+        "the log's GPUs are driven by another vendor's driver (no NVIDIA driver line): gpu-runbook reads "
+        "NVIDIA's driver, so their health is not established",
+        "로그의 GPU는 다른 제조사의 드라이버로 구동됨 (NVIDIA 드라이버 줄 없음): gpu-runbook은 NVIDIA 드라이버를 "
+        "읽으므로 상태가 확인되지 않음"),
     "kernlog_unparseable": kind(
         "unknown", "info", "none", ("kernel_check_is_kernel_log",),
         "no kernel-log timestamps or known kernel messages found",

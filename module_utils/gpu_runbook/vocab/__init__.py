@@ -48,7 +48,7 @@ import re
 # every generated table, in the order they are tried (a line is matched against the tables
 # whose MARKERS it holds)
 EMITTERS = ("nccl", "ofi", "torch", "gloo", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "ucx",
-            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi")
+            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric")
 ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
 CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
 BENIGN = "benign"

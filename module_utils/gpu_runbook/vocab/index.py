@@ -21,4 +21,5 @@ MARKERS = {
     'deepspeed': ('ZeRO', 'zero', 'Zero', 'DeepSpeed', 'deepspeed', 'partition', 'offload', 'heckpoint', 'xpert', 'loss scale already at minimum', 'hostfile', 'micro_batch', 'train_batch', 'nvme', 'NVMe', 'exits with return code', 'disagreement'),
     'opensm': ('0x01 -> ', '0x80 -> ', '0x81 -> ', '0x83 -> ', 'OpenSM'),
     'ompi': ('--------------------------------------------------------------------------', '*** An error occurred', 'MPI_ERRORS_ARE_FATAL', 'mpirun noticed', 'prterun noticed', 'orterun noticed', 'ORTE_ERROR_LOG', 'PRTE_ERROR_LOG', 'Open MPI', 'OpenFabrics', 'ORTE ', 'PRTE '),
+    'libfabric': ('Libfabric EFA provider', 'EFA internal error', 'Libfabric error: (', 'prov_errno: ', 'Your application will now abort()', 'This error is detected'),
 }
