@@ -128,6 +128,23 @@ def is_node_line(line):
     return line_family(line) is not None
 
 
+# words that end in ': ' in log lines, or sit where a prompt's host would, and are never a host
+NOT_HOSTS = frozenset((
+    "kernel", "nvrm", "call", "hardware", "info", "warning", "warn", "error", "err", "note", "notice",
+    "debug", "fatal", "failed", "pdsh", "clush", "ssh", "sudo", "bash", "sh", "zsh", "cpu", "rip", "rsp",
+    "code", "workqueue", "audit", "usb", "pci", "acpi", "ansible", "traceback", "file", "task", "modules",
+    "tainted", "mem", "node", "host", "hostname", "dmesg", "journalctl", "grep", "output", "stdout",
+    "stderr", "result", "msg", "message", "status", "state", "uuid", "serial", "name", "gpu", "port",
+    "device", "driver", "version", "cuda", "nccl", "error_msg", "exception", "caused", "reason",
+    "hca_id",  # ibv_devinfo's "hca_id: mlx5_0" (the value looks like a log line's start)
+))
+
+
+def hostlike(name, digits=False):
+    """A word that may be a host's name: none of NOT_HOSTS, and not all digits unless ``digits``."""
+    return bool(name) and name.lower() not in NOT_HOSTS and (digits or not name.isdigit())
+
+
 # a shell prompt pasted with a command's output: 'root@node4:~# ', '[root@node4 ~]# ', '(env) bob@c002:~/run$ ',
 # zsh's default 'user@host ~ %' (%n@%m %1~ %#); the host is group 1, 2 or 3
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}"
@@ -157,15 +174,23 @@ def ssh_target(command):
     return target if re.match(_NAME + r"$", target) else None
 
 
-def prompt_host(line):
-    """The host a shell prompt at the start of ``line`` names ('[alice@gpu-a-07 ~]$ python train.py'),
-    or the target of a one-shot ssh typed after it; None for any other line (or a host of digits only)."""
-    body = line.lstrip(" ") if line[:1] == " " and len(line) - len(line.lstrip(" ")) <= 8 else line
-    c = body[:1]
-    if not ("@" in body[:400] and c in "([" or (c.isalnum() and "@" in body[:100])):
+def prompt(line):
+    """(host, what follows the prompt) of a shell prompt at the start of ``line``, an indented one (a
+    code block's) too; the host is a one-shot ssh's target when one is typed after it. None otherwise."""
+    if line[:1] == " " and "@" in line[:100] and len(line) - len(line.lstrip(" ")) <= 8:
+        line = line.lstrip(" ")  # a prompt indented as a code block (markdown, rst)
+    c = line[:1]
+    if not ("@" in line[:400] and c in "([" or (c.isalnum() and "@" in line[:100])):
         return None
-    m = PROMPT_RE.match(body)
+    m = PROMPT_RE.match(line)
     if m is None:
         return None
-    name = ssh_target(body[m.end():]) or m.group(1) or m.group(2) or m.group(3)
-    return None if name.isdigit() else name
+    name = ssh_target(line[m.end():]) or m.group(1) or m.group(2) or m.group(3)
+    return (name, line[m.end():]) if hostlike(name) else None
+
+
+def prompt_host(line):
+    """The host a shell prompt at the start of ``line`` names ('[alice@gpu-a-07 ~]$ python train.py'), or
+    the target of a one-shot ssh typed after it; None for any other line."""
+    found = prompt(line)
+    return found[0] if found else None

@@ -135,11 +135,10 @@ def _parse(text, source):
     providers = [{"provider": e["provider"], "core": _core(e["provider"]), "fabric": e.get("fabric"),
                   "domain": e.get("domain"), "version": e.get("version"), "type": e.get("type"),
                   "protocol": e.get("protocol")} for e in read]
-    facts = {"format": FORMAT, "ports": [], "devices": [], "providers": providers, "asked": asked,
-             "failure": failure[1] if failure else None, "rdma": False}
     # a reliable endpoint of an RDMA core provider (-l prints no endpoint type: a listed one counts)
     rdma = [p for p in providers if p["core"] in RDMA_PROVIDERS and (p["type"] in _RELIABLE or p["type"] is None)]
-    facts["rdma"] = bool(rdma)
+    facts = {"format": FORMAT, "ports": [], "devices": [], "providers": providers, "asked": asked,
+             "failure": failure[1] if failure else None, "rdma": bool(rdma)}
     if not providers and not failure:
         why = "%s opens like fi_info's output but holds no readable provider entry%s" % (
             source, " (cut before its endpoint type: %s)" % ", ".join(e.get("provider") or "?" for e in cut[:4])

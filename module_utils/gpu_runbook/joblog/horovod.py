@@ -48,9 +48,10 @@ def stall_report(line, fs, st):
         # off as the line's rank ('[0]<stderr>:1: [allreduce.x]' reads '[allreduce.x]'): read the raw line
         raw = line.raw.lstrip(" \t")
         m = MPI_TAG.match(raw) or HVD_TAG.match(raw)
-        mr = _RANK_LINE.match(_untagged(raw[m.end():] if m else raw))
+        untagged = _untagged(raw[m.end():] if m else raw)
+        mr = _RANK_LINE.match(untagged)
         if mr:
-            body = _untagged(raw[m.end():] if m else raw)
+            body = untagged
     if _HEAD.match(body) or mr or _INLINE.search(body):
         if mr:
             stall["missing"].add(int(mr.group(1)))

@@ -28,7 +28,7 @@ import re
 
 from ..findings import strip_ansi, unpaste
 from ..linefamily import _MONTH, SYSLOG_HOST, embedded_syslog  # noqa: F401 (SYSLOG_HOST: hostscan's)
-from ..linefamily import PROMPT_RE as _PROMPT_RE, ssh_target as _ssh_target
+from ..linefamily import NOT_HOSTS as _NOT_HOSTS, hostlike as _hostlike, prompt  # noqa: F401 (_NOT_HOSTS: hostscan's)
 
 MAX_HOSTS = 4096
 _MAX_SET = 4096  # names one node-set header may expand to
@@ -80,25 +80,11 @@ _LOGLIKE_RE = re.compile(
     r"(?:[A-Z][a-z]{2} )?" + _MONTH + r" {1,2}\d{1,2} \d\d:\d\d:\d\d|<\d{1,3}>|"
     r"NVRM|nvidia|mlx5|kernel:|\+-{3}|\| +NVIDIA-SMI|\|={3}|=+NVSMI LOG|CA '|hca_id:|Attached GPUs|"
     r"NCCL |GPU \d|pcieport|kern: ")
-# words that end in ': ' in log lines and are never a host
-_NOT_HOSTS = frozenset((
-    "kernel", "nvrm", "call", "hardware", "info", "warning", "warn", "error", "err", "note", "notice",
-    "debug", "fatal", "failed", "pdsh", "clush", "ssh", "sudo", "bash", "sh", "zsh", "cpu", "rip", "rsp",
-    "code", "workqueue", "audit", "usb", "pci", "acpi", "ansible", "traceback", "file", "task", "modules",
-    "tainted", "mem", "node", "host", "hostname", "dmesg", "journalctl", "grep", "output", "stdout",
-    "stderr", "result", "msg", "message", "status", "state", "uuid", "serial", "name", "gpu", "port",
-    "device", "driver", "version", "cuda", "nccl", "error_msg", "exception", "caused", "reason",
-    "hca_id",  # ibv_devinfo's "hca_id: mlx5_0" (the value looks like a log line's start)
-))
 
 
 # a syslog / journal hostname field is a host by position, whatever the word ('gpu', '1013');
 # only the placeholders of a host without a name are not
 _FIELD_NOT_HOSTS = frozenset(("-", "localhost", "localhost.localdomain", "(none)", "unknown"))
-
-
-def _hostlike(name, digits=False):
-    return bool(name) and name.lower() not in _NOT_HOSTS and (digits or not name.isdigit())
 
 
 def field_host(name):
@@ -311,20 +297,16 @@ class HostDemux(object):
                     return True
             return False
         if c == " " and "@" in line[:100] and len(line) - len(line.lstrip(" ")) <= 8:
-            line = line.lstrip(" ")  # a prompt indented as a code block (markdown, rst)
-            c = line[:1]
-        if "@" in line[:400] and c in "([" or (c.isalnum() and "@" in line[:100]):
-            m = _PROMPT_RE.match(line)
-            if m:
-                name = _ssh_target(line[m.end():]) or m.group(1) or m.group(2) or m.group(3)
-                if _hostlike(name):
-                    self._block = self._admit((name,)) or ()
-                    after = line[m.end():]
-                    if after[:1] == " " and after.strip():
-                        # 'root@pod:/#  Port number 1 state is Down': no command is typed after two blanks;
-                        # a job sent to the background printed after the prompt
-                        self._output = after.strip()
-                    return True
+            line = line.lstrip(" ")  # a prompt indented as a code block (markdown, rst): so is what follows
+        found = prompt(line)
+        if found:
+            name, after = found
+            self._block = self._admit((name,)) or ()
+            if after[:1] == " " and after.strip():
+                # 'root@pod:/#  Port number 1 state is Down': no command is typed after two blanks;
+                # a job sent to the background printed after the prompt
+                self._output = after.strip()
+            return True
         if " | " in line[:300]:
             m = _ANSIBLE_RE.match(line)
             if m and _hostlike(m.group(1)):

@@ -23,13 +23,12 @@ it too); ``parse_nvidia_smi_topo`` is the analysis. Pure, standard library only,
 
 import re
 
-from ..findings import finding, gpu_ref, iter_lines, never_raise
+from ..findings import finding, gpu_ref, iter_lines, never_raise, strip_ansi
 from .model import as_text
 
 TOOL = "nvidia-smi topo -m"
 # the header row: GPU0 first (after its indent and any terminal escape), the affinity columns after
 OPENING = re.compile(r"^[ \t]{0,40}(?:\x1b\[[0-9;]{0,8}m)?GPU0(?:[ \t]+[\w.\-]{1,32}){0,80}[ \t]+CPU Affinity\b")
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 _DEVICE_RE = re.compile(r"^(?:GPU\d{1,3}|NIC\d{1,3}|mlx\w{1,32}|[a-z][\w\-]{0,31}\d)$")
 _GPU_RE = re.compile(r"^GPU(\d{1,3})$")
 _NV_RE = re.compile(r"^NV(\d{1,3})$")
@@ -55,7 +54,7 @@ def read_matrix(text):
     Reads only the first matrix of the text."""
     header, out = None, None
     for lineno, raw in iter_lines(as_text(text)):
-        line = _ANSI_RE.sub("", raw).rstrip()
+        line = strip_ansi(raw).rstrip()
         tok = line.split()
         if not tok:
             continue
