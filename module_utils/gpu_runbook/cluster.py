@@ -321,7 +321,9 @@ def join_job(hosts, job):
         why = _one_host_gpu_fault(hosts, job, rank_map)
         if why is not None:
             explanations.append(why)
-    verdict, decided_by = job_verdict(job, culprits, explanations)
+    # a host given beside the job's logs that is not healthy may be why the ranks waited
+    sick = any(f.get("severity") in ("warning", "critical") for h in hosts for f in h.get("findings") or ())
+    verdict, decided_by = job_verdict(job, culprits, explanations, hosts_sick=sick)
     return {"culprits": culprits, "verdict": verdict, "decided_by": decided_by}
 
 

@@ -11,14 +11,15 @@ from .verdict import code_error, rank_key
 _CAUSES = ("gpu_hardware", "driver", "ib_network", "dataloader", "memory_leak", "nccl_config")
 
 
-def job_verdict(job, culprits, explanations):
+def job_verdict(job, culprits, explanations, hosts_sick=False):
     """(the job's cause, the finding that decided it or None), ranked once by the one order
     (verdict.rank_key) over what explains its culprit ranks and the job's own findings.
     Without a cause the failure phase is weighed as the field does: a falling iteration rate
     leans to a leak, erratic stalls to the DataLoader, an early failure to code, a late hang
     with a silent rank to the node. A hang (nccl_deadlock) needs ranks that waited; a job whose
     logs hold no failure is healthy only when they also say it ended well (or, for NCCL's own
-    tests and a communicator's setup, that it ran to its end)."""
+    tests and a communicator's setup, that it ran to its end). ``hosts_sick``: a host given beside the
+    logs has a warning or worse (what the ranks may have waited for)."""
     found = list(explanations) + list(job.get("findings") or [])
     # a critical application finding (mismatched collectives, an illegal memory access on the
     # culprit's GPU) is a cause; a plain traceback (a warning) is not
@@ -64,6 +65,11 @@ def job_verdict(job, culprits, explanations):
         return "application", None
     if named and waited:
         return "nccl_deadlock", None
+    hang = [f for f in failing if f["kind"] == "pyspy_collective_wait"]
+    if hang and len(hang) == len(failing) and not hosts_sick:
+        # the dumped ranks wait in a collective and nothing else failed, here or on a host given: a hang in
+        # NCCL, like a watchdog's timeout without a culprit (nccl_watchdog_timeout_unexplained)
+        return "nccl_deadlock", hang[0]
     if waited or failing or named:
         return "unknown", max(failing, key=rank_key) if failing else None
     if _ended_well(job):

@@ -27,7 +27,9 @@ EMBEDDED_SYSLOG_RE = re.compile(r"[\s,;|>\"'(=]" + _TIME_HOST_TAG)
 # an offset), --decode's 'kern  :warn  : ', a syslog / journal line tagged 'kernel'
 _KERNEL_HEAD_RE = re.compile(
     r"^(?:kernel: )?(?:[a-z]{1,8} *:[a-z]{1,8} *: )?(?:\[ *\+?\d{1,12}\.\d{1,9}\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} "
-    r"{1,2}\d{1,2} \d\d:\d\d(?::\d\d \d{4})?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )")
+    r"{1,2}\d{1,2} \d\d:\d\d(?::\d\d \d{4})?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )|"
+    # Talos's kernel lines (machined: '%s: %7s: [%s]: %s', facility kern, then the priority and an RFC 3339 time)
+    r"^kern: {1,8}[a-z]{3,7}: \[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)\]: ")
 _KERNEL_TAG_RE = re.compile(SYSLOG_HOST.replace(r"[^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:", r"kernel(?:\[\d{1,10}\])?:"))
 # UCX's own log head (src/ucs/debug/log.c: '[%lu.%06lu] [%s:%-5d:%s]'): a Unix time, never dmesg's uptime
 _UCX_HEAD_RE = re.compile(r"\[\d{9,12}\.\d{6}\] \[[^\]\s:]{1,256}:")
@@ -55,6 +57,11 @@ DAEMON_LOG_RE = re.compile(r"^(?:\[(?:[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d
                            # HH:MM:ss.sss <severity padded to 5> [<PID>:<TID>] <message> [<file>:<line>] [<function>]')
                            r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (?:NONE|FATAL|ERROR|WARN|INFO|DEBUG|VERB) {1,2}"
                            r"\[\d{1,10}:\d{1,10}\] |"
+                           # ... its line pasted without the time: the severity, [pid:tid], and the source
+                           # and function in brackets at its end ('ERROR [3468:4824] ... [/workspaces/dcgm-rel_
+                           # dcgm_2_0-postmerge/modules/nvswitch/DcgmModuleNvSwitch.cpp:372] [DcgmNs::..::RunOnce]')
+                           r"(?:FATAL|ERROR|WARN|INFO|DEBUG|VERB) {1,2}\[\d{1,10}:\d{1,10}\] [^\n]{0,4000}"
+                           r"\[[^\[\]\s]{1,512}\.(?:cpp|h|hpp|c):\d{1,6}\] \[[^\[\]\n]{0,512}\]\s*$|"
                            # OpenSM's own log (libopensm/osm_log.c: '%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> %s',
                            # or '[%02d:%02d:%02d:%03d][%04X] 0x%02x -> %s'): the subnet manager's node
                            r"(?:[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \d{6} |\[\d\d:\d\d:\d\d:\d{3}\])\[[0-9A-F]{1,16}\] "

@@ -62,8 +62,10 @@ def test_01_accelerate_zero3_allgather_one_rank():
     assert (what, category, severity) == ("waiting in all_gather_into_tensor", "nccl_deadlock", "warning")
     assert "thread 4079 (active)" in why and "distributed_c10d.py:2709" in why
     found = pyspy.findings(st)
-    assert len(found) == 1 and found[0]["kind"] == "logged_error" and found[0]["severity"] == "warning"
-    assert categories(found) == [meta["truth"]["category"]] == ["unknown"]  # one rank waiting: no cause
+    # one rank waiting and none dumped elsewhere: the job hangs in NCCL (its cause, the rank that did not
+    # arrive, is among those not dumped), as a watchdog timeout without a culprit reads
+    assert len(found) == 1 and found[0]["kind"] == "pyspy_collective_wait" and found[0]["severity"] == "warning"
+    assert categories(found) == [meta["truth"]["category"]] == ["nccl_deadlock"]
     assert pyspy.culprit_ranks(st) == []
 
 
@@ -392,3 +394,53 @@ def test_a_thread_waiting_on_a_queue_inside_a_frameworks_data_module_is_the_inpu
         "__next__", "do_one_step")
     job, findings = parse_job_logs({"py-spy-dump.txt": pin})
     assert not [f for f in findings if f["category"] == "dataloader"]
+
+
+ZERO3_GATHER = """\
+Thread {pid} (active): "MainThread"
+    all_gather_coalesced (deepspeed/runtime/zero/partition_parameters.py:1254)
+    wrapped_fn (deepspeed/utils/nvtx.py:18)
+    __all_gather_params_ (deepspeed/runtime/zero/partitioned_param_coordinator.py:464)
+    fetch_sub_module (deepspeed/runtime/zero/partitioned_param_coordinator.py:386)
+    _pre_forward_module_hook (deepspeed/runtime/zero/parameter_offload.py:275)
+    forward (transformers/models/mixtral/modeling_mixtral.py:676)
+"""
+
+
+def test_a_zero3_gather_is_a_collective_and_every_dumped_rank_in_one_is_an_nccl_hang(tmp_path, capsys):
+    # DeepSpeed's ZeRO-3 gathers issue the collective themselves (runtime/zero/partition_parameters.py)
+    from gpu_runbook import cli
+    st, _fs, _said = read(dump(0, ZERO3_GATHER))
+    [rec] = st.pyspy
+    assert pyspy.where(rec)[:3] == ("waiting in all_gather_coalesced", "nccl_deadlock", "warning")
+    # a function of that name elsewhere is not DeepSpeed's gather
+    other = ZERO3_GATHER.replace("deepspeed/runtime/zero/partition_parameters.py", "mylib/params.py")
+    st, _fs, _said = read(dump(0, other))
+    assert pyspy.where(st.pyspy[0])[1] != "nccl_deadlock"
+    # every dumped rank waits and none is elsewhere: the job hangs in NCCL, as a watchdog timeout without a
+    # culprit reads; the finding says the rank that did not arrive was not dumped
+    (tmp_path / "py-spy.txt").write_text("\n".join(dump(r, ZERO3_GATHER) for r in range(2)))
+    cli.main(["analyze", "--format", "json", str(tmp_path)])
+    job = json.loads(capsys.readouterr().out)["job"]
+    assert job["verdict"] == "nccl_deadlock" and job["pyspy"] == {"waiting": 2, "elsewhere": 0}
+    [f] = [f for f in job["findings"] if f["kind"] == "pyspy_collective_wait"]
+    assert f["category"] == "nccl_deadlock" and "not dumped" in f["message"]
+
+
+def test_an_nccl_hang_from_dumps_yields_to_a_host_given_beside_them_that_is_not_healthy(tmp_path, capsys):
+    # the ranks waited for something: a host whose own log says something is wrong may be it (x10-12: a
+    # rank's process in D state on a frozen filesystem), so the job's cause is not called a plain hang
+    from gpu_runbook import cli
+    (tmp_path / "py-spy.txt").write_text(dump(0, ALL_REDUCE))
+    (tmp_path / "node7").mkdir()
+    (tmp_path / "node7" / "dmesg.txt").write_text(
+        "[Sat Mar  4 04:10:52 2023] INFO: task python:280058 blocked for more than 120 seconds.\n")
+    cli.main(["analyze", "--format", "json", str(tmp_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert out["job"]["verdict"] == "unknown"
+    assert any(f["kind"] == "hung_task" for h in out["hosts"] for f in h["findings"])
+    # without that host the same dump is a hang
+    (tmp_path / "node7" / "dmesg.txt").unlink()
+    (tmp_path / "node7").rmdir()
+    cli.main(["analyze", "--format", "json", str(tmp_path)])
+    assert json.loads(capsys.readouterr().out)["job"]["verdict"] == "nccl_deadlock"

@@ -35,7 +35,7 @@ def _shipped():  # pragma: no cover -- never called
     """The vocabulary tables the judges read on the node (DCGM's codes, the job-log reader's
     emitters for all_reduce_perf's output), imported where Ansible's module_utils finder sees
     them (it follows imports, not importlib), so they travel with the module."""
-    from ..vocab import container, cuda, dcgm, gloo, libfabric, nccl, nvml, ofi, rdma, torch, ucx  # noqa: F401
+    from ..vocab import container, cuda, dcgm, dcgmlog, gloo, libfabric, nccl, nvml, ofi, rdma, torch, ucx  # noqa: F401
 
 
 NVBW_TESTS = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "device_to_device_memcpy_read_ce")

@@ -193,6 +193,15 @@ COLLECTIVES = frozenset((
     "_reduce_scatter_base", "all_to_all", "all_to_all_single", "barrier", "monitored_barrier",
     "_store_based_barrier", "send", "recv", "wait", "wait_tensor", "all_gather_tensor", "_wait_for_work",
     "allgather_fn", "reduce_scatter_fn", "inference_all_reduce"))
+# DeepSpeed's ZeRO gathers and reduce-scatters, which issue those collectives themselves (deepspeed 0.19.8
+# runtime/zero/partition_parameters.py, runtime/comm/coalesced_collectives.py): a ZeRO-3 rank blocked in
+# one, with no deeper Python frame, waits inside the collective for its peers
+ZERO_COLLECTIVES = frozenset((
+    "all_gather", "_all_gather", "_all_gather_dtype", "_all_gather_sequential", "_all_gather_coalesced",
+    "all_gather_coalesced", "_allgather_param", "_allgather_params_coalesced", "_allgather_params_sequential",
+    "_reduce_scatter_gradients", "_reduce_scatter_gradient", "_dist_allgather_fn", "_torch_reduce_scatter_fn",
+    "all_to_all_quant_reduce", "all_to_all_loco_quant_reduce", "reduce_scatter_coalesced"))
+ZERO_FILES = ("deepspeed/runtime/zero/partition_parameters.py", "deepspeed/runtime/comm/coalesced_collectives.py")
 # PyTorch checkpoint writers and readers: torch/serialization.py save/_save/_legacy_save, load/_load;
 # safetensors' save_file/save/load_file; torch.distributed.checkpoint (state_dict_saver.save,
 # async_save, _async_thread_executor.save_wrapper); the frameworks' entry points: DeepSpeed
@@ -208,6 +217,8 @@ def _collective(func, path, native):
     if native:  # --native: c10d's C++ (ProcessGroupNCCL::WorkNCCL::wait ...), NCCL's own API, Gloo
         return "c10d::" in func or "gloo::" in func or func.startswith(("nccl", "pnccl"))
     # not torchrun's agent (torch/distributed/elastic/: its own waits and store barriers are the launch's)
+    if func in ZERO_COLLECTIVES and any(f in path for f in ZERO_FILES):
+        return True
     return func in COLLECTIVES and ("torch/distributed/" in path or "deepspeed/comm/" in path) \
         and "torch/distributed/elastic/" not in path
 
@@ -436,8 +447,8 @@ _KIND = {"dataloader": "logged_dataloader_error", "application": "logged_applica
 
 def findings(st):
     """One finding per distinct place the dumped processes are in (ranks grouped), the likely
-    culprits named. Kinds: logged_* (py-spy's name) -- a collective wait is logged_error (no
-    generic kind of category nccl_deadlock; waiting names no cause) -- and checkpoint_save_stall
+    culprits named. Kinds: logged_* (py-spy's name) -- a collective wait is logged_error (waiting names
+    no cause), pyspy_collective_wait (an NCCL hang) when no dumped process is elsewhere -- and checkpoint_save_stall
     for a rank writing a checkpoint while other dumped ranks wait in a collective."""
     if not st.pyspy:
         return []
@@ -449,7 +460,8 @@ def findings(st):
         w = wheres[id(rec)]
         groups.setdefault((w[0], w[1], w[2], id(rec) in blamed), []).append(rec)
     ops = sorted(set(wheres[id(r)][0].replace("waiting in ", "") for r in waiting))
-    ctx = {"waiting": waiting, "ops": ops, "culprits": _who(culprits) if culprits else None}
+    ctx = {"waiting": waiting, "ops": ops, "culprits": _who(culprits) if culprits else None,
+           "all_wait": len(waiting) == len(st.pyspy)}
     return [_finding(recs, wheres[id(recs[0])], key[3], ctx) for key, recs in list(groups.items())[:MAX_GROUPS]]
 
 
@@ -469,10 +481,14 @@ def _finding(recs, w, blamed, ctx):
                    "" if len(recs) == 1 else "s"))
         if severity == "info":
             severity = "warning"
-    elif category == "nccl_deadlock":
+    elif category == "nccl_deadlock" and (ctx["culprits"] or not ctx["all_wait"]):
         msg += "; waiting in a collective names no cause by itself"
         if ctx["culprits"]:
             msg += " (the likely culprit, elsewhere: %s)" % ctx["culprits"]
+    elif category == "nccl_deadlock" and ctx["all_wait"]:  # nobody dumped is elsewhere: the job hangs in NCCL
+        kind, cat = "pyspy_collective_wait", None
+        msg += ("; no dumped process is elsewhere: the job hangs in NCCL, and the rank that did not arrive is "
+                "among those not dumped (waiting names no cause by itself)")
     ranks = sorted(r["rank"] for r in recs if r["rank"] is not None)
     return finding(kind, msg + ".", evidence=first["evidence"], source=first["src"],
                    rank=ranks[0] if ranks else None, severity=severity, category=cat, name="py-spy")

@@ -18,9 +18,11 @@ import re
 
 from .. import vocab
 from ..linefamily import NHC_DEBUG_RE
+from .timestamps import TS_RE
 from ..vocab.reading import error_like
 
-HOST_TABLES = ("nvrm", "xid", "linux", "slurm", "nhc", "dcgm", "fabricmanager", "nvml", "container", "opensm")
+HOST_TABLES = ("nvrm", "xid", "linux", "slurm", "nhc", "dcgm", "fabricmanager", "nvml", "container", "opensm",
+               "dcgmlog")
 
 # systemd's own lines about a unit ('nvidia-fabricmanager.service: Control process exited, code=exited,
 # status=1/FAILURE', "Failed with result 'exit-code'", 'Failed to start ...'): the unit's state, not
@@ -32,15 +34,51 @@ def _shipped():  # pragma: no cover -- never called
     """The node's tables, imported where Ansible's module_utils finder sees them (it follows
     imports, not importlib), so they travel with the module; vocab.table loads one on the first
     line that holds one of its markers (compiled from source on the node only then)."""
-    from ..vocab import container, dcgm, fabricmanager, linux, nhc, nvml, nvrm, opensm, slurm, xid  # noqa: F401
+    from ..vocab import container, dcgm, dcgmlog, fabricmanager, linux, nhc, nvml, nvrm  # noqa: F401
+    from ..vocab import opensm, slurm, xid  # noqa: F401
 
 # what this runbook reads, in a node's line: an error about anything else is not its business
 DOMAIN_RE = re.compile(r"(?i)nvidia|nvrm|\bgpu|amdgpu|amdkfd|cuda|nccl|mlx[45]|infiniband|\bib[_\d]|ipoib|rdma|\bhca\b|nvswitch|"
                        r"nvlink|fabric.?manager|\bfm\b|dcgm|hostengine|\bedac\b|\bmce\b|machine check|hardware error|"
                        r"slurm|\bnhc\b|health check|pcieport|\baer\b|out of memory|\boom\b|blocked for more than")
+# the same words on the line in lower case, behind plain substrings each of them holds: a regex of
+# 30 case-blind branches costs ~80 us a line, and most error-like lines of a busy node (a disk's,
+# Lustre's) are about none of them
+_DOMAIN_LOW = re.compile(DOMAIN_RE.pattern[len("(?i)"):])
+_DOMAIN_NEEDLES = ("nvidia", "nvrm", "gpu", "amdkfd", "cuda", "nccl", "mlx", "infiniband", "ib", "rdma", "hca",
+                   "nvswitch", "nvlink", "fabric", "fm", "dcgm", "hostengine", "edac", "mce", "machine check",
+                   "hardware error", "slurm", "nhc", "health check", "pcieport", "aer", "out of memory", "oom",
+                   "blocked for more than")
+
+
+def in_domain(text):
+    """True when a line names what this runbook reads (DOMAIN_RE)."""
+    low = text.lower()
+    for needle in _DOMAIN_NEEDLES:
+        if needle in low:
+            return _DOMAIN_LOW.search(low) is not None
+    return False
+
+
+_READ = {}        # (key, dedicated) -> what read() said: a node repeats its messages word for word
+_READ_KEPT = 4096
+_DIGITS = re.compile(r"\d")
 
 
 def read(text, dedicated):
+    """``_read``, once per distinct line (a pure function of it): lines that differ only in the
+    digits of their time stamp, which no rule reads, are one."""
+    m = TS_RE.match(text)
+    key = ((_DIGITS.sub("", m.group(0)), text[m.end():]) if m else text, dedicated)
+    found = _READ.get(key, _READ)
+    if found is _READ:
+        if len(_READ) >= _READ_KEPT:
+            _READ.clear()
+        found = _READ[key] = _read(text, dedicated)
+    return found
+
+
+def _read(text, dedicated):
     """What one line is, when no dedicated reader made an event of it: (table, row) of the
     message that explains it, "unexplained", or None. ``dedicated``: a dedicated reader saw the
     line (a detail line of an AER report or a machine check, an mlx5 command's chatter): it is
@@ -51,7 +89,7 @@ def read(text, dedicated):
     m = vocab.match_line(text, HOST_TABLES)
     if m is not None:
         return m
-    if not dedicated and error_like(text) and DOMAIN_RE.search(text) and not SYSTEMD_RE.search(text) and \
+    if not dedicated and in_domain(text) and error_like(text) and not SYSTEMD_RE.search(text) and \
             not vocab.continues_a_message(text, HOST_TABLES):
         return "unexplained"
     return None

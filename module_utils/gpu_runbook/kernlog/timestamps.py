@@ -4,7 +4,8 @@
 Formats: dmesg (seconds since boot), dmesg -T (ctime), dmesg --time-format iso (also behind
 --decode's 'kern  :warn  : '), journalctl -k short, short-precise and short-iso (months in
 the node's locale: 'sep 03', 'Okt 06', '9月 06'), BSD syslog and RFC 3339
-syslog (kern.log). A time written without a zone (dmesg -T, BSD syslog) is in the zone of the
+syslog (kern.log), and Talos's ``talosctl dmesg`` ('kern: warning: [2026-04-22T21:27:51.2888Z]: ..',
+after the node's name, which the host splitter takes off). A time written without a zone (dmesg -T, BSD syslog) is in the zone of the
 node that wrote it: the caller says which (``tz``), else it is read as UTC. BSD syslog has no
 year: the caller supplies it.
 """
@@ -28,14 +29,17 @@ _LOCALE_MONTHS = dict([(m.lower(), i) for m, i in _MONTHS.items()] + [
 ])
 
 TS_RE = re.compile(
-    r"^(?:[a-z]+ *:[a-z]+ *: )?"                      # dmesg --decode 'kern  :warn  : '
+    # dmesg --decode 'kern  :warn  : '; Talos (machined's kmsg stream, '%s: %7s: [%s]: %s': 'kern:    info: ')
+    r"^(?:[a-z]+ *: *[a-z]+ *: )?"
+    r"(?:\[(?P<tiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<tfrac>\d{1,9}))?(?P<ttz>Z|[+-]\d\d:\d\d)\]:"  # Talos
+    r"|"
     r"(?:\[(?:[A-Z][a-z]{2} )?(?P<cmon>[A-Z][a-z]{2}) +(?P<cday>\d{1,2}) "
     r"(?P<ctime>\d\d:\d\d:\d\d) (?P<cyear>\d{4})\]"     # dmesg -T
     r"|\[ *(?P<mono>\d+\.\d+)\]"                        # dmesg
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d\d:?\d\d)?"
     r"|(?P<bmon>[^\W\d_]{3,4}|\d{1,2}[月월])\.? +(?P<bday>\d{1,2}) "
     r"(?P<btime>\d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d{1,9}))?)"  # syslog / journalctl short(-precise)
-    r"(?: +(?P<host>[^\s\[\]]+) kernel(?:\[\d+\])?:)?")
+    r"(?: +(?P<host>[^\s\[\]]+) kernel(?:\[\d+\])?:)?)")
 
 
 def ts_from_match(m, year, zone=UTC):
@@ -49,6 +53,11 @@ def ts_from_match(m, year, zone=UTC):
             return dt, None, "dmesg_ctime", None
         if g["mono"]:
             return None, float(g["mono"]), "dmesg", None
+        if g["tiso"]:
+            d = g["tiso"]
+            dt = datetime(int(d[0:4]), int(d[5:7]), int(d[8:10]), int(d[11:13]), int(d[14:16]), int(d[17:19]),
+                          int((g["tfrac"] or "0")[:6].ljust(6, "0")), tzinfo=parse_tz("UTC" if g["ttz"] == "Z" else g["ttz"]))
+            return dt, None, "talos_dmesg", None
         if g["iso"]:
             d = g["iso"]
             offset = parse_tz("UTC" if g["tz"] == "Z" else g["tz"]) if g["tz"] else zone

@@ -74,6 +74,12 @@ STEPS = {
                                  "합니다."),
     "job_check_collective_order": (None, "Check that every rank issues the same collectives in the same order.",
                                    "모든 랭크가 같은 collective를 같은 순서로 호출하는지 확인하십시오."),
+    "job_pyspy_every_rank": (None, "Dump every rank of the job (`py-spy dump --pid <pid>` on each node): the rank "
+                                   "that is not in the collective the others wait in is the culprit; then read its "
+                                   "node's Xid, ECC and InfiniBand evidence.",
+                             "작업의 모든 랭크를 덤프하십시오 (각 노드에서 `py-spy dump --pid <pid>`): 다른 랭크들이 "
+                             "기다리는 collective에 없는 랭크가 원인입니다. 그다음 그 노드의 Xid, ECC, InfiniBand "
+                             "증거를 확인하십시오."),
     "job_enable_desync_debug": (None, "Rerun with `TORCH_NCCL_DESYNC_DEBUG=1` and the Flight Recorder "
                                       "(`TORCH_NCCL_TRACE_BUFFER_SIZE`, `TORCH_NCCL_DUMP_ON_TIMEOUT=1`) so the next "
                                       "timeout names the rank that did not join.",
@@ -300,6 +306,14 @@ KINDS = {
         "nccl_deadlock", "critical", "drain", ("drain_node", "job_node_checks"),
         "NCCL RAS reports dead or unresponsive job processes (rank {rank}): crashed, hung or their node went away",
         "NCCL RAS가 죽었거나 응답하지 않는 작업 프로세스를 보고함 (랭크 {rank}): 충돌, 멈춤 또는 노드 이탈"),
+    # py-spy found the dumped processes inside a collective (or the stream sync behind one) and none elsewhere:
+    # the job hangs in NCCL; the rank that did not arrive is among those not dumped
+    "pyspy_collective_wait": kind(
+        "nccl_deadlock", "warning", "none", ("job_pyspy_every_rank", "job_enable_desync_debug"),
+        "py-spy: the dumped processes wait in a collective and none is elsewhere: the job hangs in NCCL; the rank "
+        "that did not arrive is not among them",
+        "py-spy: 덤프한 프로세스들이 collective에서 기다리고 다른 곳에 있는 프로세스가 없음: 작업이 NCCL에서 멈춤; "
+        "도착하지 않은 랭크는 이들 중에 없음"),
     "nccl_ras_mismatch": kind(
         "nccl_deadlock", "warning", "none", ("job_check_collective_order", "job_enable_desync_debug"),
         "NCCL RAS: the ranks launched different numbers of collectives",

@@ -45,147 +45,16 @@ it from any other line (``"%s"``, ``"%s: %s"``) is never matched: the coverage s
 import importlib
 import re
 
+from .formats import (MIN_FRAGMENT, MIN_LITERAL, _CONV, _WORD, _quoted_in_error, _span,  # noqa: F401
+                      _word_index, compile_format, literal_length, match_fragments, matchable, shape_regex)
+
 # every generated table, in the order they are tried (a line is matched against the tables
 # whose MARKERS it holds)
 EMITTERS = ("nccl", "ofi", "torch", "gloo", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "ucx",
-            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric")
+            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric", "dcgmlog")
 ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
 CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
 BENIGN = "benign"
-MIN_LITERAL = 12       # literal characters a row needs to be matched at all
-MIN_FRAGMENT = 6       # ... and the length of its longest fragment
-
-# a printf conversion: flags, width, precision, length, then the conversion; the kernel's
-# %p extensions (%pI4, %pM, %pe ...) and Slurm's %pJ/%ps read as %p + letters
-_CONV = re.compile(r"%(?P<flags>[-+ #0']{0,5})(?P<width>\*|\d{1,3})?(?:\.(?P<prec>\*|\d{1,3}))?"
-                   r"(?P<len>hh|h|ll|l|j|z|t|L|q|I64|I32)?(?P<spec>p[A-Za-z]{0,3}|[diouxXeEfFgGaAcsmn%])")
-# what the text of one argument may look like, by conversion (checked with fullmatch on the gap)
-_GAP = {
-    "d": r"[-+]?\d{1,20}", "i": r"[-+]?\d{1,20}", "u": r"\d{1,20}", "o": r"[0-7]{1,22}",
-    "x": r"(?:0[xX])?[0-9a-fA-F]{1,16}", "X": r"(?:0[xX])?[0-9a-fA-F]{1,16}",
-    "c": r"[^\n]",
-}
-_ANY = None  # %s, %p, %f ...: any text (possibly empty)
-
-
-def compile_format(fmt):
-    """A format -> (fragments, gaps): the literal fragments in order and, between them, the
-    conversions each gap holds (a tuple of conversion letters). A format that begins with a
-    conversion has a leading gap; one that ends with one a trailing gap. Only the first
-    printed line of a multi-line message is kept (lines are read one at a time)."""
-    first = next((part for part in fmt.split("\n") if part.strip()), "")
-    frags, gaps, pos, cur = [], [], 0, ()
-    lit = []
-    for m in _CONV.finditer(first):
-        lit.append(first[pos:m.start()])
-        pos = m.end()
-        if m.group("spec") == "%":
-            lit.append("%")
-            continue
-        text = "".join(lit)
-        if text.strip():  # blanks alone between two conversions are no fragment: the gap holds both
-            frags.append(text)
-            gaps.append(cur)
-            cur = ()
-        lit = []
-        cur = cur + (m.group("spec")[0] if m.group("spec")[0] != "p" else "p",)
-    lit.append(first[pos:])
-    text = "".join(lit)
-    if text.strip():
-        frags.append(text)
-        gaps.append(cur)
-        cur = ()
-    gaps.append(cur)  # after the last fragment
-    # whitespace at the ends of a fragment is not reliable (a trailing space before %s of ""):
-    # strip it, the gap absorbs it; inside one, a run of blanks is one (a log collector or a
-    # paste collapses NHC's two spaces after a colon): Table.match collapses the line's too
-    frags = [" ".join(f.split()) for f in frags]
-    if frags and not cur and len(frags[-1]) > 1 and frags[-1].endswith("."):
-        # a message's closing full stop is no part of what it says: quoted inside a sentence or
-        # cut by a paste it is often lost ('... matching NVIDIA driver package' without its '.')
-        frags[-1] = frags[-1][:-1]
-    keep = [i for i, f in enumerate(frags) if f]
-    return tuple(frags[i] for i in keep), tuple(gaps[i] for i in keep) + (gaps[-1],)
-
-
-def literal_length(fmt):
-    return sum(len(f) for f in compile_format(fmt)[0])
-
-
-def matchable(fmt):
-    """True when a format has enough literal text to be matched (module docstring)."""
-    frags, _gaps = compile_format(fmt)
-    return bool(frags) and sum(len(f) for f in frags) >= MIN_LITERAL and max(len(f) for f in frags) >= MIN_FRAGMENT
-
-
-def _gap_ok(text, convs):
-    """The text between two fragments fits the conversions there."""
-    if not convs:
-        return not text.strip()
-    if len(convs) == 1:
-        pat = _GAP.get(convs[0], _ANY)
-        return pat is None or re.fullmatch(pat, text.strip()) is not None
-    return True  # several conversions in one gap: their separators were stripped away
-
-
-def match_fragments(line, frags, gaps):
-    """True when ``line`` holds ``frags`` in order with gaps of the right shape (linear). Runs
-    of blanks in the line count as one, as in the fragments (compile_format)."""
-    if "  " in line or "\t" in line:
-        line = " ".join(line.split())
-    return _span(line, frags, gaps) is not None
-
-
-_TRIES = 24  # occurrences of fragments tried per line and row: bounded, so still linear in the line
-
-
-def _takes_any(convs):
-    """True when a gap of these conversions takes any text (%s, %p ...)."""
-    return bool(convs) and all(_GAP.get(c) is None for c in convs)
-
-
-def _span(line, frags, gaps):
-    """(start, end) of ``frags`` in ``line`` (blanks already joined), or None. A fragment whose
-    gap before it has the wrong shape is tried at its next occurrence, and a row that fails
-    after its first fragment is tried again from that fragment's next occurrence ('%s:%d: msg'
-    in a line whose time stamp holds colons): a bounded number of tries in all."""
-    budget = [_TRIES]
-
-    def rest(i, pos):
-        """End of frags[i:] placed from ``pos`` on, or None."""
-        if i == len(frags):
-            return pos
-        at = line.find(frags[i], pos)
-        while at >= 0 and budget[0] > 0:
-            budget[0] -= 1
-            if _gap_ok(line[pos:at], gaps[i]):
-                end = rest(i + 1, at + len(frags[i]))
-                if end is not None:
-                    return end
-                if _takes_any(gaps[i + 1]):
-                    return None  # the next gap takes any text: a later place cannot help
-            at = line.find(frags[i], at + 1)
-        return None
-
-    at = line.find(frags[0])
-    while at >= 0 and budget[0] > 0:
-        budget[0] -= 1
-        end = rest(1, at + len(frags[0]))
-        if end is not None:
-            return at, end
-        if len(frags) > 1 and _takes_any(gaps[1]):
-            return None
-        at = line.find(frags[0], at + 1)
-    return None
-
-
-def _quoted_in_error(line, span):
-    """True when the text around a benign message's ``span`` says something failed: the line
-    quotes the message inside an error of its own (docker's "... initialization error: ...
-    stderr: Auto-detected mode as 'legacy'"), so the benign row does not explain it."""
-    from .reading import ERROR_LIKE, NOT_AN_ERROR
-    return bool(ERROR_LIKE.search(line[:span[0]]) or ERROR_LIKE.search(line[span[1]:])) and \
-        not NOT_AN_ERROR.search(line)
 
 
 class Table(object):
@@ -230,7 +99,29 @@ class Table(object):
             frags, gaps = compile_format(row[2])
             compiled.append((max(frags, key=len), sum(len(f) for f in frags), frags, gaps, i))
         compiled.sort(key=lambda c: -c[1])  # most specific first: the first match wins
+        self._by_word, self._unindexed = _word_index(compiled)
+        shapes = []
+        for i, row in enumerate(self.rows):
+            if not matchable(row[2]):
+                rx = shape_regex(row[2])
+                if rx is not None:
+                    shapes.append((rx.pattern.count(" ?"), literal_length(row[2]), rx, i))
+        shapes.sort(key=lambda c: (-c[0], c[3]))  # the longest shape first
+        self._shapes = tuple((size, rx, i) for _n, size, rx, i in shapes)
         return compiled
+
+    def candidates(self, line):
+        """The compiled rows that may match ``line`` (blanks joined), in match order: those whose
+        key word the line holds as a word, and those with no key word. Exact: a row matches only
+        where its fragments are, and a key word stands between non-word characters inside one."""
+        compiled = self.compiled
+        by_word = self._by_word
+        picked = set(self._unindexed)
+        for word in set(_WORD.findall(line)):
+            found = by_word.get(word)
+            if found is not None:
+                picked.update(found)
+        return [compiled[k] for k in sorted(picked)]
 
     def holds_marker(self, line):
         for m in self.markers:
@@ -243,7 +134,7 @@ class Table(object):
         blanks in the line count as one, as in the rows' fragments."""
         if "  " in line or "\t" in line:
             line = " ".join(line.split())  # once here, not in each match_fragments
-        for longest, size, frags, gaps, i in self.compiled:
+        for longest, size, frags, gaps, i in self.candidates(line):
             if longest in line:
                 span = _span(line, frags, gaps)
                 if span is None:
@@ -252,6 +143,9 @@ class Table(object):
                 if row[3] == BENIGN and _quoted_in_error(line, span):
                     continue  # a benign message quoted by an error: the next row, or nothing, explains it
                 return row, size
+        for size, rx, i in self._shapes:
+            if rx.search(line) is not None:
+                return self.rows[i], size
         return None
 
 
@@ -297,21 +191,30 @@ def markers(names=EMITTERS):
     return tuple(out)
 
 
-def _holds(line, name):
-    from .index import MARKERS
-    for m in MARKERS.get(name, ()):
-        if m in line:
-            return True
-    return False
+_MARKED = {}  # names -> ((name, its markers), ...)
+
+
+def _marked(line, names):
+    """The tables among ``names`` whose markers ``line`` holds, in order (vocab/index.py's
+    markers: no table is loaded to know)."""
+    plan = _MARKED.get(names)
+    if plan is None:
+        from .index import MARKERS
+        plan = _MARKED[names] = tuple((name, tuple(MARKERS.get(name, ()))) for name in names)
+    out = []
+    for name, marks in plan:
+        for m in marks:
+            if m in line:
+                out.append(name)
+                break
+    return out
 
 
 def match_line(line, names=EMITTERS):
     """The best (table, row) for one line among the tables whose markers it holds, or None.
     A table is loaded the first time a line holds one of its markers."""
     best = None
-    for name in names:
-        if not _holds(line, name):
-            continue
+    for name in _marked(line, tuple(names)):
         t = table(name)
         if t is None:
             continue

@@ -22,4 +22,5 @@ MARKERS = {
     'opensm': ('0x01 -> ', '0x80 -> ', '0x81 -> ', '0x83 -> ', 'OpenSM'),
     'ompi': ('--------------------------------------------------------------------------', '*** An error occurred', 'MPI_ERRORS_ARE_FATAL', 'mpirun noticed', 'prterun noticed', 'orterun noticed', 'ORTE_ERROR_LOG', 'PRTE_ERROR_LOG', 'Open MPI', 'OpenFabrics', 'ORTE ', 'PRTE '),
     'libfabric': ('Libfabric EFA provider', 'EFA internal error', 'Libfabric error: (', 'prov_errno: ', 'Your application will now abort()', 'This error is detected'),
+    'dcgmlog': ('/workspaces/dcgm', '/builds/dcgm/', '/dcgmlib/src/', '/nvvs/src/', '/nvvs/plugin_src/', '/nvvs/include/', '/hostengine/src/', '/modules/nvswitch/', '/modules/sysmon/', '/modules/health/', '/modules/policy/', '/modules/diag/', '/modules/profiling/', '/modules/config/', '/modules/introspect/', '/modules/mndiag/', '/modules/DcgmModule', '/common/transport/', '/common/DcgmLogging'),
 }

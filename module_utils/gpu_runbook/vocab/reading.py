@@ -100,7 +100,7 @@ class Seen(object):
                 continue
             row = rec["row"]
             kind, category, severity, meaning = row["kind"], row["category"], row["severity"], row["meaning"]
-            gone = _NVML_GPU_GONE.search(ev) if category == "driver" else None
+            gone = _NVML_GPU_GONE.search(ev) if category in ("driver", "unknown") else None
             if gone:
                 # the NVML call failed because the GPU itself is gone: its return value decides, not the caller
                 kind, category, severity = BY_CATEGORY["gpu_hardware"], "gpu_hardware", "critical"

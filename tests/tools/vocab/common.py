@@ -165,19 +165,26 @@ def line_of(text, pos):
     return text.count("\n", 0, pos) + 1
 
 
+def literal_end(text, i):
+    """The offset just after the C string or character literal that opens at ``text[i]`` (a quote);
+    one left open ends with its line."""
+    quote, j, n = text[i], i + 1, len(text)
+    while j < n and text[j] != quote and text[j] != "\n":
+        if text[j] == "\\":
+            j += 1
+        j += 1
+    return j + 1
+
+
 def blank_comments(text):
     """``text`` with comments blanked (newlines kept, so line numbers hold); literals kept."""
     out, i, n = [], 0, len(text)
     while i < n:
         c = text[i]
         if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                if text[j] == "\\":
-                    j += 1
-                j += 1
-            out.append(text[i:j + 1])
-            i = j + 1
+            j = literal_end(text, i)
+            out.append(text[i:j])
+            i = j
             continue
         if text.startswith("//", i):
             j = text.find("\n", i)

@@ -744,15 +744,18 @@ NVRM_RULES = (
     # the lines the driver prints with a GSP RPC timeout (NV_ERROR_LOG_DATA: the data of Xid 119, or
     # of a slow answer) and a firmware engine's crash report (printed after its Xid): kind "xid", so
     # that the engine says them once, with the Xid finding of the same log (vocab/reading.py skips a
-    # message whose kind a dedicated finding has); without one they read as the driver's generic kind
+    # message whose kind a dedicated finding has); without one they read as the driver's generic kind, a
+    # warning: the driver prints them only when something went wrong, and what is not in the capture
     (r"rate limiting gsp rpc error prints", "xid", "driver", CRIT,
      "The driver stops printing a GPU's GSP RPC errors (after Xid 119/120): the GPU likely needs a reset."),
     (r"rpc (event )?history|rpc buffer contains|rm dump report|dpc queue|work item queue|execution time|"
-     r"entry function +(sequence +)?data0|^nvrm: +[ -]?\s*%c%-4d|^nvrm: \*+$", "xid", "driver", INFO,
-     "A line of the state the driver dumps with a GSP RPC timeout (Xid 119) or a slow GSP answer."),
+     r"entry function +(sequence +)?data0|^nvrm: +[ -]?\s*%c%-4d|^nvrm: \*+$", "xid", "driver", WARN,
+     "A line of the state the driver dumps with a GSP RPC timeout (Xid 119) or a slow GSP answer: the Xid or "
+     "the timeout line beside it says which (a warning when the capture holds neither)."),
     (r"crash report|risc-v|reported by (libos|partition)|stack trace:|pc trace:|address trace:|"
-     r"register state:|^nvrm: +(0x%|\w+:0x%)", "xid", "driver", INFO,
-     "A line of the crash report of a GPU firmware engine (GSP, PMU, SEC2): the Xid before it says what failed."),
+     r"register state:|^nvrm: +(0x%|\w+:0x%)", "xid", "driver", WARN,
+     "A line of the crash report of a GPU firmware engine (GSP, PMU, SEC2): the Xid before it says what failed "
+     "(a warning when the capture does not hold it)."),
     (r"gsp.*(timeout|timed out|halted|watchdog|crashed|gsp error)|gsp rpc error",
      "gsp_error", "driver", CRIT, "The GPU's GSP firmware stopped answering the driver: reset the GPU."),
     (r"necessary power cables", "gpu_insufficient_power", "gpu_hardware", CRIT,
