@@ -22,6 +22,7 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 import re
 
 from . import dcgm, pbsnodes
+from .dcgm import dmon as dcgm_dmon
 from .autopilot import OPENING as AUTOPILOT_OPENING, belongs as autopilot_belongs
 from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
@@ -296,6 +297,8 @@ BLOCKS = (
     ("fi_info.txt", fi_info.OPENING, fi_info.belongs),
     # nvidia-smi topo -m: its header row of GPUs over its rows and legends (nvsmi/topo.py)
     ("nvidia-smi-topo.txt", nvsmi_topo.OPENING, nvsmi_topo.belongs),
+    # dcgmi dmon: its '#Entity' header of DCGM field tags over its rows (dcgm/dmon.py)
+    ("dcgmi-dmon.txt", dcgm_dmon.OPENING, dcgm_dmon.belongs),
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
     ("gpud.txt", _GPUD_FABRIC_RE, _one_line),
     # IBM Autopilot's report, its daemon's health-check log, its node labels (autopilot.py)
@@ -312,7 +315,7 @@ BLOCKS = (
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
                 "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt",
-                "systemctl.txt", "autopilot.txt", "pbsnodes.txt", "fi_info.txt")
+                "systemctl.txt", "autopilot.txt", "pbsnodes.txt", "fi_info.txt", "dcgmi-dmon.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")

@@ -156,7 +156,7 @@ def hostlike(name, digits=False):
 # zsh's default 'user@host ~ %' (%n@%m %1~ %#); the host is group 1, 2 or 3
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,252}"
 PROMPT_RE = re.compile(
-    r"(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r"):[^\s#$%]{0,1024}[#$%](?: |$)"
+    r"(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r"):[^\s#$%]{0,1024} {0,8}[#$%](?: |$)"
     r"|(?:\([^()\s]{1,64}\) )?\[?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r")(?: [^\]]{0,1024})?\][#$%](?: |$)"
     r"|(?:\([^()\s]{1,64}\) )?[A-Za-z0-9_.\-]{1,64}@(" + _NAME + r") [^\s#$%]{1,1024} [#$%](?: |$)")
 _SSH_ARG_OPTS = frozenset("bcDEeFIiJLlmOoPpQRSWw")

@@ -23,6 +23,7 @@ DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own te
 IBDIAGNET = "ibdiagnet.txt"  # ibdiagnet's fabric scan (its console output, ibdiagnet2.log): each stage's errors
 FI_INFO = "fi_info.txt"  # libfabric's fi_info: the providers (EFA, verbs, tcp ...) NCCL's OFI plugin can load
 NVSMI_TOPO = "nvidia-smi-topo.txt"  # nvidia-smi topo -m: the GPUs' NVLink and PCIe links, GPU to NIC
+DCGMI_DMON = "dcgmi-dmon.txt"  # dcgmi dmon -e: DCGM's field values per GPU (the last Xid, ECC, row remaps ...)
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
 GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a node agent's checks
 AUTOPILOT = "autopilot.txt"  # IBM Autopilot's health checks: its report, its daemon's log, its node labels
@@ -37,13 +38,13 @@ NOTES = "_notes"
 NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, PBSNODES, DCGMI, PERFTEST,
                                                                        IBDIAGNET, FI_INFO, NVSMI_TOPO, GPUD, AUTOPILOT, LSPCI,
-                                                                       SYSTEMCTL)
+                                                                       SYSTEMCTL, DCGMI_DMON)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
                                                    (SLURM_NODE, "slurm"), (PBSNODES, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"), (IBDIAGNET, "ib"),
-                                                   (FI_INFO, "ib"), (NVSMI_TOPO, "gpu"),
+                                                   (FI_INFO, "ib"), (NVSMI_TOPO, "gpu"), (DCGMI_DMON, "gpu"),
                                                    (GPUD, "gpu"), (AUTOPILOT, "gpu"), (LSPCI, "gpu"),
                                                    (SYSTEMCTL, "gpu")])
 

@@ -16,7 +16,7 @@ _FAMILY_BY_NAME = (
     ("kern.log", "kernlog"), (".dmesg", "kernlog"), (".syslog", "kernlog"),
     ("ibstat.txt", "ib"), ("ibv_devinfo.txt", "ib"), ("perfquery.txt", "ib"), ("iblinkinfo.txt", "ib"),
     ("ib-sysfs.txt", "ib"), ("ibstatus.txt", "ib"), ("ibportstate.txt", "ib"),
-    ("dcgmi_", "dcgmi"),
+    ("dcgmi_", "dcgmi"), ("dcgmi-dmon.txt", "dcgmi"),
     ("nccl.log", "joblog"), (".out", "joblog"), ("rank-", "joblog"), (".json", "joblog"),
     ("nvidia-bug-report.log", "bugreport"), ("node_", "slurm_node"),
 )

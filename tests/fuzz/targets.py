@@ -15,6 +15,7 @@ from gpu_runbook.infiniband import (fi_info, ibdev2netdev, ibdiagnet, iblinkinfo
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.active import nvbandwidth, perftest
+from gpu_runbook.dcgm import dmon as dcgm_dmon
 from gpu_runbook.joblog import parse_job_logs
 from gpu_runbook.joblog import pyspy
 from gpu_runbook.joblog.lines import parse_file
@@ -77,6 +78,7 @@ HOST_SOURCES = {
     "nvidia-smi-query-gpu.csv": "csv", "nvidia-smi-compute-apps.csv": "csv", "kern.log": "kernlog",
     "ib-sysfs.txt": "ib", "ibstat.txt": "ib", "ibv_devinfo.txt": "ib", "perfquery.txt": "ib",
     "iblinkinfo.txt": "ib", "nvidia-bug-report.log": "bugreport", "fi_info.txt": "ib", "nvidia-smi-topo.txt": "system",
+    "dcgmi-dmon.txt": "dcgmi",
 }
 
 
@@ -178,6 +180,8 @@ TARGETS = [
     Target(netpaths.parse_if_inet6, "system", returns=list),
     Target(slurm.parse_node_findings, "slurm_node", returns=tuple),
     Target(dcgm.parse_dcgmi, "dcgmi", returns=tuple),
+    Target(dcgm_dmon.parse_dcgmi_dmon, "dcgmi", returns=tuple),
+    Target(dcgm_dmon.read_table, "dcgmi", returns=(dict, type(None))),
     Target(slurm.parse_node_state, "system", _each_line(slurm.parse_node_state), returns=list),
     Target(slurm.expand_hostlist, "slurm_job", _each_line(slurm.expand_hostlist), returns=list),
     # bug reports, source detection, whole hosts

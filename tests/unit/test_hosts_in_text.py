@@ -327,3 +327,13 @@ def test_a_log_quoted_in_markdown_reads_as_the_node_wrote_it(tmp_path):
     hosts = _one_file(tmp_path, text)
     assert list(hosts) == ["nixos"] and hosts["nixos"]["verdict"] == "gpu_hardware"
     assert any(f.get("xid") == 79 for f in hosts["nixos"]["findings"])
+
+
+def test_a_prompt_whose_path_is_padded_before_its_sign_still_names_its_host():
+    # a PS1 that pads the working directory ('(abnn) user@c002:~/hform/case1    $ ', x2-013)
+    from gpu_runbook.linefamily import prompt
+    assert prompt("(abnn) mingzeya@c002:~/CGCNN_project/hform/case1    $ ") == ("c002", "")
+    assert prompt("mingzeya@c002:~/case1  $ python main.py") == ("c002", "python main.py")
+    # an address and a price are no prompt
+    assert prompt("bob@example.com:8080 $5") is None
+    assert prompt("bob@example.com:8080         $ x") is None  # more blanks than a padded prompt has

@@ -37,9 +37,6 @@ KNOWN_MISSES = {
     "x2-001-funasr2006-rank2-cuda-oom-peers-timeout": (
         "category", "a CUDA OOM late in the run reads as a leak (memory_leak); the examiner read the thread as an "
                     "application error, which the source does not settle"),
-    "x2-013-arjuna52-slurm-cgroup-oomkill-gpu-job-c002-prompt": (
-        "culprit_hosts", "the node is named only by a shell prompt inside a job log; job logs are not split by "
-                         "prompt"),
     "x2-014-cbio232-syslog-free-swap-zero-cpu-6-2": (
         "culprit_hosts", "one 'Free swap = 0kB' line of an OOM report, alone, is not read as an OOM event"),
     "x3-013-nccltests293-prompt-test1-test2-a100-pcie-init-healthy": (
@@ -334,8 +331,9 @@ KNOWN_MISSES = {
     # the seventeenth held-out set (scored blind before it joined: see the issue-24 note of stop 36; its
     # cases 14 and 17 were already fixtures, x-007 and x2-004, and are not joined twice)
     "x17-01-8gpu-node-gpu1-recovery-action-reset-xid120": (
-        ("category", "xid_codes"), "NVML's recovery action 'Reset' on GPU 1 reads as the GPU's; the Xid 120 that "
-                                   "caused it is in 'dcgmi dmon -e 230' (its XIDER column), a format no reader knows"),
+        "category", "NVML's recovery action 'Reset' on GPU 1 reads as the GPU's (gpu_hardware); the Xid 120 (GSP, "
+                    "driver) that caused it is read from 'dcgmi dmon -e 230' (XIDER), but no rule lets a driver Xid "
+                    "on the same GPU explain the recovery action of another reader's source"),
     "x17-08-ib-port-sysfs-counters-link-downed-saturated": (
         "category", "the counters were printed by a shell loop ('=== ./link_downed ===' under a prompt whose "
                     "directory is the port's): no reader takes relative names from a prompt"),

@@ -343,6 +343,17 @@ _OUTPUT = {
         "GPUs' NVLink and PCIe links are not known",
         "nvidia-smi topo -m 행렬을 온전히 읽을 수 없음 (잘림, 비대칭, 알 수 없는 셀): GPU의 NVLink·PCIe 연결을 "
         "알 수 없음"),
+    # dcgmi dmon (dcgm/dmon.py): rows that do not line up with its header, a header with no row under it
+    "dcgmi_dmon_unreadable": kind(
+        "unknown", "warning", "none", ("rerun_diagnosis",),
+        "the dcgmi dmon table cannot be read whole (cut, or rows that do not match its header): the fields of "
+        "those GPUs are not known",
+        "dcgmi dmon 표를 온전히 읽을 수 없음 (잘림, 또는 헤더와 맞지 않는 행): 해당 GPU의 필드 값을 알 수 없음"),
+    # dcgmi dmon's RPCTR (DCGM_FI_DEV_PCIE_REPLAY_TOTAL): a lifetime count with no rate, no fault alone
+    "pcie_replays": kind(
+        "unknown", "info", "none", ("pcie_reseat_if_storm",),
+        "the GPU's PCIe link counted replays (retried transfers): harmless unless the count keeps growing",
+        "GPU의 PCIe 링크에서 replay(재전송)가 집계됨: 계속 늘지 않는 한 무해함"),
     "nvsmi_csv_bad_row": kind(
         "unknown", "info", "none", ("gpu_check_query_fields",),
         "an nvidia-smi CSV row did not match its header and was skipped",
