@@ -67,6 +67,7 @@ class Table(object):
         self.markers = tuple(module.MARKERS)
         self._rows = self._compiled = None  # made on first use: a reader that never meets a line of
         # this emitter never pays for its table
+        self._by_word = self._unindexed = self._shapes = None  # made with the compiled rows
 
     @property
     def rows(self):
