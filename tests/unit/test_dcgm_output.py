@@ -17,7 +17,8 @@ from gpu_runbook.findings import SEVERITY_RANK, rank_key
 from tests.conftest import FIXTURES
 
 FORMATS = os.path.join(FIXTURES, "formats")
-SAMPLES = sorted(glob.glob(os.path.join(FORMATS, "dcgmi_*", "*")))
+# dcgmi diag and dcgmi health (dcgmi_dmon's samples are tests/unit/test_dcgmi_dmon.py's)
+SAMPLES = sorted(c for c in glob.glob(os.path.join(FORMATS, "dcgmi_*", "*")) if "dcgmi_dmon" not in c)
 # the GPU a sample's source names (case.json notes); None: no GPU may be blamed
 SAMPLE_GPU = {"02-mlengineering-deployment-row-remap-pending-gpu3": 3, "03-mlengineering-r2-gpu-memory-fail-gpu0": 0,
               "04-dcgm49-pcie-fail-nvlink-down-on-pcie-a100": None}

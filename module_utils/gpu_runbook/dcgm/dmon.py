@@ -268,7 +268,8 @@ def _entity_findings(name, e, source):
 
 def _xid_finding(name, e, code, source, lineno, line):
     """XIDER: the last Xid DCGM saw on this GPU, as the kernel-log reader's Xid finding reads it."""
-    where = dict(xid=code, **_where(e, source, lineno, line))
+    # one reading of one value: seen once, at no time the table says (as every Xid finding, a count)
+    where = dict(xid=code, count=1, first=None, last=None, **_where(e, source, lineno, line))
     said = ("is the last Xid %s reported, read from %s (XIDER, DCGM field 230: the last one DCGM saw, kept until "
             "the next; it carries no time)" % (name, TOOL))
     entry = lookup(code)
