@@ -233,3 +233,9 @@ def test_the_tag_table_is_dcgms():
     ids = [v[0] for v in TAGS.values()]
     assert len(ids) == len(set(ids)) and TAGS["XIDER"] == (230, "xid") and TAGS["EDVTL"][0] == 311
     assert {TAGS[t][0] for t in ("RRF", "RRP", "RPPEN", "URMPS", "CRMPS")} == {395, 396, 392, 393, 394}
+
+
+def test_the_retired_pages_threshold_is_nvidia_smi_q_s():
+    from gpu_runbook.dcgm import dmon
+    from gpu_runbook.nvsmi.rules import DEFAULT_THRESHOLDS
+    assert dmon.RETIRED_PAGES_RMA == DEFAULT_THRESHOLDS["retired_pages_rma"]

@@ -134,3 +134,12 @@ def test_dcgms_own_log_line_without_its_time_is_a_node_line():
             "[DcgmNs::DcgmModuleNvSwitch::RunOnce]")
     assert line_family(line) == "node"
     assert line_family("ERROR [3468:4824] something went wrong") is None  # no source and function: not DCGM's
+
+
+def test_every_branch_of_the_domain_words_holds_one_of_the_plain_substrings_in_front_of_it():
+    # in_domain runs DOMAIN_RE only behind _DOMAIN_NEEDLES: a branch that held none would never be tried
+    import re
+    branches = nodelines.DOMAIN_RE.pattern[len("(?i)"):].split("|")
+    for b in branches:
+        core = re.sub(r"\\b|\[[^\]]*\]|\.\?", "", b).lower()
+        assert any(n in core for n in nodelines._DOMAIN_NEEDLES), b

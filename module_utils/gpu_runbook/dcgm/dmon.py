@@ -74,7 +74,9 @@ _LANE_RE = re.compile(r"^N(?:FE|DE|RE|RC)L(?:1[0-7]|\d)$")
 _HEALTH = ("xid", "ecc_dbe_volatile", "ecc_dbe_aggregate", "ecc_sbe_volatile", "ecc_sbe_aggregate", "retired_sbe",
            "retired_dbe", "retired_pending", "remap_uncorrectable", "remap_correctable", "remap_failure",
            "remap_pending", "nvlink", "pcie_replay")
-RETIRED_PAGES_RMA = 60  # the RMA threshold nvidia-smi -q's reader uses (nvsmi/rules.py DEFAULT_THRESHOLDS)
+# the RMA threshold nvidia-smi -q's reader uses (nvsmi/rules.py DEFAULT_THRESHOLDS, a parser of the same layer:
+# not imported; tests/unit/test_dcgmi_dmon.py holds the two equal)
+RETIRED_PAGES_RMA = 60
 
 _TAG = r"[A-Z][A-Z0-9_#]{0,15}"
 # its header line (DCGM's own: upper-case tags), where content.py's block finder opens the block

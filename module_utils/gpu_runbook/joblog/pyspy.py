@@ -481,14 +481,15 @@ def _finding(recs, w, blamed, ctx):
                    "" if len(recs) == 1 else "s"))
         if severity == "info":
             severity = "warning"
-    elif category == "nccl_deadlock" and (ctx["culprits"] or not ctx["all_wait"]):
-        msg += "; waiting in a collective names no cause by itself"
-        if ctx["culprits"]:
-            msg += " (the likely culprit, elsewhere: %s)" % ctx["culprits"]
-    elif category == "nccl_deadlock" and ctx["all_wait"]:  # nobody dumped is elsewhere: the job hangs in NCCL
+    elif category == "nccl_deadlock" and ctx["all_wait"] and not ctx["culprits"]:
+        # nobody dumped is elsewhere: the job hangs in NCCL
         kind, cat = "pyspy_collective_wait", None
         msg += ("; no dumped process is elsewhere: the job hangs in NCCL, and the rank that did not arrive is "
                 "among those not dumped (waiting names no cause by itself)")
+    elif category == "nccl_deadlock":
+        msg += "; waiting in a collective names no cause by itself"
+        if ctx["culprits"]:
+            msg += " (the likely culprit, elsewhere: %s)" % ctx["culprits"]
     ranks = sorted(r["rank"] for r in recs if r["rank"] is not None)
     return finding(kind, msg + ".", evidence=first["evidence"], source=first["src"],
                    rank=ranks[0] if ranks else None, severity=severity, category=cat, name="py-spy")

@@ -54,15 +54,9 @@ def ts_from_match(m, year, zone=UTC):
         if g["mono"]:
             return None, float(g["mono"]), "dmesg", None
         if g["tiso"]:
-            d = g["tiso"]
-            dt = datetime(int(d[0:4]), int(d[5:7]), int(d[8:10]), int(d[11:13]), int(d[14:16]), int(d[17:19]),
-                          int((g["tfrac"] or "0")[:6].ljust(6, "0")), tzinfo=parse_tz("UTC" if g["ttz"] == "Z" else g["ttz"]))
-            return dt, None, "talos_dmesg", None
+            return _iso(g["tiso"], g["tfrac"], g["ttz"], zone), None, "talos_dmesg", None
         if g["iso"]:
-            d = g["iso"]
-            offset = parse_tz("UTC" if g["tz"] == "Z" else g["tz"]) if g["tz"] else zone
-            dt = datetime(int(d[0:4]), int(d[5:7]), int(d[8:10]), int(d[11:13]), int(d[14:16]), int(d[17:19]),
-                          int((g["frac"] or "0")[:6].ljust(6, "0")), tzinfo=offset)
+            dt = _iso(g["iso"], g["frac"], g["tz"], zone)
             if g["host"]:
                 # journald writes '+0000', rsyslog's RFC 3339 '+00:00'
                 fmt = "journalctl_short_iso" if g["tz"] and ":" not in g["tz"] else "syslog_rfc3339"
@@ -77,6 +71,14 @@ def ts_from_match(m, year, zone=UTC):
     except (ValueError, OverflowError, KeyError):  # 30 Feb, hour 99: no usable time
         pass
     return None, None, "unknown", None
+
+
+def _iso(d, frac, tz, zone):
+    """'2026-04-22T21:27:51' (or with a blank for the T), its fraction and zone ('Z', '+09:00', '+0900',
+    or None: ``zone``) -> an aware datetime (microseconds: the fraction's first six digits)."""
+    offset = parse_tz("UTC" if tz == "Z" else tz) if tz else zone
+    return datetime(int(d[0:4]), int(d[5:7]), int(d[8:10]), int(d[11:13]), int(d[14:16]), int(d[17:19]),
+                    int((frac or "0")[:6].ljust(6, "0")), tzinfo=offset)
 
 
 def _month(name):

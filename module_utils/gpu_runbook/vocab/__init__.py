@@ -93,20 +93,17 @@ class Table(object):
         return rows
 
     def _compile(self):
-        compiled = []
+        compiled, shapes = [], []
         for i, row in enumerate(self.rows):
-            if not matchable(row[2]):
+            if matchable(row[2]):
+                frags, gaps = compile_format(row[2])
+                compiled.append((max(frags, key=len), sum(len(f) for f in frags), frags, gaps, i))
                 continue
-            frags, gaps = compile_format(row[2])
-            compiled.append((max(frags, key=len), sum(len(f) for f in frags), frags, gaps, i))
+            rx = shape_regex(row[2])  # too little text to be found by: perhaps by its shape
+            if rx is not None:
+                shapes.append((rx.pattern.count(" ?"), literal_length(row[2]), rx, i))
         compiled.sort(key=lambda c: -c[1])  # most specific first: the first match wins
         self._by_word, self._unindexed = _word_index(compiled)
-        shapes = []
-        for i, row in enumerate(self.rows):
-            if not matchable(row[2]):
-                rx = shape_regex(row[2])
-                if rx is not None:
-                    shapes.append((rx.pattern.count(" ?"), literal_length(row[2]), rx, i))
         shapes.sort(key=lambda c: (-c[0], c[3]))  # the longest shape first
         self._shapes = tuple((size, rx, i) for _n, size, rx, i in shapes)
         return compiled
