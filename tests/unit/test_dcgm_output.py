@@ -218,6 +218,24 @@ def test_json_error_id_4_is_a_volatile_dbe_on_its_gpu():
     assert (facts["format"], facts["version"], facts["gpus"], facts["overall"]) == ("json", "4.6.0", 4, "Fail")
 
 
+def test_one_tests_json_pasted_alone_is_read_as_deep_as_the_report_nests_it():
+    # a test's object cut out of a -j report (its 'tests' list: NVIDIA/DCGM#215 pasted 'diagnostic' alone), with
+    # the report's indentation and the comma that followed it
+    doc = _dcgm4([_gpu4(0, "Pass"), _gpu4(1, "Fail", 4, "a message the table does not know"), _gpu4(2, "Pass")],
+                 name="memory", category="Hardware")
+    test = doc["DCGM Diagnostic"]["test_categories"][0]["tests"][0]
+    text = textwrap.indent(json.dumps(test, indent=8), " " * 40) + ",\n"
+    facts, findings = parse_dcgmi(text, source="diag.json")
+    (f,) = findings
+    assert (f["kind"], f["gpu"]["index"], facts["tool"], facts["format"]) == (
+        "ecc_uncorrectable_volatile", 1, "dcgmi diag", "json")
+    passed = json.dumps(dict(test, results=[_gpu4(i, "Pass") for i in range(3)], test_summary={"status": "Pass"}))
+    facts, findings = parse_dcgmi(passed)
+    assert findings == [] and facts["tests"][0]["status"] == "Pass" and facts["tests"][0]["name"] == "memory"
+    # the name must be one of DCGM's plugins (nvvs/include/PluginStrings.h): any other object is not DCGM's
+    assert parse_dcgmi(json.dumps(dict(test, name="my_benchmark")))[0]["tool"] is None
+
+
 def test_json_test_wide_error_only_in_the_summary():
     doc = _dcgm4([_gpu4(i, "Pass") for i in range(4)], name="software", category="Deployment")
     doc["DCGM Diagnostic"]["test_categories"][0]["tests"][0]["test_summary"] = {"status": "Fail", "warnings": [

@@ -143,6 +143,37 @@ def test_a_peer_at_an_ipv6_link_local_address_is_the_sockets_interface_not_a_hos
     assert f["nccl_peer_connection_error"]["category"] == "ib_network" and job["culprit_hosts"] == ["2001:db8::7"]
 
 
+@pytest.mark.parametrize("warn", [
+    # NCCL 2.21 (misc/socket.cc socketPollConnect) and 2.8 (include/socket.h connectAddress)
+    "misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No route to host) "
+    "errno 115(Operation now in progress)",
+    "include/socket.h:406 NCCL WARN Connect to 10.0.0.4<42427> failed : No route to host",
+    "include/socket.h:406 NCCL WARN Connect to 10.0.0.4<42427> failed : Network is unreachable",
+])
+def test_no_route_while_bootstrap_brings_the_ranks_together_is_the_set_up(warn):
+    # the process's error trail passes bootstrap.cc: the ranks were meeting at start-up, and routing refused the
+    # peer's address: the interface NCCL chose or a firewall (icmp-host-prohibited), no link that failed mid-run
+    text = ("node5:240:240 [6] NCCL INFO Bootstrap : Using bond0:10.0.0.3<0>\n"
+            "node5:240:240 [6] %s\n"
+            "node5:240:240 [6] NCCL INFO misc/socket.cc:570 -> 2\n"
+            "node5:240:240 [6] NCCL INFO bootstrap.cc:285 -> 2\n"
+            "node5:240:240 [6] NCCL INFO init.cc:1534 -> 2\n" % warn)
+    job, f = kinds(text)
+    assert f["nccl_bootstrap_unreachable"]["category"] == "nccl_config"
+    assert "10.0.0.4" in f["nccl_bootstrap_unreachable"]["message"]
+    assert "nccl_peer_connection_error" not in f and job["culprit_hosts"] == []
+    # without bootstrap in that process's trail (a transport's connection) the peer's network is suspect
+    job, f = kinds(text.replace("bootstrap.cc:285", "transport/net.cc:285"))
+    assert f["nccl_peer_connection_error"]["category"] == "ib_network" and job["culprit_hosts"] == ["10.0.0.4"]
+    # another process's bootstrap trail says nothing of this one
+    job, f = kinds(text.replace("node5:240:240 [6] NCCL INFO bootstrap", "node5:241:241 [7] NCCL INFO bootstrap"))
+    assert "nccl_bootstrap_unreachable" not in f
+    # a refused connection is a listener that is not there (a peer that died or has not started): not routing
+    job, f = kinds(text.replace("No route to host", "Connection refused").replace("Network is unreachable",
+                                                                                  "Connection refused"))
+    assert "nccl_bootstrap_unreachable" not in f and "nccl_peer_connection_error" in f
+
+
 def test_peer_address_mapped_to_its_host_by_the_log():
     text = ("r10i6n5:1:1 [0] NCCL INFO Bootstrap : Using ib0:10.148.3.247<0>\n"
             "r11i6n2:2:2 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> failed : Connection refused\n")

@@ -113,6 +113,20 @@ def test_nvml_or_the_driver_failing_is_the_drivers():
         assert name == "dcgmlog" and _cls(row) == ("logged_driver_error", "driver", "warning")
 
 
+def test_a_program_dcgm_could_not_start_is_its_install_not_the_gpu(tmp_path):
+    # nvvs's pcie plugin runs a helper built per CUDA major; DCGM's CUDA 13 packages missing (NVIDIA/DCGM#254):
+    # the child's stderr (common/DcgmUtilities.cpp) reaches nvvs.log in a debug line without its source path
+    line = ("2025-09-08 08:20:25.436 DEBUG [2378729:2378729] [[pcie]] External command stdout: Could not exec "
+            "'/usr/libexec/datacenter-gpu-manager-4/plugins/cuda13/BwChecker_13'. Error: (2) No such file or directory")
+    name, row = _said(line)
+    assert name == "dcgmlog" and _cls(row) == ("logged_driver_error", "driver", "warning")
+    assert row["file"] == "common/DcgmUtilities.cpp" and "CUDA" in row["meaning"]
+    h = _host(tmp_path, line + "\n")
+    assert h["verdict"] == "driver" and h["severity"] == "warning"
+    # without the parent's words, a bare 'Could not exec' line is nobody's: the prefilter keeps it out
+    assert vocab.match_line("Could not exec '/x'. Error: (2) No such file or directory", ("dcgmlog",)) is None
+
+
 def test_dcgms_own_trouble_is_information():
     name, row = _said("2025-03-02 10:00:00.000 ERROR [1:2] Got error -5 from sendClientLogin on connection 7. "
                       "Abandoning connection. [/builds/dcgm/dcgm/dcgmlib/src/DcgmApi.cpp:100] [Login]")

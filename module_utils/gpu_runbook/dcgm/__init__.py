@@ -29,13 +29,16 @@ SOURCE = "dcgmi.txt"
 _SECTIONS = r"(?:Metadata|Deployment|Integration|Hardware|Stress|Training)"
 # a block's first line: a box's top line (only above a header: opens()), a diag section line, the
 # health report's header, a diag result row, a JSON object's opening (only as DCGM's: opens())
-OPENING = re.compile(r"^[ \t]{0,8}(?:\+-[-+=]{4,}[ \t]*$|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t]{1,4}-|"
+OPENING = re.compile(r"^(?:[ \t]{9,80}\{|[ \t]{0,8}(?:\+-[-+=]{4,}[ \t]*$|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t]{1,4}-|"
                      r"\|?[ \t]{0,3}Health Monitor Report\b|\|[ \t][^|\n]{0,40}\|[ \t]{1,3}(?:(?:Pass|Fail|Warn|Skip)"
-                     r" - (?:All\b|GPUs?: \d)|[A-Za-z_]{1,12}\d{1,4}: (?:Pass|Fail|Warn|Skip|Not Run)\b)|\{)")
+                     r" - (?:All\b|GPUs?: \d)|[A-Za-z_]{1,12}\d{1,4}: (?:Pass|Fail|Warn|Skip|Not Run)\b)|\{))")
 _BOX_TOP = re.compile(r"^[ \t]{0,8}\+-[-+=]{4,}[ \t]*$")
 _HEADER_ROW = re.compile(r"^[ \t]{0,8}(?:\|[ \t]{1,3}(?:Diagnostic[ \t]{1,40}\|[ \t]{1,3}Result|Health Monitor "
                          r"Report|NvLink Link Status|NVLINK Error Counts)\b|[+|]-{3,}[ \t]{1,4}" + _SECTIONS + r"[ \t])")
-_JSON_HEAD = re.compile(r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|Health Monitor Report)"|"Overall Result" ?: ?"|"body"'
+# (or one test of a -j report pasted alone, as deep as it nests: a plugin's name, nvvs/include/PluginStrings.h)
+_JSON_HEAD = re.compile(r'"name" ?: ?"(?:software|pcie|targeted_power|targeted_stress|memory|memtest|sm_stress|diagn'
+                        r'ostic|context_create|memory_bandwidth|pulse_test|eud|nvbandwidth|nccl_tests|rist)" ?, ?"results"|'
+                        r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|Health Monitor Report)"|"Overall Result" ?: ?"|"body"'
                         r' ?: ?\{ ?"(?:Overall Health|GPU|vGPU|Switch|GPU_I|GPU_CI|LINK|CPU|CPU_CORE|ConnectX)" ?:')
 _JSON_SCALAR = re.compile(r'^(?:-?\d{1,20}(?:\.\d{1,20})?|true|false|null),?$|'
                           r'^\[[ \t]*(?:$|[\[{"]|\][ \t]*,?$|-?\d[^\]]{0,200}\][ \t]*,?$)')  # an array's
@@ -175,6 +178,8 @@ def _json_report(obj, cut):
     if isinstance(obj.get("body"), dict):
         return _json_health(obj["body"], cut)
     rep = _report("dcgmi diag", "json", cut)
+    if isinstance(obj.get("results"), list) and "name" in obj:  # one test's object, cut out of its report
+        rep["tests"].append(_json_test(obj, None))
     for root in obj.get("iterations") if isinstance(obj.get("iterations"), list) else [obj]:
         diag = root.get("DCGM GPU Diagnostic", root.get("DCGM Diagnostic")) if isinstance(root, dict) else None
         if not isinstance(diag, dict):

@@ -254,6 +254,17 @@ def _first_error(st):
 LOCAL_WC_STATUS = (1, 2, 3, 4, 6, 8)
 
 
+# the socket errors of a connection routing refused (EHOSTUNREACH, ENETUNREACH): nothing answered
+UNROUTABLE = ("No route to host", "Network is unreachable")
+
+
+def unroutable_at_bootstrap(st, ev):
+    """A peer connection routing refused while NCCL's bootstrap (bootstrap.cc, in the process's error
+    trail) brought the ranks together: the interface or a firewall, not a peer that failed."""
+    return ev["kind"] == "nccl_peer_connection" and ev.get("what") in UNROUTABLE and \
+        (ev.get("host"), ev.get("pid")) in st.bootstrap_trails
+
+
 def _local_fault(ev):
     return ev["kind"] == "ib_completion_error" and ev.get("status") in LOCAL_WC_STATUS
 
@@ -300,7 +311,8 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
     if net_events and not culprit_hosts:
         for e in net_events:
             peer = e.get("peer")
-            if peer and e["kind"] == "nccl_peer_connection" and LINK_LOCAL_IP.match(peer):
+            if peer and e["kind"] == "nccl_peer_connection" and (LINK_LOCAL_IP.match(peer)
+                                                                 or unroutable_at_bootstrap(st, e)):
                 continue  # the sockets' interface is the cause (event_findings.py), not the peer's host
             peer_name = peer_host(st, peer) if peer else None
             if e["kind"] == "nccl_peer_connection" or (peer and len(reporters.get(peer, ())) > 1):

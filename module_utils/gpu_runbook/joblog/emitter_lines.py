@@ -36,7 +36,7 @@ LAST_ERROR_HEAD = re.compile(r"^((?:[\w.\-]{1,80}(?: \[\w{1,20}\])?:? )?)Last er
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
 JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container", "deepspeed",
-              "ompi", "libfabric", "dcgmlog")
+              "ompi", "libfabric", "dcgmlog", "ray")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")
@@ -91,7 +91,9 @@ SUCCESS = (
     (re.compile(r"\bProcess \d+ exits successfully\."), "DeepSpeed launcher"),
     # mlcommons/logging mlperf_logging/mllog (constants.py RUN_STOP, STATUS, SUCCESS): the benchmark's
     # ':::MLLOG {..., "key": "run_stop", ..., "metadata": {..., "status": "success"}}' ("aborted": no end)
-    (re.compile(r'"key": "run_stop",[^\n]{0,4000}?"status": "success"'), "MLPerf logging (mllog)"),
+    # (its metadata is a file, a line number and the status: a few hundred characters; a bound of 4000
+    # made each run_stop in a hostile 1 MiB line cost 4000 steps)
+    (re.compile(r'"key": "run_stop",[^\n]{0,1000}?"status": "success"'), "MLPerf logging (mllog)"),
     # wandb/wandb wandb/sdk/wandb_run.py _display_exit_status: "Waiting for W&B process to finish..." then
     # "(success)" when the run finished with exit code 0 ("(failed N)" otherwise), and before 0.10
     # wandb/run_manager.py: "Program ended successfully." ("Program failed with code N")

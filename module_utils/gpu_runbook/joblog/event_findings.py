@@ -4,7 +4,7 @@ error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job
 
 from ..findings import finding, gpu_ref, ib_ref
 from . import memtrend
-from .culprits import HW_CUDA_WORDS
+from .culprits import HW_CUDA_WORDS, unroutable_at_bootstrap
 from .patterns import LINK_LOCAL_IP
 from .text import evidence
 from ..vocab import code
@@ -88,6 +88,14 @@ def _peer_connection(ev, c, st, phase, trend):
             "nccl_peer_closed",
             "%s: peer %s%s closed its NCCL connection (%s): that rank's process ended (a crash, an OOM kill, a "
             "cancelled step); no network fault is shown here, and the peer's own log says why." % (
+                c.where, peer or "?", " (%s)" % peer_host if peer_host else "", ev["what"]), **c.common)
+    if phase != "late" and unroutable_at_bootstrap(st, ev):
+        # bootstrap.cc (ranks meeting at init) could not route to a peer: no link failed mid-run; the
+        # interface NCCL chose reaches no peer, or a firewall rejects it (icmp-host-prohibited reads alike)
+        return finding(
+            "nccl_bootstrap_unreachable",
+            "%s: NCCL's bootstrap could not reach peer %s%s (%s) while the ranks met at start-up: the interface "
+            "its sockets use has no route to that node, or a firewall between the nodes rejects the connection" % (
                 c.where, peer or "?", " (%s)" % peer_host if peer_host else "", ev["what"]), **c.common)
     return finding(
         "nccl_peer_connection_error",

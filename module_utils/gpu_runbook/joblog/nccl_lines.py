@@ -166,6 +166,8 @@ def _trace(body, line, host, pid, dev, st):
     m = NCCL_TRACE.match(body)
     if not m:
         return False
+    if "bootstrap" in m.group("file") and len(st.bootstrap_trails) < CAP:
+        st.bootstrap_trails.add((host, pid))
     if (host, pid) not in st.nccl_traces and len(st.nccl_traces) < CAP:
         st.nccl_traces[(host, pid)] = {"host": host, "rank": line.rank, "file": m.group("file"),
                                        "line": int(m.group("line")), "res": int(m.group("res")),

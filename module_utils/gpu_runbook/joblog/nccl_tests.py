@@ -224,9 +224,10 @@ def findings(st):
 
 
 def single_host(st):
-    """The one host of an nccl-tests run (its wrong results are that host's), else None."""
+    """The one host of an nccl-tests run (its wrong results, or the NCCL or CUDA failure it stopped on,
+    are that host's), else None."""
     nt = st.nccl_tests
-    if nt is None or not (nt["wrong"] or (nt["oob"] and nt["oob"][1] == "FAILED")):
+    if nt is None or not (nt["wrong"] or nt["failures"] or (nt["oob"] and nt["oob"][1] == "FAILED")):
         return None
     hosts = set(r["host"] for r in nt["ranks"].values())
     return hosts.pop() if len(hosts) == 1 else None

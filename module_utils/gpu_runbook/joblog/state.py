@@ -42,6 +42,7 @@ class JobState(object):
         # when the job has no finding of warning or above (emitter_lines.findings)
         self.stuck = []
         self.nccl_traces = {}      # (host, pid) -> the innermost line of NCCL's error trail ('socket.cc:829 -> 3')
+        self.bootstrap_trails = set()  # (host, pid) whose error trail passes bootstrap.cc: ranks meeting at init
         self.abort_hung = []       # 'Future for ProcessGroup abort timed out': ncclCommAbort did not return
         self.desync_missing = []
         self.desync_lagging = []

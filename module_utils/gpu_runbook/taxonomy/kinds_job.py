@@ -16,6 +16,14 @@ STEPS = {
     "job_exclude_peer": (None, "Resolve the peer address to its node and exclude that node from the next run "
                                "(`sbatch --exclude`).",
                          "피어 주소에 해당하는 노드를 찾아 다음 실행에서 제외하십시오 (`sbatch --exclude`)."),
+    "job_check_socket_route": ("nccl_env", "Check that the interface NCCL's sockets use (its 'Bootstrap : Using' "
+                                           "line) reaches every other node (`ip route get <peer>`, `ping -I <if> "
+                                           "<peer>`) and that no firewall rejects the ports between the nodes; set "
+                                           "`NCCL_SOCKET_IFNAME` to an interface every node can reach.",
+                               "NCCL 소켓이 사용하는 인터페이스('Bootstrap : Using' 줄)가 다른 모든 노드에 도달하는지 "
+                               "(`ip route get <peer>`, `ping -I <if> <peer>`), 노드 사이의 포트를 방화벽이 거부하지 "
+                               "않는지 확인하고, 모든 노드가 도달할 수 있는 인터페이스로 `NCCL_SOCKET_IFNAME`을 "
+                               "설정하십시오."),
     "job_read_peer_log": (None, "Read the log of the peer's rank (and its node's kernel log) for why its process "
                                 "ended: a crash, an out-of-memory kill, a cancelled step or a failed GPU.",
                           "피어 랭크의 로그(와 그 노드의 커널 로그)에서 프로세스가 종료된 이유를 확인하십시오: 크래시, "
@@ -193,6 +201,12 @@ KINDS = {
         "ib_network", "critical", "drain", ("job_exclude_peer", "drain_node"),
         "rank {rank}: NCCL's connection to a peer failed: that node's network is broken or its process is gone",
         "랭크 {rank}: 피어로의 NCCL 연결 실패: 해당 노드의 네트워크가 고장났거나 프로세스가 종료됨"),
+    # bootstrap's connect refused by routing before the job began: the interface or a firewall, no link that failed
+    "nccl_bootstrap_unreachable": kind(
+        "nccl_config", "critical", "nccl_env", ("job_check_socket_route",),
+        "rank {rank}: NCCL's bootstrap found no route to a peer before the job began: the socket interface or a "
+        "firewall between the nodes",
+        "랭크 {rank}: 작업 시작 전 NCCL 부트스트랩이 피어로 가는 경로를 찾지 못함: 소켓 인터페이스 또는 노드 사이의 방화벽"),
     # NCCL's 'Connection closed by remote peer' (misc/socket.cc): the peer ended the connection in order
     # -- its process exited or was killed -- with no network fault shown; why it ended is in its own log
     "nccl_peer_closed": kind(

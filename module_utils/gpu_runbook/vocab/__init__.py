@@ -51,7 +51,7 @@ from .formats import (MIN_FRAGMENT, MIN_LITERAL, _CONV, _WORD, _quoted_in_error,
 # every generated table, in the order they are tried (a line is matched against the tables
 # whose MARKERS it holds)
 EMITTERS = ("nccl", "ofi", "torch", "gloo", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "ucx",
-            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric", "dcgmlog")
+            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric", "dcgmlog", "ray")
 ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
 CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
 BENIGN = "benign"

@@ -26,7 +26,9 @@ What is read: under dcgmlib/, modules/, common/, hostengine/ and nvvs/ (test cod
 - ``DCGM_LOG_FATAL/ERROR/WARNING << "..." << expr << ...`` (plog streams: each operand that is
   not a literal -> ``%s``, adjacent literals joined, stream manipulators print nothing);
 - ``PRINT_CRITICAL/ERROR/WARNING("<types>", "printf format", ...)`` (v2's printf wrappers: the
-  second argument is the format).
+  second argument is the format);
+- ``fmt::print(stderr, "fmt", ...)``: what a child process DCGM starts (a diagnostic plugin's helper,
+  nvvs) prints before it exits; the parent logs it as the command's output, at any level.
 
 Dropped, and counted by reason (``--dump``): a call whose message is not a literal (a variable,
 ``fmt::format``), one whose literal text is too short to tell its line from another
@@ -63,6 +65,10 @@ _FMT_CALL = re.compile(r"(?<![\w.>:])(?:log_(fatal|error|warning|info|debug|verb
                        r"SYSLOG_(CRITICAL|ERROR|WARNING|NOTICE|INFO))\s*\(")
 _STREAM = re.compile(r"\bDCGM_LOG_(FATAL|ERROR|WARNING|INFO|DEBUG|VERBOSE)(?:_TO\s*\([^()]*\))?\s*<<")
 _PRINTF = re.compile(r"\bPRINT_(CRITICAL|ERROR|WARNING|INFO|DEBUG)\s*\(")
+# what DCGM's child processes (a diagnostic plugin's helper, nvvs itself) print on stderr before they exit
+# (common/DcgmUtilities.cpp: 'Could not exec ...'): the parent logs their output ('External command
+# stdout: ...', at any level), so they are read as errors
+_STDERR = re.compile(r"\bfmt::print\s*\(\s*stderr\s*,")
 # the levels read; info, debug and verbose (below a host engine's default) are counted, not read
 _LEVEL = {"fatal": "fatal", "critical": "fatal", "error": "error", "warning": "warning"}
 BELOW = "below warning (info, debug, verbose)"
@@ -195,6 +201,11 @@ def calls(text):
         end = _statement_end(clean, m.end())
         fmt, values = stream_format(clean[m.end():end])
         found.append((m.start(), level, "stream", fmt, values))
+    for m in _STDERR.finditer(clean):
+        args, _end = common.call_args(clean, m.start() + m.group().index("("))
+        fmt = _literal(args[1]) if len(args) > 1 else None
+        found.append((m.start(), "error", "fmt", fmt_to_printf(fmt).rstrip("\n") if fmt is not None else None,
+                      args[2:]))
     for m in _PRINTF.finditer(clean):
         if clean[clean.rfind("\n", 0, m.start()) + 1:m.start()].strip().startswith("#"):
             continue  # the macro's own #define / #undef
@@ -270,6 +281,11 @@ GPU_FAULT = ("logged_gpu_error", "gpu_hardware", "warning",
              "DCGM reports a fault of the GPU's hardware (uncorrectable ECC errors, pages past the retirement "
              "limit, unrepairable memory, an uncontained error, miscompares of its memory tests): confirm it with "
              "nvidia-smi -q and the kernel's Xid lines.")
+INSTALL = ("logged_driver_error", "driver", "warning",
+           "DCGM could not start one of its own programs (a diagnostic plugin's helper built for one CUDA major, "
+           "such as plugins/cuda13/..., or nvvs itself): its packages for the driver's CUDA version are missing or "
+           "DCGM is installed incompletely, so the test it ran failed without testing the GPU. Install the "
+           "datacenter-gpu-manager packages that match the driver's CUDA version; not a GPU fault.")
 DRIVER = ("logged_driver_error", "driver", "warning",
           "DCGM could not use the NVIDIA driver: NVML (libnvidia-ml) did not load or initialise, the driver's "
           "version could not be read or is not one this DCGM supports, or a driver call timed out. Check that the "
@@ -302,6 +318,7 @@ RULES = (
      r"returned|Not populating NvSwitches|Could not load NVSDM|Not attached to NVSDM|AttachToNvsdm|"
      r"AttachNvsdmDevices|InitNvsdmDevice failed|Could not initialize switch manager|Could not query NvSwitches|"
      r"Not attached to NvSwitches", None, "nvswitch_absent"),
+    (r"^Could not exec '%s'", None, "install"),
     (r".", r"^modules/sysmon/", "sysmon"),
     (r"soc_id|CPU Vendor|Incompatible hardware vendor|[Ss]ysmon", None, "sysmon"),
     (r"^Failed to load module|^Skipping loading of module|module %s cannot be loaded|exception occured when creating "
@@ -343,7 +360,7 @@ def classify(fmt, path, modules):
         return OWN[:3] + (OWN[3] % area(path),)
     if cls == "module_not_loaded":
         return MODULE_NOT_LOADED[:3] + (MODULE_NOT_LOADED[3] % modules,)
-    return {"gpu_fault": GPU_FAULT, "gpu_event": GPU_EVENT, "driver": DRIVER, "nvswitch_poll": NVSWITCH_POLL,
+    return {"gpu_fault": GPU_FAULT, "gpu_event": GPU_EVENT, "driver": DRIVER, "install": INSTALL, "nvswitch_poll": NVSWITCH_POLL,
             "nvswitch_absent": NVSWITCH_ABSENT, "sysmon": SYSMON}[cls]
 
 
@@ -440,7 +457,10 @@ def templates(rows):
 MARKERS = ("/workspaces/dcgm", "/builds/dcgm/", "/dcgmlib/src/", "/nvvs/src/", "/nvvs/plugin_src/", "/nvvs/include/",
            "/hostengine/src/", "/modules/nvswitch/", "/modules/sysmon/", "/modules/health/", "/modules/policy/",
            "/modules/diag/", "/modules/profiling/", "/modules/config/", "/modules/introspect/", "/modules/mndiag/",
-           "/modules/DcgmModule", "/common/transport/", "/common/DcgmLogging")
+           "/modules/DcgmModule", "/common/transport/", "/common/DcgmLogging",
+           # how DCGM logs what a child process printed (modules/diag/DcgmDiagManager.cpp, nvvs/plugin_src/pcie/
+           # PcieMain.cpp, nvvs/src/Plugin.cpp): a debug line, whose source path a paste often lacks
+           "External command stdout: ", "External command stderr: ")
 
 DOC = __doc__.split("What is read:", 1)[1].split("Dropped, and counted", 1)[0]
 

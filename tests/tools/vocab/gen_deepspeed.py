@@ -7,7 +7,7 @@ its communication layer and its launcher), read from the release's own source (t
     mkdir /tmp/dssrc && tar xzf /tmp/ds/deepspeed-0.19.8.tar.gz -C /tmp/dssrc
     .venv/bin/python tests/tools/vocab/gen_deepspeed.py --src /tmp/dssrc/deepspeed-0.19.8 \
         --older /tmp/dssrc/deepspeed-0.16.9 /tmp/dssrc/deepspeed-0.14.5 /tmp/dssrc/deepspeed-0.12.6 \
-        /tmp/dssrc/deepspeed-0.10.3
+        /tmp/dssrc/deepspeed-0.10.3 /tmp/dssrc/deepspeed-0.9.5 /tmp/dssrc/deepspeed-0.8.3 /tmp/dssrc/deepspeed-0.7.7
 
 ``--older``: earlier releases (sdists unpacked the same way, each its own version.txt): a message
 one of them prints in a wording the pin no longer has is a row too, its file written
