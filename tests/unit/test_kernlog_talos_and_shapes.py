@@ -92,6 +92,12 @@ def _brute(t, line):
     for size, rx, i in t._shapes:
         if rx.search(line) is not None:
             return t.rows[i], size
+    if len(line) >= vocab.CUT_VALUE or line.endswith(vocab.CUT_ENDS):
+        # a line cut inside a value: among the rows the index hands it (the cut may take a row's key word away)
+        for longest, size, frags, gaps, i in t.candidates(line):
+            span = vocab._span(line, frags, gaps, cut=True) if longest in line and len(frags) > 1 else None
+            if span is not None and not (t.rows[i][3] == vocab.BENIGN and vocab._quoted_in_error(line, span)):
+                return t.rows[i], vocab.MIN_LITERAL
     return None
 
 

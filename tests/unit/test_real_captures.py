@@ -434,9 +434,6 @@ KNOWN_MISSES = {
     "x23-06-h100x8-dcgmi-diag-r3-gpu0-faulty-memory-elements-fail": (
         "category", "a dcgmi diag table whose line breaks were lost in the copy (every row on one line): the "
                     "table reader reads rows, not one line"),
-    "x23-19-zero3-moe-eval-rank-disagreement-rank0-rank6": (
-        "category", "DeepSpeed's 'disagreement between rank0 and rankN' (runtime/utils.py "
-                    "assert_ints_same_as_other_ranks), cut from its traceback: no DeepSpeed table"),
     "x23-22-slingshot-ofi-undeliverable-rc113-ddp-init": (
         "category", "aws-ofi-nccl's completion error (UNDELIVERABLE) reads as the fabric's; NCCL's own words allow "
                     "a peer that exited, so the examiner labelled it unknown"),
@@ -565,6 +562,29 @@ KNOWN_MISSES = {
                     "(TensorFlow is not read): quoted, unknown"),
     "x34-14-gptneox-deepspeed-nccl-warning-healthy": (
         "category", "DeepSpeed's advice and an info line, and no end: a log that stops is unknown (issue 24 item 3)"),
+    # the thirty-fifth held-out set (scored blind on d58cfd4 before it joined: see the issue-24 note of stop 44)
+    "x35-03-h100-hw-power-brake-all-gpus": (
+        "category", "HW Power Brake on all eight GPUs reads as the node's power (PSU, BMC: unknown, drain), which "
+                    "the examiner's own notes say too; gpu_hardware was its closest category"),
+    "x35-04-fabricmanager-sxid12028-reinit": (
+        "category", "Fabric Manager's non-fatal NVSwitch errors (SXid 12028) read as the NVSwitches' (a hardware "
+                    "warning); the examiner (low): unknown, as the thread never says whether they mattered"),
+    "x35-07-easyr1-host-memory-growth-raylet-oom": (
+        "category", "Ray's OOM kill with no progress to place it in the run reads as the job's memory "
+                    "(application); that memory grew over the run is the thread's title, not the capture"),
+    "x35-08-transformers-deepspeed-pod-nccl-shm": (
+        "category", "NCCL's 'unhandled system error' with no WARN before it names no cause (unknown); 'No space "
+                    "left on device' (/dev/shm) is only in the issue's title"),
+    "x35-09-weathergen-nccl-timeout-slow-allgather": (
+        "category", "a lone watchdog timeout (Timeout(ms)=240000, SeqNum 52) names no culprit (unknown); that the "
+                    "large all-gathers outran a short timeout is the author's analysis of logs not pasted"),
+    "x35-10-maskrcnn-docker-nccl-socket-bridge-slow": (
+        "category", "sockets over eth0 (172.17.0.4, Docker's bridge) after libibverbs failed to open, on one "
+                    "container: no failure and no sign of a second node in the text (unknown); the slowness is "
+                    "the thread's"),
+    "x35-11-vllm-h14-nccl-sanity-check-ok": (
+        "category", "the first lines of a torchrun sanity check and no end: a log that stops is unknown (issue 24 "
+                    "item 3)"),
     "x32-22-horovod-lightning-ddp-stall-inspector-ranks-in-different-collectives": (
         "category", "the stall inspector names ranks 0 and 1 missing (nccl_deadlock); that they submitted "
                     "different collectives would need rank 1's whole list, which the report cuts ('...')"),

@@ -107,6 +107,31 @@ def test_vocab_fragment_matching_tries_later_places_of_a_fragment():
     assert not vocab.match_fragments("port 1: " * 5000 + "link x down", frags, gaps)
 
 
+def test_a_line_cut_inside_a_value_is_its_message_only_when_the_value_runs_on():
+    # DeepSpeed's ZeRO check with a rank's list that wraps onto the next lines of a paste: the line ends
+    # inside the first %s, and the message's head says what it is (zero/utils.py@0.16.9)
+    head = "RuntimeError: disagreement between rank0 and rank6: rank0: ["
+    cut = head + ", ".join(str(4394031851561860485 + i) for i in range(12))
+    row = vocab.match_line(cut, ("deepspeed",))[1]
+    assert row["file"].startswith("deepspeed/runtime/zero/utils.py") and row["category"] == "application"
+    assert vocab.match_line(head + "1, 2, 3...]", ("deepspeed",)) is not None  # short, but cut by the paste
+    # a short value that ends the line is a line of its own, not a cut message
+    assert vocab.match_line(head + "1, 2]", ("deepspeed",)) is None
+    # a whole match elsewhere wins over a cut one (the least sure match of all)
+    t = vocab.table("deepspeed")
+    assert t.match(cut)[1] == vocab.MIN_LITERAL
+    # the head alone must hold enough text to tell the message: a cut after a short fragment is nothing
+    frags, gaps = vocab.compile_format("ab %s: cd %s")
+    from gpu_runbook.vocab.formats import _span
+    assert _span("ab " + "x" * 200, frags, gaps, cut=True) is None
+    # nor after a head many messages share: an Xid 48 line is no other Xid's message cut short
+    xid48 = ("Aug 10 15:36:05 gpu-node-a kernel: NVRM: Xid (PCI:0000:55:00): 48, An uncorrectable double bit error "
+             "(DBE) has been detected on GPU in the framebuffer at physAddr 0xe9b9107e0 partition 3, subpartition 0.")
+    for name in ("nvrm", "xid"):
+        m = vocab.table(name).match(xid48)
+        assert m is None or "): 48, " in m[0][2], m
+
+
 def test_the_markers_index_is_the_tables_markers():
     """vocab/index.py (tests/tools/vocab/write_index.py) lets the prefilters know the markers
     without loading a table: it must say what the tables say."""

@@ -45,7 +45,7 @@ it from any other line (``"%s"``, ``"%s: %s"``) is never matched: the coverage s
 import importlib
 import re
 
-from .formats import (MIN_FRAGMENT, MIN_LITERAL, _CONV, _WORD, _quoted_in_error, _span,  # noqa: F401
+from .formats import (CUT_ENDS, CUT_VALUE, MIN_FRAGMENT, MIN_LITERAL, _CONV, _WORD, _quoted_in_error, _span,  # noqa: F401
                       _word_index, compile_format, literal_length, match_fragments, matchable, shape_regex)
 
 # every generated table, in the order they are tried (a line is matched against the tables
@@ -132,7 +132,8 @@ class Table(object):
         blanks in the line count as one, as in the rows' fragments."""
         if "  " in line or "\t" in line:
             line = " ".join(line.split())  # once here, not in each match_fragments
-        for longest, size, frags, gaps, i in self.candidates(line):
+        cands = self.candidates(line)
+        for longest, size, frags, gaps, i in cands:
             if longest in line:
                 span = _span(line, frags, gaps)
                 if span is None:
@@ -144,6 +145,11 @@ class Table(object):
         for size, rx, i in self._shapes:
             if rx.search(line) is not None:
                 return self.rows[i], size
+        if len(line) >= CUT_VALUE or line.endswith(CUT_ENDS):  # last: a line cut inside a value (formats._cut_here)
+            for longest, size, frags, gaps, i in cands:
+                span = _span(line, frags, gaps, cut=True) if longest in line and len(frags) > 1 else None
+                if span is not None and not (self.rows[i][3] == BENIGN and _quoted_in_error(line, span)):
+                    return self.rows[i], MIN_LITERAL  # the least sure match: another table's whole one wins
         return None
 
 

@@ -141,11 +141,29 @@ def _takes_any(convs):
     return bool(convs) and all(_GAP.get(c) is None for c in convs)
 
 
-def _span(line, frags, gaps):
+# a message cut inside a value that takes any text (a list that wraps onto the next lines, a paste
+# cut short): its head is the message when the value runs on for this long, or ends in an ellipsis
+CUT_VALUE = 80
+CUT_ENDS = ("...", "\u2026", "...]", "...)", "...'")
+
+
+def _cut_here(line, frags, gaps, i, pos):
+    """True when ``line`` ends inside gap ``i`` (any text) after frags[:i], placed, hold enough
+    literal text to tell the message -- two fragments or more, MIN_LITERAL and at least half the
+    message's: a head many messages share ('NVRM: Xid (PCI:%s): ') tells none of them -- and the
+    value runs on to the line's end."""
+    placed = sum(len(f) for f in frags[:i])
+    if i < 2 or not _takes_any(gaps[i]) or placed < MIN_LITERAL or 2 * placed < sum(len(f) for f in frags):
+        return False
+    return len(line) - pos >= CUT_VALUE or line.rstrip().endswith(CUT_ENDS)
+
+
+def _span(line, frags, gaps, cut=False):
     """(start, end) of ``frags`` in ``line`` (blanks already joined), or None. A fragment whose
     gap before it has the wrong shape is tried at its next occurrence, and a row that fails
     after its first fragment is tried again from that fragment's next occurrence ('%s:%d: msg'
-    in a line whose time stamp holds colons): a bounded number of tries in all."""
+    in a line whose time stamp holds colons): a bounded number of tries in all. With ``cut``, a
+    line that ends inside a value the message's head leads to is that message (_cut_here)."""
     budget = [_TRIES]
 
     def rest(i, pos):
@@ -153,6 +171,8 @@ def _span(line, frags, gaps):
         if i == len(frags):
             return pos
         at = line.find(frags[i], pos)
+        if at < 0 and cut and _cut_here(line, frags, gaps, i, pos):
+            return len(line)
         while at >= 0 and budget[0] > 0:
             budget[0] -= 1
             if _gap_ok(line[pos:at], gaps[i]):
