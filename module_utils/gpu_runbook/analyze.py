@@ -15,7 +15,7 @@ from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
                       NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, IBDIAGNET, FI_INFO, NVSMI_TOPO,
-                      GPUD, AUTOPILOT, LSPCI, SYSTEMCTL, DCGMI_DMON)
+                      GPUD, AUTOPILOT, LSPCI, SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -105,17 +105,7 @@ def _parse_all(sources, opts, parsed, shown=None):
         # a figure, or the state of the port it refused (not Active): a reading of the link
         usable[PERFTEST] = usable[PERFTEST] and any(
             (facts["perftest"] or {}).get(k) is not None for k in ("average_gbps", "port_state"))
-    if _text(sources, IBDIAGNET) is not None:  # ibdiagnet's scan of the fabric: each stage's errors
-        from .infiniband.ibdiagnet import parse_ibdiagnet
-        run("ibdiagnet", IBDIAGNET, parse_ibdiagnet, sources[IBDIAGNET], source=IBDIAGNET)
-        # a scan whose stages or Summary were read: a reading of the fabric it reached
-        usable[IBDIAGNET] = bool((facts["ibdiagnet"] or {}).get("stages"))
-    if _text(sources, FI_INFO) is not None:  # libfabric's providers: the fabric software NCCL's OFI plugin loads
-        from .infiniband.fi_info import parse_fi_info
-        run("fi_info", FI_INFO, parse_fi_info, sources[FI_INFO], source=FI_INFO)
-        # providers read, or fi_getinfo's refusal: a reading of this node's fabric software
-        usable[FI_INFO] = usable[FI_INFO] and bool(
-            (facts["fi_info"] or {}).get("providers") or (facts["fi_info"] or {}).get("failure") is not None)
+    _parse_fabric(sources, run, facts, usable)
     if _text(sources, NVSMI_TOPO) is not None:  # nvidia-smi topo -m: how the GPUs are linked
         from .nvsmi.topo import parse_nvidia_smi_topo
         fs = run("nvsmi_topo", NVSMI_TOPO, parse_nvidia_smi_topo, sources[NVSMI_TOPO], source=NVSMI_TOPO)
@@ -127,6 +117,11 @@ def _parse_all(sources, opts, parsed, shown=None):
         from .dcgm.dmon import parse_dcgmi_dmon
         run("dcgmi_dmon", DCGMI_DMON, parse_dcgmi_dmon, sources[DCGMI_DMON], source=DCGMI_DMON)
         usable[DCGMI_DMON] = bool((facts["dcgmi_dmon"] or {}).get("reading"))
+    if _text(sources, K8S_NODE) is not None:  # what Kubernetes says of the node's GPUs
+        from .k8s_node import parse_k8s_node
+        run("k8s_node", K8S_NODE, parse_k8s_node, sources[K8S_NODE], source=K8S_NODE)
+        usable[K8S_NODE] = (facts["k8s_node"] or {}).get("gpus") is not None or bool(
+            (facts["k8s_node"] or {}).get("conditions"))
     if _text(sources, GPUD) is not None:  # a node agent's health checks (GPUd)
         from .gpud import parse_gpud
         run("gpud", GPUD, parse_gpud, sources[GPUD], source=GPUD)
@@ -151,6 +146,27 @@ def _parse_all(sources, opts, parsed, shown=None):
             run(name.split(".")[0], name, _ib_parser(infiniband, name), sources[name], source=name,
                 thresholds=opts["ib_thresholds"])
     return facts, findings, usable
+
+
+def _parse_fabric(sources, run, facts, usable):
+    """The fabric's tools, read on one node but about many (_parse_all's ``run``): ibdiagnet's scan,
+    libfabric's providers, the subnet manager's unhealthy ports."""
+    if _text(sources, IBDIAGNET) is not None:  # ibdiagnet's scan of the fabric: each stage's errors
+        from .infiniband.ibdiagnet import parse_ibdiagnet
+        run("ibdiagnet", IBDIAGNET, parse_ibdiagnet, sources[IBDIAGNET], source=IBDIAGNET)
+        # a scan whose stages or Summary were read: a reading of the fabric it reached
+        usable[IBDIAGNET] = bool((facts["ibdiagnet"] or {}).get("stages"))
+    if _text(sources, FI_INFO) is not None:  # libfabric's providers: the fabric software NCCL's OFI plugin loads
+        from .infiniband.fi_info import parse_fi_info
+        run("fi_info", FI_INFO, parse_fi_info, sources[FI_INFO], source=FI_INFO)
+        # providers read, or fi_getinfo's refusal: a reading of this node's fabric software
+        usable[FI_INFO] = usable[FI_INFO] and bool(
+            (facts["fi_info"] or {}).get("providers") or (facts["fi_info"] or {}).get("failure") is not None)
+    if _text(sources, SM_UNHEALTHY) is not None:  # the subnet manager's unhealthy ports: the fabric's sick links
+        from .infiniband.sm_unhealthy import parse_sm_unhealthy_ports
+        run("sm_unhealthy", SM_UNHEALTHY, parse_sm_unhealthy_ports, sources[SM_UNHEALTHY], source=SM_UNHEALTHY)
+        usable[SM_UNHEALTHY] = usable[SM_UNHEALTHY] and bool((facts["sm_unhealthy"] or {}).get("header") or
+                                                             (facts["sm_unhealthy"] or {}).get("ports"))
 
 
 def of_family(findings, name):

@@ -26,8 +26,9 @@ from .dcgm import dmon as dcgm_dmon
 from .autopilot import OPENING as AUTOPILOT_OPENING, belongs as autopilot_belongs
 from .gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from .gpud_components import COMPONENTS as GPUD_COMPONENTS
-from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE
-from .infiniband import fi_info, ibdiagnet, lshca
+from .slurm_reasons import HEAD_RE as SINFO_REASONS_RE, ROW_RE as SINFO_ROW_RE
+from .infiniband import fi_info, ibdiagnet, lshca, sm_unhealthy
+from . import k8s_node
 from .nvsmi.table import BOX_MEMORY_RE
 from .infiniband.names import NO_DEVICES_RE
 from .infiniband.perfquery import IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE
@@ -282,6 +283,7 @@ BLOCKS = (
     ("lshca.txt", lshca.OPENING, lshca.belongs),
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node),
     ("slurm-node.txt", SINFO_REASONS_RE, _sinfo_row),
+    ("slurm-node.txt", SINFO_ROW_RE, _sinfo_row),  # its rows without the header (a grep of them)
     # PBS's pbsnodes: a row of -l (a node down or offline), or a node's name over its attributes
     ("pbsnodes.txt", pbsnodes.OPENING, pbsnodes.belongs),
     ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link),
@@ -297,6 +299,10 @@ BLOCKS = (
     ("fi_info.txt", fi_info.OPENING, fi_info.belongs),
     # nvidia-smi topo -m: its header row of GPUs over its rows and legends (nvsmi/topo.py)
     ("nvidia-smi-topo.txt", nvsmi_topo.OPENING, nvsmi_topo.belongs),
+    # the subnet manager's unhealthy-ports report: its header, or a row of it (infiniband/sm_unhealthy.py)
+    ("sm-unhealthy-ports.txt", sm_unhealthy.OPENING, sm_unhealthy.belongs),
+    # kubectl describe node: its Capacity / Allocatable blocks, its Conditions' rows (k8s_node.py)
+    ("k8s-node.txt", k8s_node.OPENING, k8s_node.belongs),
     # dcgmi dmon: its '#Entity' header of DCGM field tags over its rows (dcgm/dmon.py)
     ("dcgmi-dmon.txt", dcgm_dmon.OPENING, dcgm_dmon.belongs),
     ("gpud.txt", _GPUD_OPEN_RE, _json_lines),
@@ -315,7 +321,8 @@ BLOCKS = (
 # of one CA line): not a box's first line alone (the table's opening needs what follows anyway)
 _ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
                 "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt",
-                "systemctl.txt", "autopilot.txt", "pbsnodes.txt", "fi_info.txt", "dcgmi-dmon.txt")
+                "systemctl.txt", "autopilot.txt", "pbsnodes.txt", "fi_info.txt", "dcgmi-dmon.txt",
+                "sm-unhealthy-ports.txt", "k8s-node.txt")
 _SMI_TABLE_HEAD_RE = re.compile(r"NVIDIA-SMI \d|\bGPU +Name\b|\| *MIG devices:|\bGPU +Fan +Temp|MiB */ *\d+ *MiB|"
                                 r"^\|" + _H + r"+\d{1,3}" + _H + r"+\S")
 _LINK_RE = re.compile(r"^" + _H + r"*Link" + _H + r"+\d{1,3}" + _H + r"*:")

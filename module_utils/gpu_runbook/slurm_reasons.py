@@ -15,6 +15,11 @@ import re
 from .slurm import expand_hostlist
 
 HEAD_RE = re.compile(r"^REASON {1,60}USER {1,30}TIMESTAMP {1,30}(?:STATE {1,20})?NODELIST\s*$")
+# a row of the default listing without its header ('sinfo -R | grep gpu', '-h'): "%20E %9u %19H %N" puts
+# each column at a fixed place (REASON padded or cut to 20, USER to 9, the time's 19 characters)
+ROW_RE = re.compile(r"^(?=[^ \n])[^\n]{20} (?=[^ \n])[^\n]{9} (?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown {12}) "
+                    r"[A-Za-z0-9][\w.\-\[\],]{0,4000}\s*$")
+_ROW_COLS = {"USER": 21, "TIMESTAMP": 31, "NODELIST": 51}
 # sinfo's %t abbreviations (src/common/slurm_protocol_defs.c node_state_string_compact) -> scontrol's words
 _STATES = {"drain": "DRAIN", "drng": "MIXED+DRAIN", "drained": "DRAIN", "draining": "MIXED+DRAIN", "down": "DOWN",
            "fail": "DOWN+FAIL", "failg": "MIXED+FAIL", "maint": "MAINTENANCE", "reboot": "REBOOT_REQUESTED",
@@ -29,13 +34,14 @@ def reason_records(text):
             cols = dict((name, line.index(name)) for name in ("USER", "TIMESTAMP", "STATE", "NODELIST")
                         if re.search(r"\b%s\b" % name, line))
             continue
-        if cols is None or not line.strip() or len(line) <= cols["NODELIST"]:
+        c = cols if cols is not None else _ROW_COLS if ROW_RE.match(line) else None
+        if c is None or not line.strip() or len(line) <= c["NODELIST"]:
             continue
-        reason = line[:cols["USER"]].strip()
-        user = line[cols["USER"]:cols["TIMESTAMP"]].strip()
-        when = line[cols["TIMESTAMP"]:cols.get("STATE", cols["NODELIST"])].strip()
-        state = line[cols["STATE"]:cols["NODELIST"]].strip() if "STATE" in cols else ""
-        nodes = line[cols["NODELIST"]:].strip()
+        reason = line[:c["USER"]].strip()
+        user = line[c["USER"]:c["TIMESTAMP"]].strip()
+        when = line[c["TIMESTAMP"]:c.get("STATE", c["NODELIST"])].strip()
+        state = line[c["STATE"]:c["NODELIST"]].strip() if "STATE" in c else ""
+        nodes = line[c["NODELIST"]:].strip()
         if not reason or not nodes or " " in nodes:
             continue
         word = _STATES.get(state.rstrip("*~#!%$@^-").lower(), state.upper()) if state else ""

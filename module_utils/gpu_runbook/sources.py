@@ -22,6 +22,8 @@ PBSNODES = "pbsnodes.txt"  # PBS's `pbsnodes -l` / `pbsnodes -a`: what PBS says 
 DCGMI = "dcgmi.txt"  # `dcgmi diag` / `dcgmi health` (text or -j): DCGM's own test of the GPUs
 IBDIAGNET = "ibdiagnet.txt"  # ibdiagnet's fabric scan (its console output, ibdiagnet2.log): each stage's errors
 FI_INFO = "fi_info.txt"  # libfabric's fi_info: the providers (EFA, verbs, tcp ...) NCCL's OFI plugin can load
+SM_UNHEALTHY = "sm-unhealthy-ports.txt"  # the subnet manager's unhealthy-ports report (NVIDIA OpenSM / UFM)
+K8S_NODE = "k8s-node.txt"  # kubectl describe node: the GPUs Kubernetes can allocate, the node's conditions
 NVSMI_TOPO = "nvidia-smi-topo.txt"  # nvidia-smi topo -m: the GPUs' NVLink and PCIe links, GPU to NIC
 DCGMI_DMON = "dcgmi-dmon.txt"  # dcgmi dmon -e: DCGM's field values per GPU (the last Xid, ECC, row remaps ...)
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
@@ -38,13 +40,14 @@ NOTES = "_notes"
 NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, PBSNODES, DCGMI, PERFTEST,
                                                                        IBDIAGNET, FI_INFO, NVSMI_TOPO, GPUD, AUTOPILOT, LSPCI,
-                                                                       SYSTEMCTL, DCGMI_DMON)
+                                                                       SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
                                                    (SLURM_NODE, "slurm"), (PBSNODES, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"), (IBDIAGNET, "ib"),
-                                                   (FI_INFO, "ib"), (NVSMI_TOPO, "gpu"), (DCGMI_DMON, "gpu"),
+                                                   (FI_INFO, "ib"), (SM_UNHEALTHY, "ib"), (NVSMI_TOPO, "gpu"),
+                                                   (DCGMI_DMON, "gpu"), (K8S_NODE, "gpu"),
                                                    (GPUD, "gpu"), (AUTOPILOT, "gpu"), (LSPCI, "gpu"),
                                                    (SYSTEMCTL, "gpu")])
 

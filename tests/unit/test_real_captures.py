@@ -73,8 +73,8 @@ KNOWN_MISSES = {
         "category", "a CUDA OOM is the application's unless the log shows memory growing (a leak); labelled "
                     "memory_leak"),
     "x5-011-gke-xidcriticalerror-node-condition": (
-        ("category", "xid_codes", "culprit_hosts"), "GKE's node condition ('XidCriticalError ... {\"31\":true}') "
-                                                    "has no reader"),
+        "culprit_hosts", "GKE's node condition names its Xid (k8s_node.py), but the node's name is only in the "
+                         "command line above the grep ('k describe node NAME | grep Xid'), which names no host"),
     "x5-014-anomalygpt-deepspeed-sigkill-host-ram": (
         ("category", "culprit_ranks"), "a process killed by SIGKILL (-9) is read; who killed it (the host's OOM "
                                        "killer) is not in the log, and the wrapped line hides its --local_rank"),
@@ -221,7 +221,8 @@ KNOWN_MISSES = {
                     "the thread never settled it (unknown)"),
     "x11-13-k8s-h100-allocatable-7-of-8-device-plugin-xid94-unhealthy": (
         ("category", "xid_codes"), "the saved plugin line is a skipped non-critical event; the Xid 94 is in the "
-                                   "thread's prose, and 'Allocatable 7 of 8' has no reader"),
+                                   "thread's prose: 'Allocatable 7 of 8' reads as a GPU the device plugin withdrew, "
+                                   "cause unknown (k8s_node.py)"),
     "x11-14-xtuner-log-analyzer-data-bound-steps-rank-groups-144-147": (
         ("category", "culprit_ranks"), "xtuner's train-log analyzer's report (data_time per rank) has no reader"),
     "x11-15-tensorpipe-k8s-second-ib-card-unplugged-retry-counter-exceeded": (
@@ -570,8 +571,8 @@ KNOWN_MISSES = {
         "category", "Fabric Manager's non-fatal NVSwitch errors (SXid 12028) read as the NVSwitches' (a hardware "
                     "warning); the examiner (low): unknown, as the thread never says whether they mattered"),
     "x35-07-easyr1-host-memory-growth-raylet-oom": (
-        "category", "Ray's OOM kill with no progress to place it in the run reads as the job's memory "
-                    "(application); that memory grew over the run is the thread's title, not the capture"),
+        "category", "the raylet's summary of dead workers names no cause of its own (its OOM count may be 0: "
+                    "unknown, its meaning says how to read it); that memory grew over the run is the thread's title"),
     "x35-08-transformers-deepspeed-pod-nccl-shm": (
         "category", "NCCL's 'unhandled system error' with no WARN before it names no cause (unknown); 'No space "
                     "left on device' (/dev/shm) is only in the issue's title"),
@@ -585,6 +586,13 @@ KNOWN_MISSES = {
     "x35-11-vllm-h14-nccl-sanity-check-ok": (
         "category", "the first lines of a torchrun sanity check and no end: a log that stops is unknown (issue 24 "
                     "item 3)"),
+    # the thirty-sixth held-out set (scored blind on 7b85bd3 before it joined: see the issue-24 note of stop 44)
+    "x36-07-modelopt-puzzletron-sigkill-leak": (
+        "category", "a worker SIGKILLed (exitcode -9) with no OOM line reads as a kill whose cause is elsewhere "
+                    "(unknown); the leak is the maintainer's reading of the exit code"),
+    "x36-10-bigscience-meg-perf-n16-timelimit-healthy": (
+        "category", "a step cancelled at its time limit reads as a run that either needed more time or hung "
+                    "(unknown); that the ten minutes were set on purpose is the job script's, not the log's"),
     "x32-22-horovod-lightning-ddp-stall-inspector-ranks-in-different-collectives": (
         "category", "the stall inspector names ranks 0 and 1 missing (nccl_deadlock); that they submitted "
                     "different collectives would need rank 1's whole list, which the report cuts ('...')"),

@@ -37,3 +37,17 @@ def test_a_listing_under_any_name_gives_one_host_per_node(tmp_path):
         else:
             assert hosts["gpu-a-03"]["findings"][0]["kind"] == "logged_node_failure"
             assert hosts["gpu-b-11"]["verdict"] == "gpu_hardware"
+
+
+def test_the_default_listings_rows_without_their_header_are_read_by_their_fixed_columns(tmp_path):
+    # 'sinfo -R | grep ...' drops the header; "%20E %9u %19H %N" still puts each column at its place
+    # (JoramGranger/ACE-HPC-LEDGER docs/hpc/drainned-nodes.md: the fixture x36-02's rows)
+    rows = "\n".join(SHORT.splitlines()[2:]) + "\n"
+    assert dict(reason_records(rows)) == dict(reason_records(SHORT))
+    (tmp_path / "drained.txt").write_text("[critical@kla-ac-hpc-02 ~]$ sinfo -R | grep gpu\n" + rows)
+    hosts = dict((h["host"], h) for h in analyze_paths([str(tmp_path / "drained.txt")])["hosts"])
+    assert sorted(hosts) == ["gpu-a-07", "gpu-a-09", "gpu-b-12", "gpu-c-01", "gpu-c-02"]
+    assert hosts["gpu-b-12"]["findings"][0]["kind"] == "logged_node_failure"
+    # a line of other words in those columns is no row: a time must stand at column 31
+    assert reason_records("Kill task failed     slurm     yesterday           gpu-b-12\n") == []
+    assert reason_records("a b c 2026-12-02T07:00:00 gpu-b-12\n") == []

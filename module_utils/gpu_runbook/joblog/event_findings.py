@@ -143,8 +143,7 @@ def _cuda_oom(ev, c, st, phase, trend):
 
 
 def _host_oom(ev, c, st, phase, trend):
-    killer = "Ray's memory monitor" if "memory pressure (OOM)" in ev["evidence"] else "The kernel/Slurm OOM killer"
-    return finding("host_oom", "%s killed a training process (%s)." % (killer, c.where),
+    return finding("host_oom", "The kernel/Slurm OOM killer killed a training process (%s)." % c.where,
                    category=_leak_or_application(phase, trend, st), **c.common)
 
 

@@ -184,11 +184,8 @@ CUDA_ERR = re.compile(r"(uncorrectable ECC error encountered|an illegal memory a
 # e.g. ATen's index checks ('Indexing.cu:1146: indexSelectLargeIndex: ... `srcIndex < srcSelectDimSize`')
 DEVICE_ASSERT = re.compile(r":\d{1,6}: [^\s:]{1,200}: block: \[\d{1,6},\d{1,6},\d{1,6}\], thread: "
                            r"\[\d{1,6},\d{1,6},\d{1,6}\] Assertion `([^`]{1,300})` failed")
-# (Ray's raylet: '2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed ...', its
-# node_manager.cc summary: an OOM kill when its first count is not 0)
 HOST_OOM = re.compile(r"(oom[-_]kill event|OOM Killed|Out of memory: Killed process|"
-                       r"task \S+: Out Of Memory|Killed process \d+ \(\S+\)[^(]*oom|oom-kill:|"
-                       r"(?<!\d)[1-9]\d{0,6} Workers \(tasks / actors\) killed due to memory pressure \(OOM\))", re.I)
+                       r"task \S+: Out Of Memory|Killed process \d+ \(\S+\)[^(]*oom|oom-kill:)", re.I)
 SRUN_ERR = re.compile(r"srun: error: ([\w.\-]+): tasks? ([\d,\- ]+): (.*)$")
 # srun (src/srun/launch.c, _task_finish): 'error: %s: %s %s: Exited with exit code %d'
 SRUN_EXIT = re.compile(r"Exited with exit code (\d{1,3})")

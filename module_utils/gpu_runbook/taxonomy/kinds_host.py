@@ -11,9 +11,21 @@ STEPS = {
                         "LnkCap과 같은지 확인하십시오."),
     "check_controller_access": (None, "Check the controller's SSH keys, inventory and network (`ansible -m ping`).",
                                 "컨트롤러의 SSH 키, 인벤토리, 네트워크를 확인하십시오 (`ansible -m ping`)."),
+    "k8s_check_unhealthy_gpus": (
+        None, "Read the device plugin's log on that node (`kubectl logs` of its nvidia-device-plugin pod: "
+              "'XidCriticalError: Xid=N on Device=GPU-...') and the node's kernel log and `nvidia-smi` for which GPU "
+              "and why; the plugin returns a GPU only when it restarts.",
+        "해당 노드의 device plugin 로그(nvidia-device-plugin 파드의 `kubectl logs`: 'XidCriticalError: Xid=N on "
+        "Device=GPU-...')와 노드의 커널 로그, `nvidia-smi`에서 어느 GPU가 왜 빠졌는지 확인하십시오; plugin은 "
+        "재시작할 때만 GPU를 되돌립니다."),
 }
 
 KINDS = {
+    # kubectl describe node (k8s_node.py): the device plugin withdrew GPUs it marked unhealthy
+    "k8s_gpus_unallocatable": kind(
+        "unknown", "warning", "none", ("k8s_check_unhealthy_gpus",),
+        "the node has fewer allocatable GPUs than GPUs: the NVIDIA device plugin withdrew the ones it marked unhealthy",
+        "노드의 할당 가능한 GPU가 전체 GPU보다 적음: NVIDIA device plugin이 비정상으로 표시한 GPU를 뺌"),
     "parser_error": kind(
         "unknown", "warning", "none", ("report_parser_bug",),
         "a source could not be parsed (a gpu-runbook bug): its evidence is missing",

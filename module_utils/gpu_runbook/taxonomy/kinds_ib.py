@@ -83,6 +83,14 @@ STEPS = {
                                     "`fi_info -p efa` (EFA 드라이버, `lsmod | grep efa`, EFA 설치 프로그램) 또는 "
                                     "`fi_info -p verbs` (`ibv_devinfo`); `FI_PROVIDER`와 `LD_LIBRARY_PATH`가 다른 "
                                     "libfabric이나 프로바이더를 고르지 않아야 합니다."),
+    "ib_check_sm_unhealthy_link": (None, "Check the link the subnet manager named on both of its ends (`perfquery` or "
+                                         "`ibdiagnet` for its errors, the cable and transceiver, the switch ports); "
+                                         "a node whose HCA is one end stays drained until the link is mended, and "
+                                         "clear the mark in UFM (or the SM's health policy) only after it is.",
+                                   "서브넷 매니저가 지목한 링크의 양 끝을 점검하십시오 (오류는 `perfquery` 또는 "
+                                   "`ibdiagnet`, 케이블과 트랜시버, 스위치 포트); HCA가 한쪽 끝인 노드는 링크가 "
+                                   "고쳐질 때까지 drain 상태로 두고, 고쳐진 뒤에만 UFM(또는 SM의 health policy)에서 "
+                                   "표시를 지우십시오."),
 }
 
 # What the physical layer says is wrong: the cable, transceiver or switch port.
@@ -226,6 +234,12 @@ KINDS = {
         "unknown", "warning", "none", ("rerun_diagnosis",),
         "the ibdiagnet output ends before its Summary: whether every stage passed is not known",
         "ibdiagnet 출력이 Summary 전에 끝남: 모든 단계가 통과했는지 알 수 없음"),
+    # ---- the subnet manager's unhealthy-ports report (infiniband/sm_unhealthy.py)
+    "ib_sm_unhealthy_port": kind(
+        "ib_network", "warning", "none", ("ib_check_sm_unhealthy_link",),
+        "the subnet manager declared a link of the fabric unhealthy (flapping, unresponsive, errors): it isolates "
+        "or disables the port",
+        "서브넷 매니저가 패브릭의 링크를 비정상으로 선언함 (flapping, 무응답, 오류): 해당 포트를 격리하거나 비활성화함"),
     # ---- libfabric's fi_info (infiniband/fi_info.py): the fabric software stack NCCL's OFI plugin loads
     "fi_info_no_rdma_provider": kind(
         "nccl_config", "warning", "none", ("ib_check_libfabric_provider",),

@@ -132,11 +132,13 @@ class Table(object):
         blanks in the line count as one, as in the rows' fragments."""
         if "  " in line or "\t" in line:
             line = " ".join(line.split())  # once here, not in each match_fragments
-        cands = self.candidates(line)
-        for longest, size, frags, gaps, i in cands:
+        partial = []  # rows whose longest fragment the line holds but which did not match whole
+        for longest, size, frags, gaps, i in self.candidates(line):
             if longest in line:
                 span = _span(line, frags, gaps)
                 if span is None:
+                    if len(frags) > 1:
+                        partial.append((frags, gaps, i))
                     continue
                 row = self.rows[i]
                 if row[3] == BENIGN and _quoted_in_error(line, span):
@@ -145,9 +147,9 @@ class Table(object):
         for size, rx, i in self._shapes:
             if rx.search(line) is not None:
                 return self.rows[i], size
-        if len(line) >= CUT_VALUE or line.endswith(CUT_ENDS):  # last: a line cut inside a value (formats._cut_here)
-            for longest, size, frags, gaps, i in cands:
-                span = _span(line, frags, gaps, cut=True) if longest in line and len(frags) > 1 else None
+        if partial and (len(line) >= CUT_VALUE or line.endswith(CUT_ENDS)):  # last: cut in a value (_cut_here)
+            for frags, gaps, i in partial:
+                span = _span(line, frags, gaps, cut=True)
                 if span is not None and not (self.rows[i][3] == BENIGN and _quoted_in_error(line, span)):
                     return self.rows[i], MIN_LITERAL  # the least sure match: another table's whole one wins
         return None

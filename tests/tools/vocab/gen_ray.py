@@ -120,8 +120,8 @@ CPP_MESSAGES = (
     (RAYLET, "Memory on the node (IP: %s, ID: %s) was %sGB used / %sGB limit (%f)"),
     (RAYLET, "Killing %d worker(s), kill details: %s"),
     (RAYLET, "Ray killed %d worker(s) based on the killing policy"),
-    # raylet/node_manager.cc: the raylet's summary when workers died (the OOM count may be 0: the job reader's
-    # HOST_OOM takes the line as an OOM kill only when that count is not; the row says what the line is)
+    # raylet/node_manager.cc: the raylet's summary when workers died (the OOM count may be 0: one row cannot
+    # say which, so it names no cause; its meaning says how to read the counts)
     (RAYLET, "%d Workers (tasks / actors) killed due to memory pressure (OOM), %d Workers crashed due to other "
              "reasons at node (ID: %s, IP: %s) over the last time period. To see more information about the Workers "
              "killed on this node, use `ray logs raylet.out -ip %s`"),
@@ -162,8 +162,8 @@ RULES = (
     # the raylet's summary of the workers that died on a node: how many for memory, how many otherwise
     (r"", r"", r"Workers \(tasks / actors\) killed due to memory pressure", ERR, "warning",
      "Ray's raylet counts the workers that died on a node: the first number were killed for memory pressure (Ray's "
-     "memory monitor: an OOM kill, read as one when it is not 0), the second crashed for other reasons (the log "
-     "before it, or the node's kernel log, says why)"),
+     "memory monitor, as the kernel's OOM killer: if it is not 0, the node ran out of host memory), the second "
+     "crashed for other reasons (the log before it, or the node's kernel log, says why)"),
     # the memory monitor: the node ran low on host memory and Ray killed workers (as the kernel's OOM killer)
     (r"", r"", r"(?i)running low on memory|which exceeds the memory usage threshold|"
      r"killed based on the killing policy|based on the killing policy|kill details|GB used / %sGB limit", OOM,
