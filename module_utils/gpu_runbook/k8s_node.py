@@ -19,7 +19,7 @@ import json
 import re
 
 from .findings import finding, iter_lines, never_raise
-from .xid_catalog import UNKNOWN_XID, component_of, lookup, remedy, severity_of
+from .xid_catalog import number_finding
 
 SOURCE = "k8s-node.txt"
 _BLOCK_RE = re.compile(r"^(Capacity|Allocatable|Conditions):[ \t]*$")
@@ -92,17 +92,6 @@ def _condition_findings(m, n, line, source):
     for code in codes[:16]:
         said = "is named by the node's %s condition (a node problem detector's reading of its kernel log; no GPU " \
                "named)" % m.group(1)
-        where = dict(xid=code, count=1, first=None, last=None, evidence=line.strip(), source="%s:%d" % (source, n))
-        entry = lookup(code)
-        if entry is None:
-            u = UNKNOWN_XID
-            out.append(finding("xid", "unknown Xid %d, not in catalog, %s" % (code, said), severity=u["severity"],
-                               category=u["category"], rung=u["rung"], steps=u["steps"], **where))
-            continue
-        rung, steps, note = remedy(entry, "")
-        f = finding("xid", "Xid %d (%s) %s" % (code, entry["name"], said), severity=severity_of(entry, ""),
-                    category=entry["category"], rung=rung, steps=steps, note=note, **where)
-        if component_of(code):
-            f["component"] = component_of(code)
-        out.append(f)
+        out.append(number_finding(code, said, xid=code, count=1, first=None, last=None, evidence=line.strip(),
+                                  source="%s:%d" % (source, n)))
     return out

@@ -428,3 +428,21 @@ def remedy(entry, message=""):
         if fatal:
             return "gpu_reset", ("drain_node", "reset_gpu", "contact_support_if_recurs"), entry.get("note")
     return entry["rung"], entry["steps"], entry.get("note")
+
+
+def number_finding(code, said, **where):
+    """The Xid finding of a tool that reports only an Xid's number, no driver message to refine it
+    (DCGM's XIDER field, a node condition's '{"31":true}'): the catalog's reading of the code, or
+    the unknown Xid's. ``said``: where the number was read, after 'Xid N (name) '."""
+    from .findings import finding
+    entry = lookup(code)
+    if entry is None:
+        u = UNKNOWN_XID
+        return finding("xid", "unknown Xid %d, not in catalog, %s" % (code, said), severity=u["severity"],
+                       category=u["category"], rung=u["rung"], steps=u["steps"], **where)
+    rung, steps, note = remedy(entry, "")
+    f = finding("xid", "Xid %d (%s) %s" % (code, entry["name"], said), severity=severity_of(entry, ""),
+                category=entry["category"], rung=rung, steps=steps, note=note, **where)
+    if component_of(code):
+        f["component"] = component_of(code)
+    return f

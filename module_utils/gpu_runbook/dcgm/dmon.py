@@ -30,7 +30,7 @@ the GPU's index as DCGM numbers it. Pure, standard library only, never raises.""
 import re
 
 from ..findings import finding, gpu_ref, iter_lines, never_raise
-from ..xid_catalog import UNKNOWN_XID, component_of, lookup, remedy, severity_of
+from ..xid_catalog import number_finding
 
 TOOL = "dcgmi dmon"
 SOURCE = "dcgmi-dmon.txt"
@@ -274,17 +274,7 @@ def _xid_finding(name, e, code, source, lineno, line):
     where = dict(xid=code, count=1, first=None, last=None, **_where(e, source, lineno, line))
     said = ("is the last Xid %s reported, read from %s (XIDER, DCGM field 230: the last one DCGM saw, kept until "
             "the next; it carries no time)" % (name, TOOL))
-    entry = lookup(code)
-    if entry is None:
-        u = UNKNOWN_XID
-        return finding("xid", "unknown Xid %d, not in catalog, %s" % (code, said), severity=u["severity"],
-                       category=u["category"], rung=u["rung"], steps=u["steps"], **where)
-    rung, steps, note = remedy(entry, "")
-    f = finding("xid", "Xid %d (%s) %s" % (code, entry["name"], said), severity=severity_of(entry, ""),
-                category=entry["category"], rung=rung, steps=steps, note=note, **where)
-    if component_of(code):
-        f["component"] = component_of(code)
-    return f
+    return number_finding(code, said, **where)
 
 
 def _memory_findings(name, e, source):

@@ -65,13 +65,14 @@ def _parse(text, source):
         links.setdefault(key, []).append((p, line, "%s:%d" % (source, n)))
     if not ports and not header:
         return unparseable(FORMAT, source, text)
-    findings = []
+    findings, all_hosts = [], []
     for reports in links.values():
         p, line, where = reports[0]
         conds = sorted(set(c for r, _l, _w in reports for c in r["conditions"])) or ["(no condition named)"]
         ends = "%s port %d <-> %s port %d" % (p["desc"] or p["guid"], p["port"], p["peer_desc"] or p["peer_guid"],
                                               p["peer_port"])
         hosts = [h for h in (_host(p["desc"]), _host(p["peer_desc"])) if h]
+        all_hosts.extend(hosts)
         findings.append(finding(
             "ib_sm_unhealthy_port",
             "the subnet manager declared the link %s unhealthy (%s)%s%s%s: it isolates or disables such a port, and "
@@ -80,5 +81,4 @@ def _parse(text, source):
                 " since %s" % p["time"] if p["time"] else "",
                 "; the HCA end is %s's" % hosts[0] if hosts else ""),
             evidence=line, source=where))
-    hosts = sorted(set(h for p in ports for h in (_host(p["desc"]), _host(p["peer_desc"])) if h))
-    return {"ports": ports, "links": len(links), "header": header, "hosts": hosts}, findings
+    return {"ports": ports, "links": len(links), "header": header, "hosts": sorted(set(all_hosts))}, findings
