@@ -32,7 +32,7 @@ _KLOG_HEAD = r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9}\s{1,8}\d{1,9} [\w.\-]{1,64}\.
 _OWN_KLOG = _KLOG_HEAD.replace(r"[\w.\-]{1,64}\.go", "(?:healthchecks\\.go|%s)" % "|".join(re.escape(f) for f in GO_FILES))
 _LABEL = r'\s{0,40}(?:Labels:\s{1,40})?"?autopilot\.ibm\.com/(?P<key>[\w.\-]{1,64})"?\s{0,4}(?:=|:\s{0,4}")(?P<val>[^"\s,]{0,200})'
 LABEL_RE = re.compile(r"^" + _LABEL)
-# what opens a block of Autopilot's text (content.py): its report's own lines, a check's banner,
+# what opens a block of Autopilot's text (content/): its report's own lines, a check's banner,
 # the daemon's health-check log lines, a label of its
 OPENING = re.compile(r"^(?:Checking status on all nodes\s*$|Autopilot Endpoint: \S|" + _BANNER + r"|"
                      + _KLOG_HEAD.replace(r"[\w.\-]{1,64}\.go", r"healthchecks?\.go") + r"|" + _LABEL + r")")

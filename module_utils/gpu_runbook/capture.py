@@ -2,7 +2,7 @@
 """Capture directories: the offline twin of probes.collect. A directory of captured outputs
 becomes the same ``sources`` dict a live gather gives, and nothing in it is lost silently.
 
-Every file is read by its content, never by its name (content.py): a bug report by its
+Every file is read by its content, never by its name (content/): a bug report by its
 header and section markers; the structured blocks it holds (nvidia-smi, ibstat, ibv_devinfo,
 perfquery, the sysfs dump, ...) each by the parser of its format, several blocks of a paste
 each by its own; and every other line by both line readers: the kernel-log reader (which

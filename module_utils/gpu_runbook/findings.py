@@ -109,8 +109,27 @@ def normalize_pci(addr):
     return "%s:%s:%s.%s" % (dom.lower(), m.group("bus").lower(), m.group("dev").lower(), m.group("fn") or "0")
 
 
-def strip_ansi(text):
-    return _ANSI_RE.sub("", text)
+# an escape sequence written out as text, not as ESC: rsyslog's control-character escape ('#033[2m',
+# $EscapeControlCharactersOnReceive, on by default), caret notation ('^[[0m': cat -v, less, a
+# terminal's copy) and a string literal's ('\\033[', '\\x1b[', '\\u001b[': Python's repr, JSON)
+_ESC_TEXT_RE = re.compile(r"(?:#033|\^\[|\\033|\\x1[bB]|\\u001[bB])\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
+
+
+def has_escape(line):
+    """Whether ``line`` may hold a terminal escape, as ESC or written out (_ESC_TEXT_RE): cheap
+    enough for every line; strip_ansi decides."""
+    return "\x1b" in line or "033[" in line or "[[" in line or "1b[" in line or "1B[" in line
+
+
+def strip_ansi(text, written=True):
+    """``text`` without terminal escapes: colours, cursor moves, OSC 8 links, and (``written``)
+    the same written out as text (_ESC_TEXT_RE). A terminal shows the written ones, so a reader
+    that measures a wrapped line's width strips them only after it joined the line."""
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+    if written and ("033[" in text or "[[" in text or "1b[" in text or "1B[" in text):
+        return _ESC_TEXT_RE.sub("", text)
+    return text
 
 
 # a log pasted into a GitHub issue or a forum: a '> ' quote before it, and file:line

@@ -74,6 +74,14 @@ SLURM_DAEMON_RE = re.compile(r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?\]
 # NVIDIA's k8s-device-plugin (internal/rm/health.go): 'XidCriticalError: Xid=%d on Device=%s, ...': an
 # Xid the node's NVML reported, as the plugin logs it
 _PLUGIN_XID = "XidCriticalError: Xid="
+# a Go daemon's log line: klog's 'I0810 15:36:05.551834       1 health.go:169] ' (the device plugin, the GPU
+# operator's, the kubelet's), or Go's log package's '2019/07/27 07:33:07 ' (the device plugin before v0.10)
+GO_LOG_RE = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,12}\d{1,10} [\w.\-]{1,80}\.go:\d{1,6}\] |"
+                       r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d )")
+# words of the GPU stack's node daemons (vocab/k8sdp.py reads the device plugin's lines): Go's log
+# head is common, these words make it a node daemon's line rather than a job's
+_GO_NODE_WORDS = ("NVML", "nvml", "GPU", "gpu", "evice", "Kubelet", "kubelet", "unhealthy", "nvidia", "watcher",
+                  "serve", "GRPC", "MIG", "CDI", "MPS", "strategy", "plugin")
 
 
 # words one of which every bare kernel message (KERNEL_MSG_RE) holds: the cheap first look
@@ -120,14 +128,25 @@ def line_family(line):
     """Which of the node's logs ``line`` is a line of: "kernel" (the kernel's), "slurm" (a Slurm
     daemon's own log, which speaks of every node), "node" (any other program's through syslog /
     journald -- it carries the node's name --, a node daemon's own log file, an Xid the Kubernetes
-    device plugin logged), or None (a job's output, a tool's)."""
+    device plugin logged, a Go daemon's klog line, the device plugin's Go log line), or None (a job's output, a tool's)."""
     if is_kernel_line(line):
         return "kernel"
     if SLURM_DAEMON_RE.match(line):
         return "slurm"
     if syslog_line(line) or DAEMON_LOG_RE.match(line) or _PLUGIN_XID in line:
         return "node"
+    if go_daemon_line(line):
+        return "node"
     return None
+
+
+def go_daemon_line(line):
+    """True when ``line`` is a Go node daemon's: a klog line of a .go file, or Go's log line with
+    a word of the GPU stack's daemons (the device plugin before klog)."""
+    if not (line[:1].isdigit() or line[:1] in "IWEF"):
+        return False
+    m = GO_LOG_RE.match(line)
+    return bool(m) and (".go:" in m.group(0) or any(w in line for w in _GO_NODE_WORDS))
 
 
 def is_node_line(line):

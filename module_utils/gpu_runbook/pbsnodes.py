@@ -33,7 +33,7 @@ _ATTR_RE = re.compile(r"^ {2,8}(?P<key>[A-Za-z_][\w.]{0,80}) = (?P<val>[^\n]{0,4
 _NAME_RE = re.compile(r"^(?P<node>[A-Za-z0-9][\w.\-]{0,252})\s*$")
 
 
-# what may open a block of pbsnodes' text (content.py; opens() decides): a row of -l, a node's name
+# what may open a block of pbsnodes' text (content/; opens() decides): a row of -l, a node's name
 OPENING = re.compile(r"^[A-Za-z0-9][\w.\-]{0,252}(?: {1,40}(?:[\w\-]{1,30},){0,8}(?:down|offline|state-unknown|"
                      r"unresolvable|Stale)\b|\s*$)")
 

@@ -2,7 +2,7 @@
 """The one registry of evidence sources: their canonical names, the family each belongs to,
 and how a probe's output is told from its content (``detect_source``: a live probe checks
 that nvidia-smi answered with its report). A capture's files are read by their content
-(content.py), never by their names. Probes, capture loading and the dispatcher all read it;
+(content/), never by their names. Probes, capture loading and the dispatcher all read it;
 it imports nothing of the engine."""
 
 import re

@@ -411,3 +411,13 @@ def test_the_report_step_reads_the_job_logs_with_a_worker_and_gets_the_serial_jo
     assert started == [(32, 1)]  # none the second time
     assert ahead == serial
     assert serial["culprit_ranks"] == [11] and serial["timed_out_ranks"]  # the fixture's hung rank
+
+
+def test_escapes_written_out_as_text_are_stripped_as_esc_is():
+    from gpu_runbook.findings import has_escape, strip_ansi
+    for written in ("#033[2m#033[33m(raylet)#033[0m x", "^[[31m(raylet)^[[0m x", "\\u001b[33m(raylet)\\u001b[0m x",
+                    "\\x1b[33m(raylet)\\x1b[0m x", "\\033[33m(raylet)\\033[0m x", "\x1b[33m(raylet)\x1b[0m x"):
+        assert has_escape(written) and strip_ansi(written) == "(raylet) x"
+    assert strip_ansi("#033[0m kept", written=False) == "#033[0m kept"  # a wrapped line's width counts them
+    for plain in ("tensor[[0, 1]] and arr[[2]]", "# 033[ not an escape", "issue #033 [closed]"):
+        assert strip_ansi(plain) == plain

@@ -130,3 +130,32 @@ def test_the_raylets_death_summary_is_explained_and_names_no_cause_of_its_own():
         assert [(f["category"], f["severity"]) for f in said] == [("unknown", "warning")]
         assert "memory pressure" in said[0]["message"] and "OOM killer" in said[0]["message"]
         assert not [f for f in found if f["kind"] in ("unexplained_errors", "host_oom")]
+
+
+def test_the_memory_monitors_advice_follows_only_a_kill_and_says_memory():
+    # raylet/node_manager.cc CreateOomKillMessageSuggestions, printed under the summary only when the memory
+    # monitor killed (hiyouga/EasyR1#185); the page it names moved in 2.55, both wordings are read
+    summary = ("(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / "
+               "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+               "351e406b, IP: 10.95.143.76) over the last time period. To see more information about the Workers "
+               "killed on this node, use `ray logs raylet.out -ip 10.95.143.76`\n(raylet) \n")
+    for page in ("ray-core/scheduling/ray-oom-prevention.html",
+                 "ray-observability/user-guides/debug-apps/debug-memory.html"):
+        advice = ("(raylet) Refer to the documentation on how to address the out of memory issue: "
+                  "https://docs.ray.io/en/latest/%s. Consider provisioning more memory on this node or reducing task "
+                  "parallelism by requesting more CPUs per task. To adjust the kill threshold, set th\n" % page)
+        assert ("oom_kill", "memory_leak", "warning") in findings(summary + advice)
+    assert ("oom_kill", "memory_leak", "warning") not in findings(summary)  # the summary alone names no cause
+
+
+def test_a_wrapped_paste_of_rsyslogs_written_escapes_is_joined_then_read():
+    # rsyslog writes ESC as '#033' (its control-character escape); a terminal 116 columns wide shows those
+    # characters, so the wrapped lines are joined at that width and the escapes go after (vllm-project/vllm#1160)
+    esc = "#033[2m#033[33m(raylet)#033[0m "
+    text = (esc + "Refer to the documentation on how to address the out of memory issue: https://docs.ra\n"
+            "y.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this "
+            "node or reduci\nng task parallelism by requesting more CPUs per task. To adjust the kill threshold, set "
+            "the environment variable `RA\nY_memory_usage_threshold` when starting Ray. To disable worker killing, "
+            "set the environment variable `RAY_memory_mon\nitor_refresh_ms` to zero.\n")
+    assert {len(line) for line in text.split("\n")[:4]} == {116}
+    assert ("oom_kill", "memory_leak", "warning") in findings(text)

@@ -135,7 +135,22 @@ def test_a_line_cut_inside_a_value_is_its_message_only_when_the_value_runs_on():
 def test_the_markers_index_is_the_tables_markers():
     """vocab/index.py (tests/tools/vocab/write_index.py) lets the prefilters know the markers
     without loading a table: it must say what the tables say."""
-    from gpu_runbook.vocab.index import MARKERS
+    from gpu_runbook.vocab.index import GATES, MARKERS
     assert sorted(MARKERS) == sorted(GENERATED)
     for name in GENERATED:
         assert MARKERS[name] == tuple(_module(name).MARKERS), name
+        assert GATES.get(name) == getattr(_module(name), "GATE", None), name
+
+
+def test_a_gated_tables_markers_are_looked_for_only_behind_its_head():
+    # the device plugin prints every line behind klog's head or Go's log package's (vocab/k8sdp.py GATE): a
+    # kernel line that holds one of its words ('unhealthy', 'NVML') is not offered to its table
+    from gpu_runbook import vocab
+    from gpu_runbook.vocab.index import GATES
+    assert "k8sdp" in GATES
+    msg = "Failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND"
+    assert vocab._marked("E0809 13:32:51.873541       1 factory.go:99] " + msg, ("k8sdp",)) == ["k8sdp"]
+    assert vocab._marked("2019/07/27 07:33:07 " + msg, ("k8sdp",)) == ["k8sdp"]
+    assert vocab._marked("Aug 10 15:36:05 gpu-a-03 kubelet[912]: E0809 13:32:51.873541 912 f.go:99] " + msg,
+                         ("k8sdp",)) == ["k8sdp"]
+    assert vocab._marked("[  12.345678] nvidia-nvswitch: " + msg, ("k8sdp",)) == []

@@ -14,7 +14,7 @@ A failed or warned test is one finding per GPU, read by the DCGM error code the 
 wordings: ``_LEGACY``), else by the test's name (``_NAME_RULES``). A test failed on every GPU is one
 node-wide finding but for a GPU whose own message is critical hardware: a cause every GPU shares (a
 false NVLink expectation, power, cooling) is no one GPU's fault. ``dcgmi nvlink --link-status``: its
-own module (nvlink.py). ``OPENING``/``opens``/``belongs``: for content.py's block finder."""
+own module (nvlink.py). ``OPENING``/``opens``/``belongs``: for content/'s block finder."""
 
 import json
 import re

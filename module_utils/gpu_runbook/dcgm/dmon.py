@@ -79,7 +79,7 @@ _HEALTH = ("xid", "ecc_dbe_volatile", "ecc_dbe_aggregate", "ecc_sbe_volatile", "
 RETIRED_PAGES_RMA = 60
 
 _TAG = r"[A-Z][A-Z0-9_#]{0,15}"
-# its header line (DCGM's own: upper-case tags), where content.py's block finder opens the block
+# its header line (DCGM's own: upper-case tags), where content/'s block finder opens the block
 OPENING = re.compile(r"^[ \t]{0,16}#[ \t]?Entity(?:[ \t]+" + _TAG + r"){1,600}[ \t]*$")
 _HEADER_RE = re.compile(r"^[ \t]{0,16}(?P<head>#[ \t]?Entity)(?P<tags>(?:[ \t]+" + _TAG + r"){0,600})[ \t]*$")
 _UNITS_RE = re.compile(r"^[ \t]{0,16}I[Dd](?:[ \t]+\S{1,4}){0,600}[ \t]*$")
@@ -91,7 +91,7 @@ _NA = "N/A"
 
 
 def belongs(line):
-    """dcgmi dmon's lines (content.py): its header and unit lines, its rows, a Ctrl-C's note, blanks."""
+    """dcgmi dmon's lines (content/): its header and unit lines, its rows, a Ctrl-C's note, blanks."""
     s = line.strip()
     return (not s or s in _STOPPED or bool(_HEADER_RE.match(line) or _UNITS_RE.match(line)
                                            or _ROW_RE.match(line)))

@@ -48,7 +48,7 @@ ENODATA = 61
 
 
 def opens(line, after=()):
-    """Whether ``line`` opens fi_info's output (content.py): a provider's line over its indented
+    """Whether ``line`` opens fi_info's output (content/): a provider's line over its indented
     fields, a verbose entry, the failure line, or -l's ``NAME:`` over its version line."""
     if _FAILURE_RE.match(line):
         return True

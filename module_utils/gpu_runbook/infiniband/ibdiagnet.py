@@ -41,7 +41,7 @@ QUOTED = 3
 
 def belongs(line):
     """ibdiagnet's output holds tables, rules, stage names and its own marked lines: a block of it
-    runs until another block or a log line ends it (content.py)."""
+    runs until another block or a log line ends it (content/)."""
     return True
 
 

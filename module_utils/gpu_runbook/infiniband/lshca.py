@@ -45,7 +45,7 @@ _OWN_LINE_RE = re.compile(r"^(?:-{10,}[ \t]*$|Dev #\d{1,3}[ \t]*$|[^\n|]{0,400}\
 
 
 def belongs(line):
-    """True when ``line`` is one of lshca's own lines (content.py's block reading)."""
+    """True when ``line`` is one of lshca's own lines (content/'s block reading)."""
     return bool(_OWN_LINE_RE.match(line))
 
 

@@ -36,7 +36,7 @@ LAST_ERROR_HEAD = re.compile(r"^((?:[\w.\-]{1,80}(?: \[\w{1,20}\])?:? )?)Last er
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
 JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container", "deepspeed",
-              "ompi", "libfabric", "dcgmlog", "ray")
+              "ompi", "libfabric", "dcgmlog", "ray", "megatron")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")

@@ -8,10 +8,10 @@ its own handler). A handler returns True when no later handler needs the line.""
 
 from . import (emitter_lines, error_lines, horovod, launch_lines, launchers, memtrend, nccl_lines, nccl_tests, ompi_lines,
                progress, pyspy, scan, torch_lines)
-from ..linefamily import is_kernel_line
+from ..linefamily import go_daemon_line, is_kernel_line
 from .patterns import (GLOG, GLOG_OLD, LIGHTNING_RANK, SRUN_LABEL, TORCHRUN_GLOBAL, TORCHRUN_RANK, TORCHRUN_RANK_LATE,
                        TORCHRUN_ROLE)
-from ..findings import unpaste
+from ..findings import has_escape, strip_ansi, unpaste
 from .quiet import quiet
 from .state import FileState, Line
 from .text import FileLines, line_time, logical_lines, rank_from_name
@@ -136,9 +136,11 @@ def read_line(raw, src, fs, st):
     or after a role prefix ``[default0]:[rank12]:``, a ``[${rank}]:`` template, or ``[rankN]:``
     after what a collector put first), else Lightning ``GLOBAL_RANK: 3``, else the file name.
     A role prefix alone is a local rank, kept apart."""
+    if has_escape(raw):  # a terminal escape written out ('#033[0m': rsyslog's), the line joined already
+        raw = strip_ansi(raw)
     text, lrank, host, ip = launchers.strip(unpaste(raw))
-    if is_kernel_line(text):
-        return None  # the kernel's line (a dmesg paste in a job's output): the kernel-log reader's
+    if is_kernel_line(text) or go_daemon_line(text):
+        return None  # the kernel's line (a dmesg paste in a job's output), a node daemon's: the kernel-log reader's
     text, rank, head = _prefixes(text)
     if rank is None:
         rank = lrank
@@ -170,6 +172,8 @@ def read_line(raw, src, fs, st):
 
 def line_text(raw):
     """The text read_line hands the handlers (``Line.text``): a pure function of the raw line."""
+    if has_escape(raw):
+        raw = strip_ansi(raw)
     text = _prefixes(launchers.strip(unpaste(raw))[0])[0]
     m = GLOG.match(text) or GLOG_OLD.match(text)
     return text[m.end():] if m else text

@@ -127,8 +127,8 @@ class FileLines(object):
                 if len(line) > MAX_LINE:
                     cut += 1
                     line = line[-MAX_LINE:]
-                if "\x1b" in line:
-                    line = strip_ansi(line)
+                if "\x1b" in line:  # ESC's sequences; those written out as text after joins (lines.read_line)
+                    line = strip_ansi(line, written=False)
                 if "\x00" in line:
                     line = line.replace("\x00", "")
                 line = line.rstrip("\r")
@@ -197,7 +197,7 @@ def clean_block(block):
     """A block of lines cleaned as FileLines cleans each line: ANSI escapes (line by line: an
     OSC may not span lines), NULs, then the \\r run at a line's end."""
     if "\x1b" in block:
-        block = "\n".join(strip_ansi(line) if "\x1b" in line else line for line in block.split("\n"))
+        block = "\n".join(strip_ansi(line, written=False) if "\x1b" in line else line for line in block.split("\n"))
     if "\x00" in block:
         block = block.replace("\x00", "")
     if "\r" in block:
@@ -267,7 +267,7 @@ def _table_row(line):
         m = SRUN_LABEL.match(line)
         if m:
             line = line[m.end():]
-    return line[:1] in (" ", "\t", "#", "|", "+")
+    return line[:1] in (" ", "\t", "|", "+") or line[:1] == "#" and line[:5] != "#033["  # rsyslog's written ESC
 
 
 def wrap_width(text):

@@ -26,7 +26,7 @@ every pattern is linear-time on hostile input.
 import itertools
 import re
 
-from ..findings import strip_ansi, unpaste
+from ..findings import has_escape, strip_ansi, unpaste
 from ..linefamily import _MONTH, SYSLOG_HOST, embedded_syslog  # noqa: F401 (SYSLOG_HOST: hostscan's)
 from ..linefamily import NOT_HOSTS as _NOT_HOSTS, hostlike as _hostlike, prompt  # noqa: F401 (_NOT_HOSTS: hostscan's)
 
@@ -206,7 +206,7 @@ class HostDemux(object):
         if not isinstance(line, str):
             line = line.decode("utf-8", "replace")
         line = line.rstrip("\r\n")
-        if "\x1b" in line or "\x00" in line:  # a coloured terminal capture
+        if "\x00" in line or has_escape(line):  # a coloured terminal capture
             line = strip_ansi(line).replace("\x00", "")
         line = unpaste(line)
         self._output = None

@@ -22,7 +22,7 @@ from .timestamps import TS_RE
 from ..vocab.reading import error_like
 
 HOST_TABLES = ("nvrm", "xid", "linux", "slurm", "nhc", "dcgm", "fabricmanager", "nvml", "container", "opensm",
-               "dcgmlog")
+               "dcgmlog", "k8sdp")
 
 # systemd's own lines about a unit ('nvidia-fabricmanager.service: Control process exited, code=exited,
 # status=1/FAILURE', "Failed with result 'exit-code'", 'Failed to start ...'): the unit's state, not
@@ -35,7 +35,7 @@ def _shipped():  # pragma: no cover -- never called
     imports, not importlib), so they travel with the module; vocab.table loads one on the first
     line that holds one of its markers (compiled from source on the node only then)."""
     from ..vocab import container, dcgm, dcgmlog, fabricmanager, linux, nhc, nvml, nvrm  # noqa: F401
-    from ..vocab import opensm, slurm, xid  # noqa: F401
+    from ..vocab import k8sdp, opensm, slurm, xid  # noqa: F401
 
 # what this runbook reads, in a node's line: an error about anything else is not its business
 DOMAIN_RE = re.compile(r"(?i)nvidia|nvrm|\bgpu|amdgpu|amdkfd|cuda|nccl|mlx[45]|infiniband|\bib[_\d]|ipoib|rdma|\bhca\b|nvswitch|"

@@ -15,8 +15,8 @@ PCI_FULL_RE = re.compile(r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7
 XID_RE = re.compile(r"NVRM: Xid(?: ?\((?P<inside>[^()\n]{0,80})\))?:? *(?P<code>\d{1,6})(?![\d.])(?P<rest>.*)")
 XID_PCI_RE = re.compile(r"(?:PCI:)?(?P<pci>" + _PCI + r")\s*$")
 # NVIDIA/k8s-device-plugin internal/rm/health.go: 'XidCriticalError: Xid=%d on Device=%s, the device will go
-# unhealthy.' (older) / '...; marking device as unhealthy.'
-PLUGIN_XID_RE = re.compile(r"XidCriticalError: Xid=(?P<code>\d{1,6}) on Device=(?P<uuid>GPU-[0-9a-fA-F-]{8,64})"
+# unhealthy.' (older) / '...; marking device as unhealthy.'; v0.4.0 (2019) named it 'on GPU=%s'
+PLUGIN_XID_RE = re.compile(r"XidCriticalError: Xid=(?P<code>\d{1,6}) on (?:Device|GPU)=(?P<uuid>GPU-[0-9a-fA-F-]{8,64})"
                            r"(?P<rest>[,;] [^\n]{0,200})?")
 # leptonai/gpud's Xid component (components/accelerator/nvidia/xid: its health reason and events,
 # worded as its SXid component's 'SXID %d(%s) detected on %s'): 'XID 79(GPU has fallen off the

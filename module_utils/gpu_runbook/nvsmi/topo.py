@@ -41,7 +41,7 @@ MAX_COLUMNS = 128
 
 
 def belongs(line):
-    """The matrix's rows, its legends (indented) and blank lines (content.py)."""
+    """The matrix's rows, its legends (indented) and blank lines (content/)."""
     return (not line.strip() or line[:1] in (" ", "\t") or line.startswith(("Legend:", "NIC Legend:"))
             or bool(_ROW_RE.match(line)))
 

@@ -51,7 +51,8 @@ from .formats import (CUT_ENDS, CUT_VALUE, MIN_FRAGMENT, MIN_LITERAL, _CONV, _WO
 # every generated table, in the order they are tried (a line is matched against the tables
 # whose MARKERS it holds)
 EMITTERS = ("nccl", "ofi", "torch", "gloo", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "ucx",
-            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric", "dcgmlog", "ray")
+            "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric", "dcgmlog", "ray",
+            "k8sdp", "megatron")
 ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
 CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
 BENIGN = "benign"
@@ -201,14 +202,17 @@ _MARKED = {}  # names -> ((name, its markers), ...)
 
 
 def _marked(line, names):
-    """The tables among ``names`` whose markers ``line`` holds, in order (vocab/index.py's
-    markers: no table is loaded to know)."""
+    """The tables among ``names`` whose markers ``line`` holds (behind the table's GATE, where it
+    has one), in order (vocab/index.py's markers: no table is loaded to know)."""
     plan = _MARKED.get(names)
     if plan is None:
-        from .index import MARKERS
-        plan = _MARKED[names] = tuple((name, tuple(MARKERS.get(name, ()))) for name in names)
+        from .index import GATES, MARKERS
+        plan = _MARKED[names] = tuple((name, tuple(MARKERS.get(name, ())),
+                                       re.compile(GATES[name]) if name in GATES else None) for name in names)
     out = []
-    for name, marks in plan:
+    for name, marks, gate in plan:
+        if gate is not None and not gate.search(line, 0, 400):
+            continue  # the table's emitter prints every line behind its head (the table's GATE)
         for m in marks:
             if m in line:
                 out.append(name)
@@ -413,6 +417,7 @@ def line_for(tbl, row):
 def _templated(tbl, row, message):
     for prefix, template in getattr(tbl.module, "TEMPLATES", (("", "{message}"),)):
         if str(row["file"]).startswith(prefix):
-            return template.replace("{file}", str(row["file"]).rsplit("/", 1)[-1]) \
+            # the file's name as its program prints it: never the '@<version>' a row of an older release carries
+            return template.replace("{file}", str(row["file"]).split("@", 1)[0].rsplit("/", 1)[-1]) \
                 .replace("{line}", str(row["line"])).replace("{message}", message)
     return message

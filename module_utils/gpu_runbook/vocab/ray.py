@@ -46,7 +46,7 @@ job's code (application, warning); other raised or logged errors name no cause (
 warning); warnings are advice (deprecations, performance, configuration): benign, unless they
 name a failure (unknown, info).
 
-Python files read: 338; rows: 312 (benign 40, launch_rendezvous_timeout 1, logged_application_error 123, logged_error 135, logged_node_failure 7, oom_kill 6); left out for holding no marker: 961.
+Python files read: 338; rows: 313 (benign 40, launch_rendezvous_timeout 1, logged_application_error 123, logged_error 135, logged_node_failure 7, oom_kill 7); left out for holding no marker: 961.
 Row layout: vocab/__init__.py.
 """
 
@@ -254,6 +254,7 @@ ROWS = (
     ('ray/core/src/ray/raylet/raylet', 24543, 'Killing %d worker(s), kill details: %s', 'oom_kill', 'memory_leak', 'warning', "Ray's memory monitor killed workers because the node ran low on host memory (the job's processes, or others on the node, need more memory than it has)"),
     ('ray/core/src/ray/raylet/raylet', 30845, '%s cannot be scheduled right now. It requires %s for placement, however the cluster currently cannot provide the requested resources.', 'logged_application_error', 'application', 'warning', 'the job asked Ray for resources (GPUs, CPUs, a placement group) the cluster cannot give now: its configuration, or nodes not yet added'),
     ('ray/core/src/ray/raylet/raylet', 30845, '%s cannot be scheduled right now. You can ignore this message if this', 'logged_application_error', 'application', 'warning', 'the job asked Ray for resources (GPUs, CPUs, a placement group) the cluster cannot give now: its configuration, or nodes not yet added'),
+    ('ray/core/src/ray/raylet/raylet', 31152, 'Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/%s. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task.', 'oom_kill', 'memory_leak', 'warning', "Ray's memory monitor killed workers because the node ran low on host memory (the job's processes, or others on the node, need more memory than it has)"),
     ('ray/core/src/ray/raylet/raylet', 31153, '%d Workers (tasks / actors) killed due to memory pressure (OOM), %d Workers crashed due to other reasons at node (ID: %s, IP: %s) over the last time period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip %s`', 'logged_error', 'unknown', 'warning', "Ray's raylet counts the workers that died on a node: the first number were killed for memory pressure (Ray's memory monitor, as the kernel's OOM killer: if it is not 0, the node ran out of host memory), the second crashed for other reasons (the log before it, or the node's kernel log, says why)"),
     ('ray/core/src/ray/raylet/raylet', 31173, 'Memory on the node (IP: %s, ID: %s) was %sGB used / %sGB limit (%f)', 'oom_kill', 'memory_leak', 'warning', "Ray's memory monitor killed workers because the node ran low on host memory (the job's processes, or others on the node, need more memory than it has)"),
     ('ray/core/src/ray/raylet/raylet', 31176, 'Ray killed %d worker(s) based on the killing policy', 'oom_kill', 'memory_leak', 'warning', "Ray's memory monitor killed workers because the node ran low on host memory (the job's processes, or others on the node, need more memory than it has)"),

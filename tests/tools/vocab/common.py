@@ -107,13 +107,14 @@ def join_literals(expr, macros=None):
     return "".join(parts) if parts else None
 
 
-def write_table(emitter_module, meta, markers, templates, rows, codes=None, code_formats=None, doc=""):
+def write_table(emitter_module, meta, markers, templates, rows, codes=None, code_formats=None, doc="", gate=None):
     """Write module_utils/gpu_runbook/vocab/<emitter_module>.py.
 
     meta: {"EMITTER", "PROJECT", "VERSION", "COMMIT", "LICENCE", "ORIGIN", "GENERATOR"};
     rows: tuples in ROW_FIELDS order (sorted here, duplicates dropped); codes: tuples in
     CODE_FIELDS order; doc: what the table covers and how rows were classified (the module
-    docstring's body)."""
+    docstring's body); gate: a regex a line's head must hold before its markers are looked for
+    (GATE: the table's emitter prints every line with it, so other lines cost no marker search)."""
     for key in ("EMITTER", "PROJECT", "VERSION", "COMMIT", "LICENCE", "ORIGIN", "GENERATOR"):
         if not meta.get(key):
             raise ValueError("meta %s is missing" % key)
@@ -135,6 +136,8 @@ def write_table(emitter_module, meta, markers, templates, rows, codes=None, code
     for key in ("EMITTER", "PROJECT", "VERSION", "COMMIT", "LICENCE", "ORIGIN", "GENERATOR"):
         lines.append("%s = %r" % (key, meta[key]))
     lines.append("MARKERS = %r" % (tuple(markers),))
+    if gate is not None:
+        lines.append("GATE = %r" % (gate,))
     lines.append("TEMPLATES = (")
     for t in templates:
         lines.append("    %r," % (tuple(t),))
@@ -247,3 +250,22 @@ def check_class(kind, category, severity, kinds):
     elif kind not in kinds or category not in kinds[kind]["categories"] or severity not in ("info", "warning",
                                                                                              "critical"):
         raise SystemExit("bad classification %s/%s/%s" % (kind, category, severity))
+
+
+def compile_rules(rules):
+    """RULES of (file, site, message, kind, severity, meaning) patterns, compiled (rule_class)."""
+    return [(re.compile(f), re.compile(s), re.compile(m), k, sev, mean) for f, s, m, k, sev, mean in rules]
+
+
+def rule_class(compiled, kinds, path, site, fmt):
+    """(kind, category, severity, meaning) of the first rule whose file, site and message patterns
+    match ``path`` (an older release's "path@tag" read as its path), ``site`` and ``fmt``: a
+    "benign" rule is healthy/ok, any other the first category of its kind (``kinds``:
+    taxonomy.KINDS). A message no rule takes stops the generator."""
+    path = path.split("@")[0]
+    for f, s, m, kind, sev, mean in compiled:
+        if f.search(path) and s.search(site) and m.search(fmt):
+            if kind == "benign":
+                return kind, "healthy", "ok", mean
+            return kind, kinds[kind]["categories"][0], sev, mean
+    raise AssertionError("no rule for %s [%s] %r" % (path, site, fmt))

@@ -92,7 +92,7 @@ RULES = (
     (r"", r"^(warning|built)$", r"", B, "ok",
      "DeepSpeed's advice about configuration, precision, performance or deprecation: no fault"),
 )
-_RULES = [(re.compile(f), re.compile(s), re.compile(m), k, sev, mean) for f, s, m, k, sev, mean in RULES]
+_RULES = common.compile_rules(RULES)
 # literals of the messages themselves a line holds (the engine reads a line's message, its log prefix
 # '[2024-06-20 10:00:00,000] [WARNING] [stage3.py:2069:step] ' aside): a row holding none is left out. Words
 # of DeepSpeed's own things only: the job reader's prefilter lets every line holding a marker through, so a
@@ -105,13 +105,7 @@ TEMPLATE = "[2024-06-20 10:00:00,000] [WARNING] [{file}:{line}:step] {message}"
 
 
 def classify(path, site, fmt):
-    for f, s, m, kind, sev, mean in _RULES:
-        if f.search(path) and s.search(site) and m.search(fmt):
-            if kind == B:
-                return B, "healthy", "ok", mean
-            cat = KINDS[kind]["categories"][0]
-            return kind, cat, sev, mean
-    raise AssertionError("no rule for %s [%s] %r" % (path, site, fmt))
+    return common.rule_class(_RULES, KINDS, path, site, fmt)
 
 
 class DsFile(PyFile):

@@ -120,6 +120,11 @@ CPP_MESSAGES = (
     (RAYLET, "Memory on the node (IP: %s, ID: %s) was %sGB used / %sGB limit (%f)"),
     (RAYLET, "Killing %d worker(s), kill details: %s"),
     (RAYLET, "Ray killed %d worker(s) based on the killing policy"),
+    # raylet/node_manager.cc CreateOomKillMessageSuggestions: the memory monitor's advice, printed with
+    # its kill and under the summary below only when it killed (the page it names moved in 2.55: %s)
+    (RAYLET, "Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/%s. "
+             "Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs "
+             "per task."),
     # raylet/node_manager.cc: the raylet's summary when workers died (the OOM count may be 0: one row cannot
     # say which, so it names no cause; its meaning says how to read the counts)
     (RAYLET, "%d Workers (tasks / actors) killed due to memory pressure (OOM), %d Workers crashed due to other "
@@ -166,7 +171,8 @@ RULES = (
      "crashed for other reasons (the log before it, or the node's kernel log, says why)"),
     # the memory monitor: the node ran low on host memory and Ray killed workers (as the kernel's OOM killer)
     (r"", r"", r"(?i)running low on memory|which exceeds the memory usage threshold|"
-     r"killed based on the killing policy|based on the killing policy|kill details|GB used / %sGB limit", OOM,
+     r"killed based on the killing policy|based on the killing policy|kill details|GB used / %sGB limit|"
+     r"how to address the out of memory issue", OOM,
      "warning", "Ray's memory monitor killed workers because the node ran low on host memory (the job's processes, "
                 "or others on the node, need more memory than it has)"),
     (r"", r"", r"(?i)\bOutOfMemoryError\b", OOM, "warning",
@@ -236,7 +242,7 @@ RULES = (
     (r"", r"^(warning|built)$", r"", B, "ok",
      "Ray's advice about configuration, performance or deprecation: no fault"),
 )
-_RULES = [(re.compile(f), re.compile(s), re.compile(m), k, sev, mean) for f, s, m, k, sev, mean in RULES]
+_RULES = common.compile_rules(RULES)
 
 # info lines read as benign rows: a healthy start-up's lines hold Ray's markers, so they are matched
 # (explained) rather than only passed over
@@ -261,14 +267,7 @@ CPP_TEMPLATE = "(raylet) [2024-05-01 10:00:00,123 E 1234 5678] {file}:{line}: {m
 
 
 def classify(path, site, fmt):
-    path = path.split("@")[0]
-    for f, s, m, kind, sev, mean in _RULES:
-        if f.search(path) and s.search(site) and m.search(fmt):
-            if kind == B:
-                return B, "healthy", "ok", mean
-            cat = KINDS[kind]["categories"][0]
-            return kind, cat, sev, mean
-    raise AssertionError("no rule for %s [%s] %r" % (path, site, fmt))
+    return common.rule_class(_RULES, KINDS, path, site, fmt)
 
 
 class RayFile(PyFile):

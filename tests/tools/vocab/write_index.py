@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write module_utils/gpu_runbook/vocab/index.py: each generated table's MARKERS, so the line
+"""Write module_utils/gpu_runbook/vocab/index.py: each generated table's MARKERS (and GATE), so the line
 readers' prefilters know them without loading any table (a table is loaded when a line holds
 one of its markers; on a node, every module a gather imports is compiled from source).
 
@@ -22,13 +22,18 @@ def index_text():
     lines = ['"""The markers of each generated vocabulary table (vocab/<emitter>.py MARKERS): written by',
              'tests/tools/vocab/write_index.py; edit the tables\' generators, never this file."""', "",
              "MARKERS = {"]
+    gates = []
     for name in vocab.EMITTERS:
         path = os.path.join(REPO, "module_utils", "gpu_runbook", "vocab", name + ".py")
         if not os.path.isfile(path):
             continue
         module = importlib.import_module("gpu_runbook.vocab." + name)
         lines.append("    %r: %r," % (name, tuple(module.MARKERS)))
+        if getattr(module, "GATE", None):
+            gates.append("    %r: %r," % (name, module.GATE))
     lines.append("}")
+    # a table's GATE: what a line's head must hold before its markers are looked for
+    lines.extend(["", "GATES = {"] + gates + ["}"])
     return "\n".join(lines) + "\n"
 
 
