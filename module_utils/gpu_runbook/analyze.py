@@ -15,7 +15,7 @@ from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
                       NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, IBDIAGNET, FI_INFO, NVSMI_TOPO,
-                      GPUD, AUTOPILOT, LSPCI, SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE)
+                      GPUD, AUTOPILOT, LSPCI, SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE, NCCL_TOPO)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -113,6 +113,10 @@ def _parse_all(sources, opts, parsed, shown=None):
         # one cut or asymmetric: its unknown verdict is said (as ibdiagnet's scan cut before its Summary)
         usable[NVSMI_TOPO] = (facts["nvsmi_topo"] or {}).get("pattern") in ("uniform", "none", "degraded") or any(
             f["kind"] == "nvsmi_topo_unreadable" for f in fs)
+    if _text(sources, NCCL_TOPO) is not None:  # NCCL's topology dump: the GPUs and NICs NCCL found
+        from .nccl_topo import parse_nccl_topo
+        run("nccl_topo", NCCL_TOPO, parse_nccl_topo, sources[NCCL_TOPO], source=NCCL_TOPO)
+        usable[NCCL_TOPO] = bool((facts["nccl_topo"] or {}).get("gpus")) and (facts["nccl_topo"] or {}).get("closed")
     if _text(sources, DCGMI_DMON) is not None:  # dcgmi dmon: DCGM's field values per GPU (its "reading": dmon.py)
         from .dcgm.dmon import parse_dcgmi_dmon
         run("dcgmi_dmon", DCGMI_DMON, parse_dcgmi_dmon, sources[DCGMI_DMON], source=DCGMI_DMON)

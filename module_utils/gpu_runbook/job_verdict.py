@@ -61,7 +61,7 @@ def job_verdict(job, culprits, explanations, hosts_sick=False):
     # a failure that began inside NCCL (its error trail) is NCCL's or the network's, not the code's
     nccl_own = any(f["kind"] in ("nccl_error_trace", "nccl_error") for f in found)  # its trail, or an ncclResult_t
     if job.get("phase") == "early" and not nccl_own and (
-            waited or named or [f for f in failing if f["kind"] != "job_end_unknown"]):
+            waited or named or [f for f in failing if f["kind"] not in ("job_end_unknown", "nccl_init_incomplete")]):
         return "application", None
     if named and waited:
         return "nccl_deadlock", None

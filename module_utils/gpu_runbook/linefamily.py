@@ -29,7 +29,9 @@ _KERNEL_HEAD_RE = re.compile(
     r"^(?:kernel: )?(?:[a-z]{1,8} *:[a-z]{1,8} *: )?(?:\[ *\+?\d{1,12}\.\d{1,9}\]|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} "
     r"{1,2}\d{1,2} \d\d:\d\d(?::\d\d \d{4})?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{1,9}[+-]\d\d:?\d\d )|"
     # Talos's kernel lines (machined: '%s: %7s: [%s]: %s', facility kern, then the priority and an RFC 3339 time)
-    r"^kern: {1,8}[a-z]{3,7}: \[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)\]: ")
+    r"^kern: {1,8}[a-z]{3,7}: \[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)\]: |"
+    # a /dev/kmsg record ('6,3964,206764307,-;nvidia-nvswitch2: open (major=510)': prio,seq,usec,flags;)
+    r"^\d{1,4},\d{1,20},\d{1,20},[-c+](?:,[^;\n]{0,80})?;")
 _KERNEL_TAG_RE = re.compile(SYSLOG_HOST.replace(r"[^\s:\[\]]{1,128}(?:\[\d{1,10}\])?:", r"kernel(?:\[\d{1,10}\])?:"))
 # UCX's own log head (src/ucs/debug/log.c: '[%lu.%06lu] [%s:%-5d:%s]'): a Unix time, never dmesg's uptime
 _UCX_HEAD_RE = re.compile(r"\[\d{9,12}\.\d{6}\] \[[^\]\s:]{1,256}:")

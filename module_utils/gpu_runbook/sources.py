@@ -25,6 +25,7 @@ FI_INFO = "fi_info.txt"  # libfabric's fi_info: the providers (EFA, verbs, tcp .
 SM_UNHEALTHY = "sm-unhealthy-ports.txt"  # the subnet manager's unhealthy-ports report (NVIDIA OpenSM / UFM)
 K8S_NODE = "k8s-node.txt"  # kubectl describe node: the GPUs Kubernetes can allocate, the node's conditions
 NVSMI_TOPO = "nvidia-smi-topo.txt"  # nvidia-smi topo -m: the GPUs' NVLink and PCIe links, GPU to NIC
+NCCL_TOPO = "nccl-topo.xml"  # NCCL's topology dump (NCCL_TOPO_DUMP_FILE): the GPUs and NICs NCCL found
 DCGMI_DMON = "dcgmi-dmon.txt"  # dcgmi dmon -e: DCGM's field values per GPU (the last Xid, ECC, row remaps ...)
 PERFTEST = "perftest.txt"  # ib_write_bw / ib_read_bw / ib_send_bw's report: a link measured under load
 GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a node agent's checks
@@ -40,13 +41,14 @@ NOTES = "_notes"
 NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, PBSNODES, DCGMI, PERFTEST,
                                                                        IBDIAGNET, FI_INFO, NVSMI_TOPO, GPUD, AUTOPILOT, LSPCI,
-                                                                       SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE)
+                                                                       SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE,
+                                                                       NCCL_TOPO)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
               + [(n, "ib") for n in IB_SOURCES] + [(BUG_REPORT, "bug_report"), (JOB_LOG, "job"),
                                                    (SLURM_NODE, "slurm"), (PBSNODES, "slurm"), (DCGMI, "gpu"), (PERFTEST, "ib"), (IBDIAGNET, "ib"),
-                                                   (FI_INFO, "ib"), (SM_UNHEALTHY, "ib"), (NVSMI_TOPO, "gpu"),
+                                                   (FI_INFO, "ib"), (SM_UNHEALTHY, "ib"), (NVSMI_TOPO, "gpu"), (NCCL_TOPO, "gpu"),
                                                    (DCGMI_DMON, "gpu"), (K8S_NODE, "gpu"),
                                                    (GPUD, "gpu"), (AUTOPILOT, "gpu"), (LSPCI, "gpu"),
                                                    (SYSTEMCTL, "gpu")])

@@ -8,7 +8,8 @@ one-line error its caller reports); anything else is a bug."""
 
 from hypothesis import strategies as st
 
-from gpu_runbook import (analyze, autopilot, bugreport, capture, content, dcgm, gpud, k8s_node, linefamily, lspci, pbsnodes, runbook,
+from gpu_runbook import (analyze, autopilot, bugreport, capture, content, dcgm, gpud, k8s_node, linefamily, lspci, nccl_topo,
+                         pbsnodes, runbook,
                          slurm, slurm_jobs, sources, systemd_units, timeutil, vocab)
 from gpu_runbook.infiniband import (fi_info, ibdev2netdev, ibdiagnet, iblinkinfo, ibportstate, ibstat, ibv_devinfo, lshca,
                                     mlxlink, names, perfquery, rdma_link, reload, restart, sm_unhealthy)
@@ -143,6 +144,7 @@ TARGETS = [
     Target(fi_info.parse_fi_info, "ib", returns=tuple),
     Target(sm_unhealthy.parse_sm_unhealthy_ports, "ib", returns=tuple),
     Target(k8s_node.parse_k8s_node, "system", returns=tuple),
+    Target(nccl_topo.parse_nccl_topo, "system", returns=tuple),
     Target(rdma_link.parse_rdma_link, "ib", returns=tuple),
     Target(ibportstate.parse_ibportstate, "ib", returns=tuple),
     Target(mlxlink.parse_mlxlink, "ib", returns=tuple),

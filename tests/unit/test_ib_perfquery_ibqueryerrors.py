@@ -39,3 +39,32 @@ def test_read_by_content_under_any_name_and_through_a_mail_quote(tmp_path):
     (tmp_path / "mail.txt").write_text(quoted)
     (h,) = analyze_paths([str(tmp_path)])["hosts"]
     assert h["verdict"] == "ib_network" and h["severity"] == "critical"
+
+
+# ibcheckerrors (infiniband-diags 1.5 and before: its ibcheckerrs script), as an Open MPI users' list post
+# pasted it (round x39): the warnings above each port's check line, one check line wrapped before 'port'
+ICE = """#warn: counter SymbolErrors = 65535     (threshold 10)
+#warn: counter LinkDowned = 20  (threshold 10)
+Error check on lid 1 (MT47396 Infiniscale-III Mellanox Technologies) 
+port all:  FAILED
+#warn: counter SymbolErrors = 65535     (threshold 10)
+Error check on lid 1 (MT47396 Infiniscale-III Mellanox Technologies) 
+port 10:  FAILED
+# Checked Switch: nodeguid 0x000b8cffff002347 with failure
+#warn: counter XmtDiscards = 65535      (threshold 100)
+Error check on lid 1 (MT47396 Infiniscale-III Mellanox Technologies) port 1:  FAILED
+
+## Summary: 25 nodes checked, 0 bad nodes found
+##          48 ports checked, 2 ports have errors beyond threshold
+"""
+
+
+def test_the_older_ibcheckerrors_is_read_per_port_and_found_by_content(tmp_path):
+    _facts, findings = parse_perfquery(ICE, source="ibcheckerrors.txt")
+    said = sorted((f["kind"], f["ib"]["device"], f["ib"]["port"]) for f in findings
+                  if f["severity"] in ("warning", "critical"))
+    assert said == [("ib_symbol_errors", "lid:1", 10), ("ib_xmit_discards", "lid:1", 1)]  # not 'port all's sum
+    assert "perfquery.txt" in plan("pasted:\n" + ICE).blocks
+    (tmp_path / "ibcheckerrors.txt").write_text(ICE)
+    out = analyze_paths([str(tmp_path / "ibcheckerrors.txt")])
+    assert [h["verdict"] for h in out["hosts"]] == ["ib_network"]

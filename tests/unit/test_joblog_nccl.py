@@ -384,3 +384,33 @@ def test_sockets_after_a_network_plugin_that_failed_to_start_are_a_fallback():
     assert "network plugin failed to start" in f["nccl_socket_fallback"]["message"]
     job, f = kinds(text.split("\n", 1)[1])  # a cloud VM with no plugin and no IB: sockets are its network
     assert f["nccl_socket_fallback"]["severity"] == "info"
+
+
+# src/init.cc (NCCL 2.19+): 'comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init START',
+# then '... - Init COMPLETE' when the communicator came up (vllm-project/vllm#8447, round x39)
+INIT_START = ("VM-160-69:561:561 [0] NCCL INFO comm 0x1476dca0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 23000 "
+              "commId 0xa015ae7e0a50005d - Init START\n"
+              "VM-160-69:561:561 [0] NCCL INFO Channel 00/02 :    0   1\n")
+INIT_DONE = ("VM-160-69:561:561 [0] NCCL INFO comm 0x1476dca0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 23000 "
+             "commId 0xa015ae7e0a50005d localSize 1 used 541584 bytes on core 10 - Init COMPLETE\n")
+
+
+def test_a_log_that_stops_inside_nccls_init_is_unknown_never_healthy(tmp_path):
+    from gpu_runbook.cli import analyze_paths
+    (tmp_path / "nccl.log").write_text(INIT_START)
+    assert analyze_paths([str(tmp_path / "nccl.log")])["job"]["verdict"] == "unknown"
+    (tmp_path / "nccl.log").write_text(INIT_START + INIT_DONE)
+    assert analyze_paths([str(tmp_path / "nccl.log")])["job"]["verdict"] == "healthy"
+    _job, f = kinds(INIT_START)
+    g = f["nccl_init_incomplete"]
+    assert (g["category"], g["severity"]) == ("unknown", "warning") and "0x1476dca0" in g["message"]
+    # the same communicator came up: nothing to say of it
+    _job, f = kinds(INIT_START + INIT_DONE)
+    assert not f
+    # NCCL before 2.19 printed no Init START: its lines alone say nothing of an init cut short
+    _job, f = kinds(INIT_START.replace(" - Init START", ""))
+    assert not f
+    # an error that explains the stop speaks instead
+    _job, f = kinds(INIT_START + "VM-160-69:561:600 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
+                                "status=12 opcode=0 len=0 vendor err 129 (Recv)\n")
+    assert "nccl_init_incomplete" not in f

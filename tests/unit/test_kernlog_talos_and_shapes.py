@@ -46,6 +46,29 @@ def test_a_line_that_only_looks_like_talos_is_not_read_as_its_time():
     assert line_format("user: warning: [not a time]: x", 2026)[0] == "bare"
 
 
+# /dev/kmsg's records (Documentation/ABI/testing/dev-kmsg: 'prio,seq,usec,flags;message' and the record's
+# ' KEY=value' dictionary lines), as `cat /dev/kmsg` writes them (leptonai/gpud pkg/kmsg/testdata; round x38)
+KMSG = ("6,3964,206764307,-;nvidia-nvswitch2: open (major=510)\n"
+        "4,3990,250000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+        " SUBSYSTEM=pci\n"
+        " DEVICE=+pci:0000:18:00.0\n"
+        "6,3991,250100000,c;perf: interrupt took too long (2509 > 2500), lowering kernel.perf_event_max_sample_rate "
+        "to 79500\n")
+
+
+def test_dev_kmsg_records_are_the_kernels_lines_with_their_time_since_boot(tmp_path):
+    assert line_format("6,3964,206764307,-;nvidia-nvswitch2: open (major=510)", 2026)[0] == "dev_kmsg"
+    assert line_family("4,3990,250000000,-;NVRM: Xid (PCI:0000:18:00): 79, x") == "kernel"
+    assert line_family("1,2,3 ;not a record") is None  # a CSV row is not one
+    _out, (h,) = _host(tmp_path, "kmsg.txt", KMSG)
+    assert h["verdict"] == "gpu_hardware"
+    [x] = [f for f in h["findings"] if f["kind"] == "xid"]
+    assert x["xid"] == 79 and "250.0 s after boot" in x["message"]
+    # its healthy records alone read as a kernel log (never refused), with nothing to say
+    _out, (h,) = _host(tmp_path, "kmsg-ok.txt", KMSG.split("4,3990")[0] + KMSG.split(" DEVICE=+pci:0000:18:00.0\n")[1])
+    assert h["verdict"] == "healthy"
+
+
 RPC = ("[ 1234.5678] NVRM: GPU0 RPC history (CPU -> GSP):\n"
        "[ 1234.5679] NVRM:     entry function                     sequence data0              data1              "
        "ts_start           ts_end             duration actively_polling\n"

@@ -18,10 +18,11 @@ from ..gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from ..gpud_components import COMPONENTS as GPUD_COMPONENTS
 from ..slurm_reasons import HEAD_RE as SINFO_REASONS_RE, ROW_RE as SINFO_ROW_RE
 from ..infiniband import fi_info, ibdiagnet, lshca, sm_unhealthy
-from .. import k8s_node
+from .. import k8s_node, nccl_topo
 from ..nvsmi.table import BOX_MEMORY_RE
 from ..infiniband.names import NO_DEVICES_RE
-from ..infiniband.perfquery import IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE
+from ..infiniband.perfquery import ICE_CHECK_RE, ICE_WARN_RE, IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE, \
+    ibcheckerrors_line
 from ..lspci import HEADER_RE as LSPCI_HEADER_RE
 from ..systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
 from ..nvsmi.dispatch import Q_SECTIONS
@@ -297,6 +298,9 @@ BLOCKS = (
     ("perfquery.txt", re.compile(r"^# (?:Port (?:extended )?counters|PortXmitData|Port counters):"), _perfquery, None),
     # ibqueryerrors: 'Errors for ... "<node>"' over its ports' counter lines (infiniband/perfquery.py)
     ("perfquery.txt", IQE_NODE_RE, _ibqueryerrors, None),
+    # the older ibcheckerrors (infiniband-diags 1.5): '#warn: counter ...' over 'Error check on lid ...'
+    ("perfquery.txt", ICE_WARN_RE, ibcheckerrors_line, None),
+    ("perfquery.txt", ICE_CHECK_RE, ibcheckerrors_line, None),
     ("ibdev2netdev.txt", re.compile(r"^\s{0,8}(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?[\w.\-]{1,64}\s"
                                     r"[^\n]{0,500}?\bport\s+\d{1,3}(?:\s+\([A-Z_]{1,16}\))?\s+==>\s+\S{1,64}\s+\("
                                     r"(?:Up|Down)\)"), _ibdev2netdev, None),
@@ -322,6 +326,8 @@ BLOCKS = (
     ("nvidia-smi-topo.txt", nvsmi_topo.OPENING, nvsmi_topo.belongs, None),
     # the subnet manager's unhealthy-ports report: its header, or a row of it (infiniband/sm_unhealthy.py)
     ("sm-unhealthy-ports.txt", sm_unhealthy.OPENING, sm_unhealthy.belongs, None),
+    # NCCL's topology dump (NCCL_TOPO_DUMP_FILE): its <system version=..> over its element lines (nccl_topo.py)
+    ("nccl-topo.xml", nccl_topo.OPENING, nccl_topo.belongs, None),
     # kubectl describe node: its Capacity / Allocatable blocks, its Conditions' rows (k8s_node.py)
     ("k8s-node.txt", k8s_node.OPENING, k8s_node.belongs, None),
     # dcgmi dmon: its '#Entity' header of DCGM field tags over its rows (dcgm/dmon.py)

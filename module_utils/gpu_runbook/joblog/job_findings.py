@@ -64,6 +64,8 @@ def job_findings(st, job, last_prog):
     if job["training"] and not job["success"] and not any(f["severity"] in ("warning", "critical")
                                                            for f in findings):
         findings.append(_end_unknown(st))
+    if not job["success"] and not any(f["severity"] in ("warning", "critical") for f in findings):
+        findings.extend(_init_incomplete(st))
     _exits_are_consequences(findings)
     _stuck_after_a_death(findings, job)
     _teardown_after_the_end(findings, st)
@@ -194,6 +196,27 @@ def _end_unknown(st):
     return finding("job_end_unknown", "The training log stops without saying the run ended (no trainer or launcher "
                                       "said so) and without an error: still running, killed, or hung?",
                    evidence=evidence(last["evidence"]) if last else "", source=last["src"] if last else "")
+
+
+def _init_incomplete(st):
+    """A communicator whose init began (src/init.cc 'Init START', NCCL 2.19+) in a process that never
+    logged its 'Init COMPLETE': the log stops inside NCCL's set-up. Never taken as healthy."""
+    started, done = {}, set()
+    for c in st.comm:
+        key = (c.get("host"), c.get("pid"), c["comm"])
+        if c.get("init_complete"):
+            done.add(key)
+        elif c.get("init_start"):
+            started.setdefault(key, c)
+    left = [c for k, c in started.items() if k not in done]
+    if not left:
+        return []
+    c = left[0]
+    return [finding("nccl_init_incomplete", "NCCL began to set up communicator %s (rank %d of %d%s) and the log never "
+                                            "shows it complete%s: the log stops during NCCL's set-up" % (
+                                                c["comm"], c["rank"], c["nranks"], " on %s" % c["host"] if c.get("host")
+                                                else "", " (%d communicators so)" % len(left) if len(left) > 1 else ""),
+                    rank=c["rank"])]
 
 
 def _drop_restated_exceptions(findings, st):

@@ -154,6 +154,7 @@ def _comm(body, line, host, pid, dev, st):
         rec["cuda_dev"] = int(mc.group(1))
     # src/init.cc: '... commId 0x%llx - Init COMPLETE': this communicator came up
     rec["init_complete"] = "Init COMPLETE" in body
+    rec["init_start"] = "Init START" in body  # NCCL 2.19+: its init began (its COMPLETE follows when it came up)
     st.comm.append(rec)
     return True
 

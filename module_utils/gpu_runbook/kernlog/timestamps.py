@@ -36,6 +36,9 @@ TS_RE = re.compile(
     r"(?:\[(?:[A-Z][a-z]{2} )?(?P<cmon>[A-Z][a-z]{2}) +(?P<cday>\d{1,2}) "
     r"(?P<ctime>\d\d:\d\d:\d\d) (?P<cyear>\d{4})\]"     # dmesg -T
     r"|\[ *(?P<mono>\d+\.\d+)\]"                        # dmesg
+    # /dev/kmsg's record (Documentation/ABI/testing/dev-kmsg: 'prio,seq,usec,flags[,...];message'), as
+    # `cat /dev/kmsg` and tools that store it (gpud) write it: its time is microseconds since boot
+    r"|\d{1,4},\d{1,20},(?P<kusec>\d{1,20}),[-c+](?:,[^;\n]{0,80})?;"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d\d:?\d\d)?"
     r"|(?P<bmon>[^\W\d_]{3,4}|\d{1,2}[月월])\.? +(?P<bday>\d{1,2}) "
     r"(?P<btime>\d\d:\d\d:\d\d)(?:\.(?P<bfrac>\d{1,9}))?)"  # syslog / journalctl short(-precise)
@@ -53,6 +56,8 @@ def ts_from_match(m, year, zone=UTC):
             return dt, None, "dmesg_ctime", None
         if g["mono"]:
             return None, float(g["mono"]), "dmesg", None
+        if g["kusec"]:
+            return None, int(g["kusec"]) / 1e6, "dev_kmsg", None
         if g["tiso"]:
             return _iso(g["tiso"], g["tfrac"], g["ttz"], zone), None, "talos_dmesg", None
         if g["iso"]:

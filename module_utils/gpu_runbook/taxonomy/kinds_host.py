@@ -18,9 +18,24 @@ STEPS = {
         "해당 노드의 device plugin 로그(nvidia-device-plugin 파드의 `kubectl logs`: 'XidCriticalError: Xid=N on "
         "Device=GPU-...')와 노드의 커널 로그, `nvidia-smi`에서 어느 GPU가 왜 빠졌는지 확인하십시오; plugin은 "
         "재시작할 때만 GPU를 되돌립니다."),
+    "nccl_topo_check_gdr": (
+        None, "If this NIC should carry the GPUs' traffic directly, check that `nvidia_peermem` is loaded (`lsmod`) "
+              "or that NCCL may use DMA-BUF (open GPU kernel modules, kernel 5.12 or later), and where the NIC sits "
+              "in the PCIe tree against its GPUs (`nvidia-smi topo -m`: NCCL uses GPUDirect RDMA up to "
+              "NCCL_NET_GDR_LEVEL, PXB by default).",
+        "이 NIC가 GPU 트래픽을 직접 처리해야 한다면 `nvidia_peermem`이 로드되었는지(`lsmod`), 또는 NCCL이 DMA-BUF를 "
+        "쓸 수 있는지(오픈 GPU 커널 모듈, 커널 5.12 이상), 그리고 PCIe 트리에서 NIC가 GPU와 어디에 있는지 "
+        "확인하십시오(`nvidia-smi topo -m`: NCCL은 NCCL_NET_GDR_LEVEL까지, 기본 PXB까지 GPUDirect RDMA를 씀)."),
 }
 
 KINDS = {
+    # NCCL's topology dump (nccl_topo.py): a NIC NCCL cannot use GPUDirect RDMA with
+    "nccl_topo_no_gdr": kind(
+        "nccl_config", "info", "none", ("nccl_topo_check_gdr",),
+        "NCCL's topology says it cannot use GPUDirect RDMA with a NIC (gdr=0): traffic to the GPUs is staged "
+        "through host memory, slower but no failure",
+        "NCCL 토폴로지상 NIC와 GPUDirect RDMA를 쓸 수 없음(gdr=0): GPU로 가는 트래픽이 호스트 메모리를 거침 "
+        "(느리지만 장애는 아님)"),
     # kubectl describe node (k8s_node.py): the device plugin withdrew GPUs it marked unhealthy
     "k8s_gpus_unallocatable": kind(
         "unknown", "warning", "none", ("k8s_check_unhealthy_gpus",),

@@ -395,6 +395,12 @@ KINDS = {
         "application", "critical", "fix_application", ("job_fix_collective_order",),
         "the ranks run different collectives (operation, shape or sequence number differ): an application bug",
         "랭크들이 서로 다른 collective를 실행함 (연산, shape 또는 sequence number가 다름): 애플리케이션 버그"),
+    "nccl_init_incomplete": kind(
+        "unknown", "warning", "none", ("job_check_end", "job_read_nccl_warn"),
+        "NCCL began to initialise a communicator (Init START) and the log never shows it complete: the log stops "
+        "during NCCL's set-up (a hang in its bootstrap or connections, or a log cut there)",
+        "NCCL이 통신자 초기화를 시작했으나(Init START) 완료(Init COMPLETE)가 로그에 없음: NCCL 설정 중에 로그가 "
+        "끝남 (부트스트랩·연결 단계의 멈춤 또는 그곳에서 잘린 로그)"),
     "job_end_unknown": kind(
         "unknown", "warning", "none", ("job_check_end",),
         "the training log stops without saying the run ended, and without an error",
