@@ -7,6 +7,7 @@ import tracemalloc
 from gpu_runbook import slurm
 from gpu_runbook.infiniband.reload import parse_module_table
 from gpu_runbook.kernlog.hosts import expand_nodeset
+from tests.unit.scaling import assert_linear
 
 
 def _timed(func, *args):
@@ -69,9 +70,13 @@ def test_blank_lines_do_not_make_format_detection_quadratic():
     # `^\s+(ECC Errors|...)\s*$` with re.M: at every line start \s+ ran across all the blank lines
     # after it; 68 KB of mostly empty lines took 20 s (70 s on a loaded machine)
     from gpu_runbook.nvsmi import detect_format, parse_nvidia_smi_failure
-    text = "\n" * 20000 + "  \n" * 20000 + "x"
-    (facts, findings), took = _timed(parse_nvidia_smi_failure, text, 6)
-    assert took < 5 and detect_format(text) is None
+    def blanks(n):
+        return "\n" * n + "  \n" * n + "x"
+    assert_linear(lambda t: (parse_nvidia_smi_failure(t, 6), detect_format(t)), blanks, 2500, factor=8,
+                  label="blank lines")
+    text = blanks(20000)
+    facts, findings = parse_nvidia_smi_failure(text, 6)
+    assert detect_format(text) is None
     assert any(f["kind"] == "nvidia_smi_failed" for f in findings), findings
     # the real formats are still told apart
     assert detect_format("\n\n    ECC Errors\n") == "q" and detect_format("GPU 0: A (UUID: GPU-1)\n") == "table"
@@ -80,10 +85,10 @@ def test_blank_lines_do_not_make_format_detection_quadratic():
 def test_a_spaced_nvlink_line_is_read_in_linear_time():
     # `GPU N: (.*?)\s*(\(UUID: ...\))?\s*$` backtracked over every blank run: 21 s on 23 KB
     from gpu_runbook.nvsmi.dispatch import parse_nvidia_smi_table
-    line = "GPU 0: " + "a " * 3000 + " " * 20000 + "b"
-    text = "+-----+\n| NVIDIA-SMI 550.90.07   Driver Version: 550.90.07 |\n" + line + "\n  Link 0: " + " " * 20000 + "x\n"
-    (facts, findings), took = _timed(parse_nvidia_smi_table, text)
-    assert took < 5
+    def spaced(n):
+        line = "GPU 0: " + "a " * (n // 8) + " " * n + "b"
+        return "+-----+\n| NVIDIA-SMI 550.90.07   Driver Version: 550.90.07 |\n" + line + "\n  Link 0: " + " " * n + "x\n"
+    assert_linear(parse_nvidia_smi_table, spaced, 2500, factor=8, label="spaced nvlink line")
     ok = parse_nvidia_smi_table("GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-abc-123)\n\t Link 0: <inactive>\n")[0]
     gpu = ok["gpus"][0]
     assert (gpu["name"], gpu["uuid"], gpu["nvlink_inactive"]) == ("NVIDIA H100 80GB HBM3", "GPU-abc-123", [0])
@@ -92,9 +97,11 @@ def test_a_spaced_nvlink_line_is_read_in_linear_time():
 def test_deeply_nested_xml_is_walked_without_recursion():
     # <a> nested 2000 deep inside <gpu> ended in RecursionError in _xml_errors
     from gpu_runbook.nvsmi.q_xml import parse_xml
-    x = ('<?xml version="1.0"?><nvidia_smi_log><gpu id="00000000:19:00.0">' + "<a>" * 50000 +
-         "<b>Unknown Error</b>" + "</a>" * 50000 + "</gpu></nvidia_smi_log>")
-    (facts, findings), took = _timed(parse_xml, x, "q.xml", 8, None)
-    assert took < 5
+    def nested(n):
+        return ('<?xml version="1.0"?><nvidia_smi_log><gpu id="00000000:19:00.0">' + "<a>" * n +
+                "<b>Unknown Error</b>" + "</a>" * n + "</gpu></nvidia_smi_log>")
+    # linear in the depth (timed as a ratio of two depths, not by the clock: ~0.6 s at 50,000 alone)
+    assert_linear(lambda x: parse_xml(x, "q.xml", 8, None), nested, 6250, factor=8, label="nested XML")
+    facts, findings = parse_xml(nested(50000), "q.xml", 8, None)
     err = [f for f in findings if "Unknown Error" in (f.get("evidence") or "") + f.get("message", "")]
     assert err and "a/a/b" in err[0]["message"] + (err[0].get("evidence") or ""), findings[:3]
