@@ -82,8 +82,11 @@ GO_LOG_RE = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,12}\d{1,10} [\
                        r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d )")
 # words of the GPU stack's node daemons (vocab/k8sdp.py reads the device plugin's lines): Go's log
 # head is common, these words make it a node daemon's line rather than a job's
-_GO_NODE_WORDS = ("NVML", "nvml", "GPU", "gpu", "evice", "Kubelet", "kubelet", "unhealthy", "nvidia", "watcher",
-                  "serve", "GRPC", "MIG", "CDI", "MPS", "strategy", "plugin")
+# (never a word a job's own line may hold under such a head: 'device', 'GPU' and 'plugin' would take a training
+# script's '2024/05/01 10:00:01 RuntimeError: CUDA error: device-side assert' from the job reader)
+_GO_NODE_WORDS = ("NVML", "device plugin", "Kubelet", "kubelet", "unhealthy", "nvidia.com/", "watcher", "to serve",
+                  "Fetching devices", "default runtime", "GRPC", "MIG", "CDI", "MPS", "strategy", "health check",
+                  "XidCriticalError")
 
 
 # words one of which every bare kernel message (KERNEL_MSG_RE) holds: the cheap first look

@@ -149,7 +149,10 @@ def test_a_go_daemons_lines_are_the_nodes_and_a_jobs_glog_lines_stay_the_jobs():
     for job_line in ("E0810 15:36:05.551834  1234 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
                      "operation timeout",
                      "[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective",
-                     "2024/05/01 10:00:01 epoch 3 step 120 loss 2.31"):
+                     "2024/05/01 10:00:01 epoch 3 step 120 loss 2.31",
+                     # a training script's own logger in Go's date format: its errors stay the job's
+                     "2024/05/01 10:00:01 RuntimeError: CUDA error: device-side assert triggered on GPU 3",
+                     "2024/05/01 10:00:01 loading plugin ddp_comm_hook for device cuda:0"):
         assert line_family(job_line) is None, job_line
     # and the job reader leaves the plugin's line to the node reader (never 'unexplained' twice)
     assert findings(ERROR % ("server.go:146", "Could not register device plugin: rpc error: code = Unimplemented")) \
