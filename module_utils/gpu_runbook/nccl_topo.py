@@ -21,7 +21,7 @@ Pure, standard library only, never raises."""
 
 import re
 
-from .findings import finding, iter_lines, never_raise
+from .findings import finding, iter_lines, never_raise, small_int as _int
 
 SOURCE = "nccl-topo.xml"
 OPENING = re.compile(r'^[ \t]{0,8}<system version="\d{1,3}">[ \t]*$')
@@ -86,10 +86,3 @@ def _parse(text, source=SOURCE):
                         n["name"] or "a NIC", " (PCI %s)" % n["busid"] if n["busid"] else ""),
                     evidence=n["raw"], source="%s:%d" % (source, n["line"])))
     return facts, findings
-
-
-def _int(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

@@ -269,3 +269,11 @@ def rule_class(compiled, kinds, path, site, fmt):
                 return kind, "healthy", "ok", mean
             return kind, kinds[kind]["categories"][0], sev, mean
     raise AssertionError("no rule for %s [%s] %r" % (path, site, fmt))
+
+
+def holds_marker(fmt, markers):
+    """Whether the message ``fmt``, its conversions filled in as a whole line prints them, holds one
+    of ``markers`` (the table's MARKERS: a message without one is never offered to the table)."""
+    from gpu_runbook import vocab
+    text = vocab.instantiate(fmt, whole=True)
+    return any(m in text for m in markers)

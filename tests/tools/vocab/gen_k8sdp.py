@@ -270,8 +270,7 @@ def plugin_files(src, rev):
 def keep(fmt):
     if not vocab.matchable(fmt.strip("\n")):
         return False
-    text = vocab.instantiate(fmt, whole=True)
-    return any(mark in text for mark in MARKERS)
+    return common.holds_marker(fmt, MARKERS)
 
 
 def held_elsewhere():

@@ -474,12 +474,6 @@ def _sites(files):
     return plain + composed, exceptions
 
 
-def marked(fmt):
-    from gpu_runbook import vocab
-    text = vocab.instantiate(fmt, whole=True)
-    return any(m in text for m in MARKERS)
-
-
 def collect(files, dump=None):
     rows, unmarked, seen = [], 0, set()
     sites, exceptions = _sites(files)
@@ -501,7 +495,7 @@ def collect(files, dump=None):
                 f = exceptions[site[10:]] + ": " + f  # Megatron's own class, as the traceback's last line names it
             if dump is not None:
                 dump.append((p, line, site, f))
-            if not marked(f):
+            if not common.holds_marker(f, MARKERS):
                 unmarked += 1
                 continue
             if f in seen:

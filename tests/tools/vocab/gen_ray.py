@@ -336,12 +336,6 @@ def py_files(src):
     return sorted(out)
 
 
-def marked(fmt):
-    from gpu_runbook import vocab
-    text = vocab.instantiate(fmt, whole=True)
-    return any(m in text for m in MARKERS)
-
-
 def collect(src):
     files = py_files(src)
     texts = {}
@@ -369,7 +363,7 @@ def collect(src):
                     continue
                 if site == "assert":
                     f = "AssertionError: " + f
-                if not marked(f):
+                if not common.holds_marker(f, MARKERS):
                     unmarked += 1
                     continue
                 if f in seen:
