@@ -115,10 +115,15 @@ def normalize_pci(addr):
 _ESC_TEXT_RE = re.compile(r"(?:#033|\^\[|\\033|\\x1[bB]|\\u001[bB])\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
 
 
+def _may_hold_written(text):
+    # the substrings one of which every _ESC_TEXT_RE match holds: the cheap look before the regex
+    return "033[" in text or "[[" in text or "1b[" in text or "1B[" in text
+
+
 def has_escape(line):
     """Whether ``line`` may hold a terminal escape, as ESC or written out (_ESC_TEXT_RE): cheap
     enough for every line; strip_ansi decides."""
-    return "\x1b" in line or "033[" in line or "[[" in line or "1b[" in line or "1B[" in line
+    return "\x1b" in line or _may_hold_written(line)
 
 
 def strip_ansi(text, written=True):
@@ -127,7 +132,7 @@ def strip_ansi(text, written=True):
     that measures a wrapped line's width strips them only after it joined the line."""
     if "\x1b" in text:
         text = _ANSI_RE.sub("", text)
-    if written and ("033[" in text or "[[" in text or "1b[" in text or "1B[" in text):
+    if written and _may_hold_written(text):
         return _ESC_TEXT_RE.sub("", text)
     return text
 
