@@ -45,10 +45,7 @@ _BASE = ("NVRM: ", "mlx5_c", "AER: ", "of memory: Kill", "blocked for more than"
          "rror", "RROR", "ailed", "AILED", "ailure", "AILURE", "atal", "ATAL", "xception", "imed out", "TIMEOUT",
          "Killed", "killed", "bort", "anic", "egmentation fault", "core dumped", "ib_", "ipoib", "mlx4",
          "oom_reaper", "oom killer", "VM_FAULT_OOM", "total_vm", "XidCriticalError", ") detected on ", "Linux version ",
-         " carrier", "driver release", "XID", "Xid", "xid", "amdgpu",
-         # a Go daemon's klog line ('I0810 15:36:05.551834 1 health.go:169] '): the device plugin's messages
-         # (vocab/k8sdp.py) include some whose only marks are too short to be needles ('CDI', 'MPS')
-         ".go:")
+         " carrier", "driver release", "XID", "Xid", "xid", "amdgpu")
 
 
 def _with_markers(base):

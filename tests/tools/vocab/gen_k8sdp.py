@@ -117,7 +117,7 @@ MARKERS = ("device plugin", "Kubelet", "XidCriticalError", "unhealthy", "nvidia.
            "start plugin", "one or more plugins", "starting plugins", "stopping plugins", "getting plugins",
            "create plugins", "Starting to serve", "Stopping to serve", "device-list-strategy", "device-id-strategy",
            "device-discovery-strategy", "device discovery strategy", "docker default runtime",
-           "NVIDIA Container Toolkit", "nodeSelector", "healthcheck", "health check", "Tegra", "CDI", "MPS",
+           "NVIDIA Container Toolkit", "nodeSelector", "healthcheck", "health check", "Tegra", "CDI ", " CDI", "MPS ", " MPS",
            "IMEX", "resource patterns", "replicas", "timeSlicing")
 
 B = "benign"
