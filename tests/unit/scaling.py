@@ -6,15 +6,23 @@ Linear work grows by the size factor, quadratic work by its square (minutes at 1
 targets themselves are benchmark scripts' (tests/benchmarks), not tests'.
 """
 
+import gc
 import time
 
 
 def seconds(fn, arg, tries=1):
+    """fn(arg)'s best time; Python's cyclic collector is run before and held off during the call, so a
+    test process's large heap (the whole suite's) is not charged to the bigger input's allocations."""
     best = float("inf")
     for _ in range(tries):
-        t0 = time.perf_counter()
-        fn(arg)
-        best = min(best, time.perf_counter() - t0)
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            fn(arg)
+            best = min(best, time.perf_counter() - t0)
+        finally:
+            gc.enable()
     return best
 
 
