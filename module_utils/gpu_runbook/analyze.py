@@ -15,7 +15,8 @@ from .findings import finding, never_raise, worst_severity
 from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
                       NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, IBDIAGNET, FI_INFO, NVSMI_TOPO,
-                      GPUD, AUTOPILOT, LSPCI, SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE, NCCL_TOPO)
+                      GPUD, AUTOPILOT, LSPCI, SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE, NCCL_TOPO,
+                      PKGLOG, PINGPONG)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -140,6 +141,9 @@ def _parse_all(sources, opts, parsed, shown=None):
         run("systemctl", SYSTEMCTL, parse_systemctl, sources[SYSTEMCTL], source=SYSTEMCTL)
         # a unit it knows, running or not, or one that is not installed: a reading of that service
         usable[SYSTEMCTL] = bool(facts["systemctl"]) or any(f.get("name") == "systemd" for f in findings)
+    if _text(sources, PKGLOG) is not None:  # when the NVIDIA driver's packages changed (apt, dpkg)
+        from .pkglog import parse_pkglog
+        run("pkglog", PKGLOG, parse_pkglog, sources[PKGLOG], source=PKGLOG)
     ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)
@@ -166,6 +170,9 @@ def _parse_fabric(sources, run, facts, usable):
         # providers read, or fi_getinfo's refusal: a reading of this node's fabric software
         usable[FI_INFO] = usable[FI_INFO] and bool(
             (facts["fi_info"] or {}).get("providers") or (facts["fi_info"] or {}).get("failure") is not None)
+    if _text(sources, PINGPONG) is not None:  # a pingpong between two hosts: the link between them works or not
+        from .infiniband.pingpong import parse_pingpong
+        run("pingpong", PINGPONG, parse_pingpong, sources[PINGPONG], source=PINGPONG)
     if _text(sources, SM_UNHEALTHY) is not None:  # the subnet manager's unhealthy ports: the fabric's sick links
         from .infiniband.sm_unhealthy import parse_sm_unhealthy_ports
         run("sm_unhealthy", SM_UNHEALTHY, parse_sm_unhealthy_ports, sources[SM_UNHEALTHY], source=SM_UNHEALTHY)

@@ -259,8 +259,8 @@ def split_hosts(sources, since=None, year=None, tz=None):
                 continue
         if src == SLURM_NODE and isinstance(value, str):  # each node's record is that node's
             from .slurm import node_records
-            from .slurm_reasons import reason_records
-            for host, record in reason_records(value) or node_records(value):
+            from .slurm_reasons import sinfo_records
+            for host, record in sinfo_records(value) or node_records(value):
                 per_host.setdefault(host, {})[src] = record
             continue
         if src in (PBSNODES, AUTOPILOT) and isinstance(value, str):

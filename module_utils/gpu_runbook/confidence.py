@@ -68,6 +68,12 @@ RULES = {
     "job_states_it": (HIGH, "the job's own log states it: {what}", "작업 자체 로그가 명시함: {what_ko}"),
     "job_when_it_failed": (MEDIUM, "inferred from when the job failed: {what}; no line states the cause",
                      "작업이 실패한 시점으로부터 추정함: {what_ko}; 원인을 명시한 줄은 없음"),
+    "job_category_inferred": (MEDIUM, "the logs state {what}; its category is inferred from {why}",
+                              "{what_ko}은(는) 명시됨; 범주는 {why_ko}에서 추정함"),
+    "job_category_default": (LOW, "the logs state {what}, but nothing in them shows whether the code or memory that "
+                                  "grows caused it (no phase, iteration rate or memory trend): the category is a default",
+                             "{what_ko}은(는) 명시되었지만 코드 때문인지 늘어나는 메모리 때문인지 로그에 근거가 없음 "
+                             "(단계, 반복 속도, 메모리 추세 없음): 범주는 기본값"),
     "job_warning": (MEDIUM, "one warning-level job finding: {what}", "경고 수준 작업 발견 하나: {what_ko}"),
     "job_ended_well": (HIGH, "the job's logs say it ended well ({who})", "작업 로그가 정상 종료를 밝힘 ({who})"),
     "job_exited": (MEDIUM, "its processes reached their exit with no error in the logs ({who}); no trainer said the "
@@ -102,6 +108,13 @@ _HARDWARE = ("gpu_hardware", "driver", "ib_network")
 # job findings that are the engine's inference, not a line's statement: a failure early in the run
 # is the code's or the set-up's by the field's priors (joblog/job_findings.py), never by its own words
 _INFERRED_KINDS = ("early_phase_failure",)
+# what chose a finding's category when no line states it (findings.finding ``inferred``)
+_INFERRED_BY = {
+    "falling": ("an iteration rate that kept falling", "계속 떨어진 반복 속도"),
+    "late": ("a failure late in the run", "실행 후반의 실패"),
+    "growth": ("memory the run reported that kept growing", "실행이 보고한 계속 늘어난 메모리"),
+    "early": ("a failure early in the run", "실행 초반의 실패"),
+}
 
 
 def family(f):
@@ -273,6 +286,12 @@ def job_confidence(job, hosts=()):
             return _result("job_log_only", what=_job_what(top), what_ko=_job_what(top, "ko"))
         if top["kind"] in _INFERRED_KINDS:
             return _result("job_when_it_failed", what=_job_what(top), what_ko=_job_what(top, "ko"))
+        if top.get("inferred") in _INFERRED_BY:
+            why, why_ko = _INFERRED_BY[top["inferred"]]
+            return _result("job_category_inferred", what=_job_what(top), what_ko=_job_what(top, "ko"),
+                           why=why, why_ko=why_ko)
+        if top.get("inferred"):
+            return _result("job_category_default", what=_job_what(top), what_ko=_job_what(top, "ko"))
         # NCCL's own words about its configuration (NET/Socket, the HCA list) state the cause
         if top["severity"] == "critical" or verdict == "nccl_config":
             return _result("job_states_it", what=_job_what(top), what_ko=_job_what(top, "ko"))

@@ -20,7 +20,8 @@ A finding is a plain dict (JSON-ready, safe to return from an Ansible module):
      "name": str | None,                # the subject the kind's meaning names
      # numbers as numbers, only where the finding has them:
      "count": int, "first": ISO 8601 | None, "last": ISO 8601 | None,  # repeated log lines
-     "counters": {name: int}, "threshold": number}  # the counters judged, the limit crossed
+     "counters": {name: int}, "threshold": number,  # the counters judged, the limit crossed
+     "inferred": str}                   # what chose the category when no line states it
 
 Build one with ``finding(kind, message, ...)``: the kind's row in the taxonomy gives its
 category, severity, rung and steps. Parsers are pure:
@@ -39,7 +40,7 @@ _PCI_RE = re.compile(
 
 def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, rank=None,
             severity=None, category=None, rung=None, steps=None, note=None, name=None,
-            count=None, first=None, last=None, counters=None, threshold=None):
+            count=None, first=None, last=None, counters=None, threshold=None, inferred=None):
     """Build a finding of a declared kind (taxonomy/kinds_*.py).
 
     Category, severity, rung and the action come from the kind's row; a finding may set its
@@ -49,7 +50,8 @@ def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, 
     Anything that contradicts the table raises ValueError: a bug, caught by the tests.
     ``count`` (with ``first``/``last``: ISO 8601 times, None when the log had none),
     ``counters`` and ``threshold`` are the numbers the message states, kept as numbers for
-    JSON readers; a finding without them has no such keys."""
+    JSON readers; a finding without them has no such keys. ``inferred`` says what chose the
+    category when no line states it (the run's phase, its rate): confidence.py weighs it."""
     info = kind_info(kind)
     severity = severity or info["severity"]
     if severity not in SEVERITIES:
@@ -72,6 +74,8 @@ def finding(kind, message, evidence="", source="", xid=None, gpu=None, ib=None, 
         out["counters"] = dict(counters)
     if threshold is not None:
         out["threshold"] = threshold
+    if inferred is not None:
+        out["inferred"] = inferred
     return out
 
 

@@ -128,7 +128,7 @@ def _job(job_id, name, state, nodelist, start, end, stdout, stderr, workdir, num
 # ------------------------------------------------------------------ nodes: `scontrol show node`
 # State is `BASE[+FLAG...]` (21.08+: `IDLE+DRAIN+NOT_RESPONDING`); before 21.08 a not-responding
 # node was `DOWN*+DRAIN`. sinfo's one-character suffixes are read too (`drain*`, `idle~`).
-_STATE_SUFFIX = {"*": "NOT_RESPONDING", "~": "POWERED_DOWN", "#": "POWERING_UP", "%": "POWERING_DOWN",
+STATE_SUFFIX = {"*": "NOT_RESPONDING", "~": "POWERED_DOWN", "#": "POWERING_UP", "%": "POWERING_DOWN",
                  "!": "POWER_DOWN", "$": "MAINTENANCE", "@": "REBOOT_REQUESTED", "^": "REBOOT_ISSUED",
                  "-": "PLANNED"}
 # sinfo's compound names -> (base, flag)
@@ -148,16 +148,16 @@ def parse_node_state(state):
         return None, []
     flags = []
     base = parts[0]
-    while base and base[-1] in _STATE_SUFFIX:
-        flags.append(_STATE_SUFFIX[base[-1]])
+    while base and base[-1] in STATE_SUFFIX:
+        flags.append(STATE_SUFFIX[base[-1]])
         base = base[:-1]
     if base in _STATE_ALIAS:
         base, flag = _STATE_ALIAS[base]
         if flag:
             flags.append(flag)
     for p in parts[1:]:
-        while p and p[-1] in _STATE_SUFFIX:
-            flags.append(_STATE_SUFFIX[p[-1]])
+        while p and p[-1] in STATE_SUFFIX:
+            flags.append(STATE_SUFFIX[p[-1]])
             p = p[:-1]
         if p and p not in flags:
             flags.append(p)

@@ -22,6 +22,14 @@ _FAMILY_BY_NAME = (
 )
 
 SAMPLES = {
+    # sinfo's default summary and -N --long (slurm_reasons.state_records)
+    "slurm_node": [
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+        "gpu          up 14-00:00:0     12  drng@ c[002,004,008-010,012,016,024-028]\n"
+        "gpu          up 14-00:00:0      3  fail* c[020-022]\ndebug*       up      10:00      2   idle e[001-002]\n",
+        "NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON\n"
+        "gpu-a-07       1      gpu*     drained  128   2:32:2 102400        0      1   (null) Xid 79 GPU fell off\n",
+    ],
     "slurm_job": [
         "JobId=12345 JobName=train-llm\n   UserId=alice(1000) GroupId=alice(1000)\n"
         "   JobState=FAILED Reason=NonZeroExitCode Dependency=(null)\n"
@@ -64,6 +72,13 @@ SAMPLES = {
         "3b:00.0 3D controller: NVIDIA Corporation GA100 [A100 SXM4 80GB] (rev a1)\n"
         "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM not supported\n"
         "\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x8 (downgraded)\n",
+        # apt's history.log run, dpkg.log lines (pkglog.py)
+        "\nStart-Date: 2021-06-04  06:41:09\nCommandline: /usr/bin/unattended-upgrade\n"
+        "Upgrade: libnvidia-common-460:amd64 (460.73.01-0ubuntu0.20.04.1, 460.80-0ubuntu0.20.04.2), "
+        "nvidia-utils-460:amd64 (460.73.01, 460.80)\nEnd-Date: 2021-06-04  06:41:09\n",
+        "2024-01-15 06:25:01 startup archives unpack\n2024-01-15 06:25:02 upgrade libnvidia-compute-535:amd64 "
+        "535.129.03-0ubuntu0.22.04.1 535.146.02-0ubuntu0.22.04.1\n2024-01-15 06:25:03 status half-configured "
+        "libnvidia-compute-535:amd64 535.146.02-0ubuntu0.22.04.1\n",
         "\u25cf nvidia-fabricmanager.service - NVIDIA fabric manager service\n"
         "     Loaded: loaded (/lib/systemd/system/nvidia-fabricmanager.service; enabled; preset: enabled)\n"
         "     Active: failed (Result: exit-code) since Thu 2024-05-16 23:22:02 UTC; 7s ago\n"

@@ -9,10 +9,10 @@ one-line error its caller reports); anything else is a bug."""
 from hypothesis import strategies as st
 
 from gpu_runbook import (analyze, autopilot, bugreport, capture, content, dcgm, gpud, k8s_node, linefamily, lspci, nccl_topo,
-                         pbsnodes, runbook,
-                         slurm, slurm_jobs, sources, systemd_units, timeutil, vocab)
+                         pbsnodes, pkglog, runbook,
+                         slurm, slurm_jobs, slurm_reasons, sources, systemd_units, timeutil, vocab)
 from gpu_runbook.infiniband import (fi_info, ibdev2netdev, ibdiagnet, iblinkinfo, ibportstate, ibstat, ibv_devinfo, lshca,
-                                    mlxlink, names, perfquery, rdma_link, reload, restart, sm_unhealthy)
+                                    mlxlink, names, perfquery, pingpong, rdma_link, reload, restart, sm_unhealthy)
 from gpu_runbook.infiniband import fabric_users, netpaths, sysfs
 from gpu_runbook.infiniband import parse_ib, detect_ib_format
 from gpu_runbook.active import nvbandwidth, perftest
@@ -158,6 +158,9 @@ TARGETS = [
     Target(pbsnodes.host_parts, "slurm_node", returns=list),
     Target(lspci.parse_lspci, "system", returns=tuple),
     Target(systemd_units.parse_systemctl, "system", returns=tuple),
+    Target(pkglog.parse_pkglog, "system", returns=tuple),
+    Target(pingpong.parse_pingpong, "ib", returns=tuple),
+    Target(slurm_reasons.state_records, "slurm_node", returns=list),
     # the active tier's outputs (nvbandwidth's matrices, perftest's bandwidth table)
     Target(nvbandwidth.parse_nvbandwidth, "system", returns=dict),
     Target(perftest.parse_perftest_bw, "system", returns=dict),

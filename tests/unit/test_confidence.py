@@ -115,6 +115,32 @@ def test_job_cause_from_the_job_log_alone():
     assert job_confidence({"verdict": None})["confidence"] == "low"
 
 
+_STEP_OOM = ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14604003.0 cgroup. Some of your processes "
+             "may have been killed by the cgroup out-of-memory handler.\n")
+
+
+def _job_of(tmp_path, name, text):
+    from gpu_runbook.cli import analyze_paths
+    (tmp_path / name).write_text(text)
+    return analyze_paths([str(tmp_path / name)])["job"]
+
+
+def test_an_oom_whose_category_only_a_default_chose_is_low(tmp_path):
+    # Slurm states the OOM kill; nothing says when in the run or how memory went: code or leak is a guess
+    job = _job_of(tmp_path, "slurm-14604003.out", _STEP_OOM)
+    assert job["verdict"] == "application"
+    assert (job["confidence"], job["confidence_basis"]["rule"]) == ("low", "job_category_default")
+    assert job["confidence_reason"].startswith("the logs state host_oom")
+
+
+def test_an_oom_late_in_the_run_is_a_leak_inferred_from_when_so_medium(tmp_path):
+    epochs = "".join("Epoch %d/50: 100%%|##########| 500/500 [01:40<00:00,  5.00it/s]\n" % e for e in range(1, 41))
+    job = _job_of(tmp_path, "slurm-77.out", epochs + _STEP_OOM)
+    assert job["verdict"] == "memory_leak"
+    assert (job["confidence"], job["confidence_basis"]["rule"]) == ("medium", "job_category_inferred")
+    assert "inferred from a failure late in the run" in job["confidence_reason"]
+
+
 def test_every_rule_has_both_languages_with_the_same_fields():
     for rule, (lvl, en, ko) in RULES.items():
         assert lvl in ("high", "medium", "low")

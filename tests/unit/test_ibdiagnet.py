@@ -11,6 +11,7 @@ import os
 import pytest
 
 from gpu_runbook.infiniband.ibdiagnet import parse_ibdiagnet
+from gpu_runbook.cli import analyze_paths
 from tests.conftest import REPO
 from tests.unit.test_read_by_content import analyze_json
 
@@ -79,3 +80,34 @@ def test_other_text_is_no_scan():
     assert parse_ibdiagnet("Discovery\n-I- something\n", "x.txt") == ({}, [])
     facts, findings = parse_ibdiagnet(b"\xff\xfe garbage", "x.txt")
     assert (facts, findings) == ({}, [])
+
+
+def test_the_older_ibdiagnets_marked_rules_and_stage_names_are_read_without_a_summary(tmp_path):
+    # ibdiagnet v1 (ibutils), Open MPI users list 2009/03 (held-out x40-C01): '-I---' rules around '-I- <stage>'
+    text = ("-I---------------------------------------------------\n-I- IPoIB Subnets Check\n"
+            "-I---------------------------------------------------\n"
+            "-I- Subnet: IPv4 PKey:0x7fff QKey:0x00000b1b MTU:2048Byte rate:10Gbps SL:0x00\n"
+            "-W- Port localhost/P1 lid=0x00e2 guid=0x001e0bffff4ced75 dev=25218 can not join\n"
+            "    due to rate:2.5Gbps < group:10Gbps\n")
+    facts, findings = parse_ibdiagnet(text)
+    assert facts["stages"] == [{"stage": "IPoIB Subnets Check", "errors": None, "warnings": 1, "failed": False}]
+    assert [f["kind"] for f in findings] == ["ib_fabric_scan_incomplete"]  # no Summary: not a clean fabric
+    (tmp_path / "notes.txt").write_text(text)
+    doc = analyze_paths([str(tmp_path)])
+    assert doc["files"][0]["read_as"] and doc["hosts"][0]["verdict"] == "unknown"
+
+
+def test_the_older_ibdiagnets_stages_status_report_is_its_summary_errors_first():
+    # ibdiagnet 1.5.7 (ArchWiki's InfiniBand page, fixture x36-01): a clean scan, one warning in a stage
+    path = os.path.join(REPO, "tests", "fixtures", "real", "x36-01-archwiki-ib-healthy", "ibdiagnet.txt")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    facts, findings = parse_ibdiagnet(text)
+    assert facts["summary_read"] and facts["version"] == "/usr/lib/ibdiagnet1.5.7" and findings == []
+    rows = dict((s["stage"], (s["errors"], s["warnings"])) for s in facts["stages"])
+    assert rows["IPoIB Subnets Check"] == (0, 1) and rows["Partitions Check"] == (0, 0)
+    # 'STAGE  Errors Warnings': the first number is the errors
+    broken = text.replace("Partitions Check                         0      0",
+                          "Partitions Check                         3      0")
+    (f,) = parse_ibdiagnet(broken)[1]
+    assert f["kind"] == "ib_fabric_scan_errors" and "Partitions Check stage found 3 error(s)" in f["message"]

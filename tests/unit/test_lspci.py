@@ -59,3 +59,40 @@ def test_plain_lspci_lists_no_links_and_is_no_block(tmp_path):
     (tmp_path / "notes.txt").write_text(GPU + "\n" + HCA + "\n")
     doc = analyze_paths([str(tmp_path)], include_facts=True)
     assert not any("lspci.txt" in h["probes"] for h in doc["hosts"])
+
+
+def kernel(header, *lines):
+    """A device's block ending as ls-kernel.c show_kernel() ends it."""
+    return header + "\n\tSubsystem: NVIDIA Corporation Device 1463\n\tControl: I/O- Mem+ BusMaster+\n" + \
+        "".join("\t%s\n" % ln for ln in lines)
+
+
+def test_a_gpu_no_driver_holds_is_a_driver_warning_and_nouveau_is_not_the_cuda_driver():
+    _, (f,) = parse_lspci(kernel(GPU, "Kernel modules: nvidiafb, nouveau, nvidia_drm, nvidia"))
+    assert (f["kind"], f["category"], f["severity"]) == ("gpu_no_nvidia_driver", "driver", "warning")
+    assert "no driver is bound" in f["message"] and f["source"] == "lspci.txt:4"
+    _, (f,) = parse_lspci(kernel(GPU, "Kernel driver in use: nouveau", "Kernel modules: nouveau, nvidia"))
+    assert "nouveau drives it" in f["message"] and f["evidence"] == "Kernel driver in use: nouveau"
+    # the NVIDIA driver, or vfio-pci handing the GPU to a virtual machine: facts, no finding
+    for drv in ("nvidia", "vfio-pci"):
+        facts, findings = parse_lspci(kernel(GPU, "Kernel driver in use: %s" % drv, "Kernel modules: nvidia"))
+        assert findings == [] and facts["devices"][0]["driver"] == drv
+    # no 'Kernel modules:' line (lspci without module lookup) says nothing of the binding
+    assert parse_lspci(kernel(GPU, "Capabilities: [60] Power Management version 3")) == ({}, [])
+    # an HCA's binding is not the GPU driver's business
+    assert parse_lspci(kernel(HCA, "Kernel modules: mlx5_core"))[1] == []
+
+
+def test_a_forum_copy_that_lost_its_tabs_is_still_read_by_its_field_lines(tmp_path):
+    # forum.proxmox.com thread 179366 (held-out x40-A03): lspci -vv -s 01:00.0 pasted without indentation
+    text = ("lspci -vv -s 01:00.0\n\n01:00.0 3D controller: NVIDIA Corporation Device 3182 (rev a1)\n"
+            "Control: I/O- Mem+ BusMaster-\nRegion 0: Memory at 2000000000 (64-bit, prefetchable) [size=64M]\n"
+            "Kernel modules: nvidiafb, nouveau, nvidia_drm, nvidia\n")
+    (tmp_path / "paste.txt").write_text(text)
+    doc = analyze_paths([str(tmp_path)], include_facts=True)
+    (h,) = doc["hosts"]
+    assert (h["verdict"], h["severity"]) == ("driver", "warning")
+    assert [f["kind"] for f in h["findings"]] == ["gpu_no_nvidia_driver"]
+    # a line that only starts like a field is no lspci block under a header that is not lspci's
+    (tmp_path / "paste.txt").write_text("Status: all good\nControl: manual\n")
+    assert analyze_paths([str(tmp_path)])["hosts"][0]["verdict"] != "driver"

@@ -24,7 +24,7 @@ LAYERS = {
     "slurm_gres": 2.8,
     # pure parsers, one per format family
     "nvsmi": 3, "kernlog": 3, "infiniband": 3, "joblog": 3, "bugreport": 3, "slurm": 3, "dcgm": 3, "gpud": 3, "autopilot": 3, "lspci": 3, "systemd_units": 3,
-    "k8s_node": 3, "nccl_topo": 3,
+    "k8s_node": 3, "nccl_topo": 3, "pkglog": 3,
     # one job in squeue and what requeue / scancel said (reads slurm's hostlists); its output files' names
     "slurm_jobs": 3.2,
     # sinfo -R's rows as each node's record in scontrol's words (reads slurm's hostlists)

@@ -144,3 +144,36 @@ def test_prrtes_death_report_with_its_signal_on_the_next_line():
     rm = jb["rank_map"]
     assert (rm.get(6) or rm.get("6"))["host"] == "gpu-c-03"
     assert [f["rank"] for f in found if f["kind"] == "worker_sigkill"] == [6]
+
+
+# opal/mca/btl/base/btl_base_error.h (v4.1.8): BTL_PEER_ERROR's head, then btl_openib_component.c handle_wc's
+# message; the head and the message are separate writes, here on two lines as the Open MPI users list's mail
+# of 2009 (open-mpi/ompi-www community/lists/users/2009/03/8297.php, held-out x40-C01) shows them
+OPENIB_WC = ("[[24426,1],122][btl_openib_component.c:2905:handle_wc] from shc174 to: shc175\n"
+             "error polling LP CQ with status RETRY EXCEEDED ERROR status number 12 for wr_id 250450816 opcode 11048"
+             "  vendor error 129 qp_idx 3\n")
+# BTL_ERROR of the tcp BTL (btl_tcp_endpoint.c), users list 2014/07 (held-out x40-C02)
+TCP_CONNECT = ("[compute-01-00.private.dns.zone][[40500,1],5][btl_tcp_endpoint.c:638:mca_btl_tcp_endpoint_complete_"
+               "connect] connect() to 192.168.108.14 failed: No route to host (113)\n")
+
+
+def test_the_openib_btls_failed_completion_is_an_ib_completion_error_naming_both_nodes():
+    job_, found = parse_job_logs({"mpirun.err": RUN + OPENIB_WC})
+    (f,) = [f for f in found if f["kind"] == "ib_completion_error"]
+    assert (f["category"], f["severity"]) == ("ib_network", "critical")
+    assert "on shc174 got IB work completion IBV_WC_RETRY_EXC_ERR (12" in f["message"]
+    assert "from peer shc175" in f["message"] and "vendor err 129" in f["message"]
+    # on one line, as a terminal shows it when no other process wrote between the two parts
+    _job, found = parse_job_logs({"mpirun.err": RUN + OPENIB_WC.replace(" shc175\n", " shc175 ")})
+    assert [f["kind"] for f in found if f["category"] == "ib_network"] == ["ib_completion_error"]
+    # the head alone is no error; words like the message's without the status number are none
+    _job, found = parse_job_logs({"mpirun.err": RUN + OPENIB_WC.splitlines()[0] + "\n"})
+    assert not [f for f in found if f["category"] == "ib_network"]
+
+
+def test_another_transports_error_is_said_with_its_rank_and_node_and_decides_nothing():
+    job_, found = parse_job_logs({"mpirun.log": RUN + TCP_CONNECT})
+    (f,) = [f for f in found if f["kind"] == "ompi_transport_error"]
+    assert (f["category"], f["severity"], f["rank"]) == ("unknown", "warning", 5)
+    assert f["message"] == ("rank 5 on compute-01-00.private.dns.zone: Open MPI's tcp transport (BTL) reported an "
+                            "error: connect() to 192.168.108.14 failed: No route to host (113)")

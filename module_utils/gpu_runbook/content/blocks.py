@@ -16,14 +16,15 @@ from ..dcgm import dmon as dcgm_dmon
 from ..autopilot import OPENING as AUTOPILOT_OPENING, belongs as autopilot_belongs
 from ..gpud import FABRIC_REASON_RE as GPUD_FABRIC_REASON_RE
 from ..gpud_components import COMPONENTS as GPUD_COMPONENTS
-from ..slurm_reasons import HEAD_RE as SINFO_REASONS_RE, ROW_RE as SINFO_ROW_RE
-from ..infiniband import fi_info, ibdiagnet, lshca, sm_unhealthy
+from ..slurm_reasons import HEAD_RE as SINFO_REASONS_RE, ROW_RE as SINFO_ROW_RE, STATE_HEAD_RE as SINFO_STATES_RE
+from ..infiniband import fi_info, ibdiagnet, lshca, pingpong, sm_unhealthy
 from .. import k8s_node, nccl_topo
 from ..nvsmi.table import BOX_MEMORY_RE
 from ..infiniband.names import NO_DEVICES_RE
 from ..infiniband.perfquery import ICE_CHECK_RE, ICE_WARN_RE, IQE_NODE_RE, IQE_PORT_RE, IQE_SUMMARY_RE, \
     ibcheckerrors_line
-from ..lspci import HEADER_RE as LSPCI_HEADER_RE
+from ..lspci import FIELD_RE as LSPCI_FIELD_RE, HEADER_RE as LSPCI_HEADER_RE
+from .. import pkglog
 from ..systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
 from ..nvsmi.dispatch import Q_SECTIONS
 from ..nvsmi import topo as nvsmi_topo
@@ -125,7 +126,13 @@ def _json_lines(line):
 
 def _lspci(line):
     # lspci -vv: device headers and their indented capability lines
-    return not line.strip() or _indented(line) or bool(LSPCI_HEADER_RE.match(line))
+    return not line.strip() or _indented(line) or bool(LSPCI_HEADER_RE.match(line) or LSPCI_FIELD_RE.match(line))
+
+
+def _pkglog(line):
+    # apt's history.log runs (Start-Date: over its tags) and dpkg.log's lines (pkglog.py)
+    return not line.strip() or bool(pkglog.START_RE.match(line) or pkglog.TAG_RE.match(line)
+                                    or pkglog.DPKG_ANY_RE.match(line))
 
 
 def _systemctl(line):
@@ -258,7 +265,7 @@ def _systemctl_opens(_line, after):
 
 def _lspci_opens(_line, after):
     # -v's indented lines under the header (plain lspci's one line a device says no link)
-    return bool(after and (after[0][:1] == "\t" or after[0].startswith("        ")))
+    return bool(after and (after[0][:1] == "\t" or after[0].startswith("        ") or LSPCI_FIELD_RE.match(after[0])))
 
 
 def _ibstat_port_opens(_line, after):
@@ -309,6 +316,7 @@ BLOCKS = (
     ("slurm-node.txt", re.compile(r"^NodeName=\S{1,253}[ \t]"), _slurm_node, None),
     ("slurm-node.txt", SINFO_REASONS_RE, _sinfo_row, None),
     ("slurm-node.txt", SINFO_ROW_RE, _sinfo_row, None),  # its rows without the header (a grep of them)
+    ("slurm-node.txt", SINFO_STATES_RE, _sinfo_row, None),  # sinfo's node states (slurm_reasons.state_records)
     # PBS's pbsnodes: a row of -l (a node down or offline), or a node's name over its attributes
     ("pbsnodes.txt", pbsnodes.OPENING, pbsnodes.belongs, pbsnodes.opens),
     ("rdma-link.txt", _RDMA_LINK_RE, _rdma_link, None),
@@ -341,6 +349,11 @@ BLOCKS = (
     # systemctl status: a unit's first line over its indented Loaded:/Active: lines, or 'could not be found'
     ("systemctl.txt", SYSTEMCTL_HEADER_RE, _systemctl, _systemctl_opens),
     ("systemctl.txt", SYSTEMCTL_NOT_FOUND_RE, _one_line, None),
+    # a pingpong between two hosts (rdma-core's ibv_*_pingpong, libfabric's fi_pingpong): its addresses, results, table
+    ("pingpong.txt", pingpong.OPENING, pingpong.belongs, None),
+    # the package manager's logs: an apt run's Start-Date, a dpkg.log line
+    ("apt-history.log", pkglog.START_RE, _pkglog, None),
+    ("apt-history.log", pkglog.DPKG_ANY_RE, _pkglog, None),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs, dcgm.opens),
 )
@@ -349,7 +362,7 @@ BLOCKS = (
 ONE_LINE_OK = ("nvidia-smi.txt", "nvidia-smi-q.txt", "ibstat.txt", "ibv_devinfo.txt", "ib-sysfs.txt", "perfquery.txt",
                 "ibdev2netdev.txt", "rdma-link.txt", "slurm-node.txt", "dcgmi.txt", "gpud.txt",
                 "systemctl.txt", "autopilot.txt", "pbsnodes.txt", "fi_info.txt", "dcgmi-dmon.txt",
-                "sm-unhealthy-ports.txt", "k8s-node.txt")
+                "sm-unhealthy-ports.txt", "k8s-node.txt", "apt-history.log", "pingpong.txt")
 
 
 def opening(line, after=()):

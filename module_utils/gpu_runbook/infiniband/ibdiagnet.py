@@ -9,7 +9,10 @@ Counters``, ``Nodes Information``, ``Speed / Width checks``, ``Temperature Sensi
 line marked ``-I-`` (information), ``-W-`` (a warning) or ``-E-`` (an error; a check that
 failed says ``... finished with errors``, and the lines under it name the node, port and what
 was wrong: ``Sxxx/Nxxx/P1/3/1 - "link_down_counter" increased during the run``); at the end a
-``Summary`` table: ``-I- Stage  Warnings  Errors  Comment`` and a row per stage.
+``Summary`` table: ``-I- Stage  Warnings  Errors  Comment`` and a row per stage. The older
+ibdiagnet (v1, ibutils) marks its rules too: ``-I---...---``, ``-I- IPoIB Subnets Check``, ``-I---...``;
+its head is ``Loading IBDIAGNET from: /usr/lib/ibdiagnet1.5.7`` and its summary ``-I- Stages Status
+Report:`` over ``STAGE  Errors Warnings`` (errors first) and a row per stage.
 
 What it tells: whether each stage of the scan found errors in the fabric. The fabric is other
 nodes' links too, so a stage's errors are one warning of the fabric (rung none: read the lines
@@ -27,10 +30,12 @@ from .model import guarded
 
 FORMAT = "ibdiagnet"
 # where its output opens: the version head, or its Summary's header (an excerpt of the end)
-HEAD_RE = re.compile(r"^Running version:[ \t]+\"?IBDIAGNET\b|^Running:[ \t]+ibdiagnet\b")
-SUMMARY_RE = re.compile(r"^-I-[ \t]+Stage[ \t]+Warnings[ \t]+Errors[ \t]+Comment[ \t]*$")
-OPENING = re.compile(HEAD_RE.pattern + "|" + SUMMARY_RE.pattern)
-_RULE_RE = re.compile(r"^-{20,}[ \t]*$")
+HEAD_RE = re.compile(r"^Running version:[ \t]+\"?IBDIAGNET\b|^Running:[ \t]+ibdiagnet\b|^Loading IBDIAGNET from:")
+SUMMARY_RE = re.compile(r"^-I-[ \t]+Stage[ \t]+Warnings[ \t]+Errors[ \t]+Comment[ \t]*$|^-I- Stages Status Report:[ \t]*$")
+_V1_ROW_RE = re.compile(r"^[ \t]{1,8}(\S[^\n]{0,80}?)[ \t]{2,}(\d{1,9})[ \t]+(\d{1,9})[ \t]*$")  # errors, warnings
+V1_RULE_RE = re.compile(r"^-I-{20,}[ \t]*$")
+OPENING = re.compile(HEAD_RE.pattern + "|" + SUMMARY_RE.pattern + "|" + V1_RULE_RE.pattern)
+_RULE_RE = re.compile(r"^(?:-I)?-{20,}[ \t]*$")
 _MARK_RE = re.compile(r"^-([IWE])-[ \t]+(.*)$")
 _ROW_RE = re.compile(r"^-I-[ \t]+(\S[^\n]*?)[ \t]{2,}(\d{1,9})[ \t]+(\d{1,9})(?:[ \t]+(\S[^\n]*?))?[ \t]*$")
 _STAGE_NAME_RE = re.compile(r"^[A-Z][\w /()\-]{1,60}$")
@@ -51,8 +56,8 @@ def parse_ibdiagnet(text, source="ibdiagnet.txt"):
 
 
 def _parse(text, source):
-    stages, order, summary, version = {}, [], None, None
-    stage, after_rule = None, False
+    stages, order, summary, version, v1_summary = {}, [], None, None, False
+    stage, after_rule, named, v1 = None, False, False, False
     for lineno, raw in iter_lines(text):
         line = raw.rstrip()
         if not line.strip():
@@ -61,22 +66,27 @@ def _parse(text, source):
             version = line.split(":", 1)[1].strip()[:120]
             continue
         if _RULE_RE.match(line):
-            after_rule = True
+            after_rule, named = not named, False  # v1's rule under a stage's name closes its title
+            v1 = line.startswith("-I")
             continue
+        named = False
         if SUMMARY_RE.match(line):
-            summary = {}
+            summary, v1_summary = {}, line.startswith("-I- Stages")
             stage, after_rule = None, False
             continue
         if summary is not None:
-            m = _ROW_RE.match(line)
-            if m and m.group(1).strip() not in summary:
-                summary[m.group(1).strip()] = {"warnings": int(m.group(2)), "errors": int(m.group(3)),
-                                               "comment": (m.group(4) or "").strip()}
+            m = (_V1_ROW_RE if v1_summary else _ROW_RE).match(line)
+            if m and m.group(1).strip() not in summary and m.group(1).strip() != "STAGE":
+                errors, warnings = (m.group(2), m.group(3)) if v1_summary else (m.group(3), m.group(2))
+                summary[m.group(1).strip()] = {"warnings": int(warnings), "errors": int(errors),
+                                               "comment": "" if v1_summary else (m.group(4) or "").strip()}
                 continue
         if after_rule:
             after_rule = False
-            if _STAGE_NAME_RE.match(line) and not _MARK_RE.match(line):
-                stage = line.strip()
+            mark = _MARK_RE.match(line)
+            name = mark.group(2).strip() if mark and mark.group(1) == "I" and v1 else line.strip()
+            if _STAGE_NAME_RE.match(name) and (name != line.strip() or not mark):
+                stage, named = name, True
                 if stage == "Summary":
                     stage = None
                     continue

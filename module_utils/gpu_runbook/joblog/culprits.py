@@ -14,7 +14,7 @@ from .patterns import LINK_LOCAL_IP, LOOPBACK_IP
 from .nccl_words import (DEATH_KINDS, SETUP_KINDS, async_port_hosts, died_of_own_error, host_side_hosts,
                          mismatch_ranks, setup_failed)
 
-_FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("cuda_oom", "host_oom"),
+_FIRST_ERROR_KINDS = (("cuda_error",), ("ib_completion_error",), ("ompi_transport_error",), ("cuda_oom", "host_oom"),
                       ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_timeout",
                        "dataloader_shm_bus_error"))
 NET_EVENT_KINDS = ("ib_completion_error", "nccl_peer_connection")

@@ -127,24 +127,32 @@ def _cuda_error(ev, c, st, phase, trend):
 
 
 def _leak_or_application(phase, trend, st):
-    """An OOM late in the run, while the rate falls, or after memory the run reported kept growing
-    (memtrend.py), is memory that grows: a leak."""
-    return "memory_leak" if (trend == "falling" or phase == "late" or memtrend.growth(st)) else "application"
+    """(category, what chose it) of an OOM: late in the run, while the rate falls, or after memory
+    the run reported kept growing (memtrend.py), memory that grows: a leak; early, the code's
+    (a batch too large). With none of these the category is a default, and says so."""
+    if trend == "falling":
+        return "memory_leak", "falling"
+    if phase == "late":
+        return "memory_leak", "late"
+    if memtrend.growth(st):
+        return "memory_leak", "growth"
+    return "application", "early" if phase == "early" else "default"
 
 
 def _cuda_oom(ev, c, st, phase, trend):
-    cat = _leak_or_application(phase, trend, st)
+    cat, basis = _leak_or_application(phase, trend, st)
     return finding(
         "cuda_oom",
         "%s ran out of GPU memory%s%s." % (c.where, " allocating %s" % ev["alloc"] if ev.get("alloc") else "",
                                            " late in the run (memory grows over time)" if cat == "memory_leak"
                                            else ""),
-        category=cat, gpu=c.gpu, **c.common)
+        category=cat, gpu=c.gpu, inferred=basis, **c.common)
 
 
 def _host_oom(ev, c, st, phase, trend):
+    cat, basis = _leak_or_application(phase, trend, st)
     return finding("host_oom", "The kernel/Slurm OOM killer killed a training process (%s)." % c.where,
-                   category=_leak_or_application(phase, trend, st), **c.common)
+                   category=cat, inferred=basis, **c.common)
 
 
 def _dataloader(ev, c):
@@ -208,7 +216,14 @@ def _collective_mismatch(ev, c, st, phase, trend):
         **c.common)
 
 
+def _ompi_transport(ev, c, st, phase, trend):
+    return finding("ompi_transport_error", "%s: Open MPI's %s transport (BTL) reported an error%s: %s" % (
+        c.where, ev["btl"], " with peer %s" % ev["peer"] if ev.get("peer") else "", ev["what"]), name=ev["btl"],
+        **c.common)
+
+
 _BUILDERS = {
+    "ompi_transport_error": _ompi_transport,
     "cuda_driver_old": _driver_old,
     "collective_mismatch": _collective_mismatch,
     "ib_completion_error": _ib_completion,

@@ -21,6 +21,7 @@ HANDLERS = (
     launch_lines.shell_prompt,  # a shell prompt's host: recorded, never taken
     pyspy.pyspy,             # a py-spy dump: its frames are no other handler's lines
     ompi_lines.help_text,    # an Open MPI help text between its dashes: its lines are its message's
+    ompi_lines.btl_error,    # an Open MPI transport's error (its head, the openib BTL's failed completion)
     emitter_lines.sacct,
     nccl_lines.continue_wrapped_ib,
     nccl_tests.nccl_tests_line,

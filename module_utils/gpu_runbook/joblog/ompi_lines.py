@@ -18,11 +18,20 @@ signal %d (%s).'; ``proc-exit-no-sync`` / ``proc-ordered-abort``: '%s has exited
 rank %lu with PID %lu on' + 'node %s ...' on the next line; PRRTE's help-prun.txt breaks its own
 after 'exited on'): the node is recorded for the rank as
 srun's task lines are (st.rank_host_weak), and a SIGKILL as the launchers' (st.launch "sigkill"),
-whose host is the one to read."""
+whose host is the one to read.
+
+A transport's own error (opal/mca/btl/base/btl_base_error.h, v4.1.8) is no help text: ``BTL_ERROR``
+prints ``[node][[jobid,vpid],rank][file.c:line:func] `` then its message, ``BTL_PEER_ERROR``
+``[[jobid,vpid],rank][file.c:line:func] from NODE to: PEER `` then it, each part its own write to
+stderr (so the message may stand on the next line when processes interleave, or a mail wraps it).
+The openib BTL's failed work completion (btl_openib_component.c handle_wc: ``error polling %s with
+status %s status number %d for wr_id ...  vendor error %d qp_idx %d``) is an IB work completion
+error as NCCL's is: its status number is rdma-core's (vocab/rdma.py), the peer its ``to:`` node."""
 
 import re
 
 from ..vocab import ROW_FIELDS, match_line, table
+from .patterns import IBV_WC_STATUS
 from .text import add
 
 DASHES = re.compile(r"^\s{0,4}-{74}\s*$")
@@ -34,6 +43,14 @@ EXITED_DUE = re.compile(r"\bhas exited due to process rank (\d{1,7}) with PID \d
 NODE_NEXT = re.compile(r"^\s{0,4}node ([A-Za-z0-9][\w.\-]{0,252})\b")
 SIGNAL_NEXT = re.compile(r"^\s{0,4}signal (\d{1,3})\b")  # PRRTE's help-prun.txt breaks '... exited on\nsignal %d (%s).'
 SIGKILL = 9
+# BTL_ERROR / BTL_PEER_ERROR's head: '[file.c:line:func] ' (and 'from NODE to: PEER ' for a peer's)
+# (OPAL_NAME_PRINT: '[[jobfamily,jobid],vpid]', the vpid its rank in the job)
+BTL_HEAD = re.compile(r"(?:\[(?P<host>[A-Za-z][\w.\-]{0,252})\])?(?:\[\[\d{1,10},\d{1,10}\],(?P<vpid>\d{1,10})\])?"
+                      r"\[(?P<file>[\w\-]{1,80}\.c):\d{1,6}:\w{1,80}\] (?:from (?P<node>[\w.\-]{1,253}) ?"
+                      r"(?:to: (?P<peer>[\w.\-]{1,253}) ?)?)?")
+WC_ERROR = re.compile(r"\berror polling [\w ]{1,40}? with status (?P<name>[A-Z][A-Z ]{0,60}?) status number "
+                      r"(?P<st>\d{1,3})\b")
+WC_VENDOR = re.compile(r"\bvendor error (\d{1,10})\b")
 # the other job tables: a line one of them explains is no part of an unclosed help text
 _OTHERS = None
 
@@ -87,6 +104,12 @@ def help_text(line, fs, st):
     return True
 
 
+def _btl_name(file_name):
+    """'btl_tcp_endpoint.c' -> 'tcp': the BTL a source file of opal/mca/btl/<name>/ belongs to."""
+    parts = file_name.split("_")
+    return parts[1].split(".")[0] if len(parts) > 1 and parts[0] == "btl" else file_name
+
+
 def _who(line):
     """Which process printed a line, as far as its launcher prefix says."""
     return (line.prefixed, line.rank if line.prefixed else None, line.host)
@@ -126,3 +149,40 @@ def _sigkill(rank, signal, line, st):
 def _rank_host(rank, host, st):
     st.rank_host_weak.setdefault(rank, host)
     st.ranks_seen.add(rank)
+
+
+def btl_error(line, fs, st):
+    """A BTL's error head (its message may follow on the next line) or the openib BTL's failed
+    work completion; True when the line was one of them."""
+    text = line.text
+    mh = BTL_HEAD.search(text)
+    head = (mh.group("node") or mh.group("host"), mh.group("peer")) if mh else None
+    if head is not None and not text[mh.end():].strip():
+        fs.ompi_btl = (_who(line), head)  # the message is the next line's
+        return True
+    m = WC_ERROR.search(text)
+    if m is None:
+        fs.ompi_btl = None
+        if head is None:
+            return False
+        # another transport's error ('connect() to %s failed: %s (%d)' of the tcp BTL): said as it is
+        rank = line.rank if line.rank is not None or not mh.group("vpid") else int(mh.group("vpid"))
+        add(st.events, {"kind": "ompi_transport_error", "btl": _btl_name(mh.group("file")),
+                        "what": text[mh.end():].strip()[:300], "peer": head[1], "host": head[0] or line.host,
+                        "rank": rank, "src": line.src, "evidence": line.raw})
+        if rank is not None and head[0]:
+            _rank_host(rank, head[0], st)  # the process name's rank ran on the node the head names
+        return True
+    if head is None and fs.ompi_btl is not None and fs.ompi_btl[0] == _who(line):
+        head = fs.ompi_btl[1]
+    fs.ompi_btl = None
+    node, peer = head or (None, None)
+    status = int(m.group("st"))
+    mv = WC_VENDOR.search(text, m.end())
+    add(st.events, {"kind": "ib_completion_error", "peer": peer, "status": status,
+                    "status_name": IBV_WC_STATUS.get(status, ("IBV_WC_%d" % status, None))[0],
+                    "status_text": IBV_WC_STATUS.get(status, (None, m.group("name").strip().lower()))[1],
+                    "vendor_err": int(mv.group(1)) if mv else None, "opcode": None, "direction": None, "hca": None,
+                    "rank": line.rank, "host": node or line.host, "pid": None, "dev": None, "src": line.src,
+                    "evidence": line.raw})
+    return True

@@ -46,6 +46,7 @@ NEEDLES = (
     "heckpoint", "socket", "C10d", "Rendezvous", "TCPStore", "key-value store", "exitcode", "SIGKILL",  # launch_lines
     "INCOMPLETE", "DEAD", "ERROR", "MISMATCH", "TIMEOUT",
     "Traceback", "GLOBAL_RANK", "[rank", "](",                                      # error_lines, read_line
+    ".c:",                                                                          # ompi_lines.btl_error's head
     # emitter_lines: Slurm's words, a run's end, the words of a failure (vocab/reading.py ERROR_LIKE)
     "srun", "***", "JobID",
     "rror", "RROR", "xception", "atal", "ATAL", "ailed", "AILED", "ailure", "AILURE", "bort", "anic",
@@ -77,7 +78,7 @@ def held(fs):
     """True while the file is in a multi-line construct: its next line is read whatever it is."""
     return (fs.in_tb or fs.fr_missing_ctx is not None or fs.hvd_stall is not None or fs.ras_ctx is not None
             or fs.pending_ib is not None
-            or fs.sacct is not None or fs.pyspy is not None or fs.ompi_frame is not None)
+            or fs.sacct is not None or fs.pyspy is not None or fs.ompi_frame is not None or fs.ompi_btl is not None)
 
 
 def quiet(raw, fs, st):

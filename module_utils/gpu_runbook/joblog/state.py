@@ -108,6 +108,7 @@ class FileState(object):
         self.pyspy = None              # the py-spy dump being read: its process and thread (pyspy.py)
         self.last_error = None         # (rank, line number, tag) of PyTorch's 'Last error:' (NCCL's words follow)
         self.sigbus = None             # the Line of a SIGBUS report whose backtrace may follow
+        self.ompi_btl = None           # (who, (node, peer)) of an Open MPI BTL error head whose message is next
         self.ompi_frame = None         # an Open MPI help text's frame of dashes being read (ompi_lines.py)
 
 

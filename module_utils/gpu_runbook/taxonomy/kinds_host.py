@@ -9,6 +9,17 @@ STEPS = {
                               "shows LnkSta at LnkCap's width under load.",
                         "다음 정비 시간에 카드(또는 라이저)를 재장착하고, 부하 상태에서 `lspci -vv`의 LnkSta 폭이 "
                         "LnkCap과 같은지 확인하십시오."),
+    "pkg_reboot_after_driver_change": (
+        None, "If nvidia-smi says 'Driver/library version mismatch', drain the node and reboot it (or reload the "
+              "nvidia modules) so the kernel module matches the new libraries; upgrade Fabric Manager to the same "
+              "version.",
+        "nvidia-smi가 'Driver/library version mismatch'를 보이면 노드를 drain하고 재부팅(또는 nvidia 모듈 재로드)하여 "
+        "커널 모듈을 새 라이브러리와 맞추고, Fabric Manager도 같은 버전으로 올리십시오."),
+    "pkg_hold_driver": (
+        None, "Hold the driver's packages (`apt-mark hold`, or unattended-upgrades' Package-Blacklist) and change "
+              "them only in a drained maintenance window.",
+        "드라이버 패키지를 고정(`apt-mark hold` 또는 unattended-upgrades의 Package-Blacklist)하고 drain한 정비 "
+        "시간에만 바꾸십시오."),
     "check_controller_access": (None, "Check the controller's SSH keys, inventory and network (`ansible -m ping`).",
                                 "컨트롤러의 SSH 키, 인벤토리, 네트워크를 확인하십시오 (`ansible -m ping`)."),
     "k8s_check_unhealthy_gpus": (
@@ -65,6 +76,16 @@ KINDS = {
         "a GPU's or HCA's PCIe link runs below what it can (fewer lanes or a lower speed)",
         "GPU 또는 HCA의 PCIe 링크가 가능한 것보다 낮게 동작함 (레인 수 또는 속도 저하)",
         also=("gpu_hardware", "ib_network")),
+    # lspci's 'Kernel modules:' with no 'Kernel driver in use:' over it, or nouveau in use (lspci.py)
+    "gpu_no_nvidia_driver": kind(
+        "driver", "warning", "drain", ("drain_node", "check_driver", "gpu_check_module_loaded"),
+        "a GPU that the NVIDIA driver does not hold (none bound, or another driver): no job can use it",
+        "NVIDIA 드라이버가 잡고 있지 않은 GPU (바인딩된 드라이버 없음 또는 다른 드라이버): 어떤 작업도 사용할 수 없음"),
+    # apt's history.log / dpkg.log: the driver's packages changed (pkglog.py)
+    "driver_packages_changed": kind(
+        "driver", "warning", "none", ("pkg_reboot_after_driver_change", "pkg_hold_driver"),
+        "the NVIDIA driver's packages changed: until a reboot the loaded module and the new libraries differ",
+        "NVIDIA 드라이버 패키지가 바뀜: 재부팅 전까지 로드된 모듈과 새 라이브러리의 버전이 다름"),
     # ---- cross-host rules (cluster.py)
     "xid_on_every_host": kind(
         "application", "warning", "fix_application", ("check_job_code", "fix_application"),

@@ -91,6 +91,32 @@ STEPS = {
                                    "`ibdiagnet`, 케이블과 트랜시버, 스위치 포트); HCA가 한쪽 끝인 노드는 링크가 "
                                    "고쳐질 때까지 drain 상태로 두고, 고쳐진 뒤에만 UFM(또는 SM의 health policy)에서 "
                                    "표시를 지우십시오."),
+    # the link test between two hosts (infiniband/pingpong.py): which end fails is told by a third host
+    "ib_check_pingpong_path": (None, "Check both hosts' ports (`ibstat`) and the error counters on the path between "
+                                     "them (`perfquery`, `ibqueryerrors`); run the test from each host against a third "
+                                     "one to tell which end fails.",
+                               "두 호스트의 포트(`ibstat`)와 그 사이 경로의 오류 카운터(`perfquery`, `ibqueryerrors`)를 "
+                               "확인하고, 각 호스트에서 제3의 호스트로 시험을 실행해 어느 쪽이 문제인지 가리십시오."),
+    "ib_check_pingpong_port": (None, "Check the HCA and port the test used (`ibv_devinfo`: `-d` names the device, `-i` "
+                                     "the port): the port must be Active with a LID on InfiniBand, and RoCE needs a "
+                                     "GID index (`-g`, `show_gids`) and a path MTU (`-m`) the port supports.",
+                               "시험이 사용한 HCA와 포트를 확인하십시오 (`ibv_devinfo`: `-d`는 장치, `-i`는 포트): "
+                               "InfiniBand에서는 포트가 LID를 받은 Active 상태여야 하고, RoCE에서는 포트가 지원하는 "
+                               "GID 인덱스(`-g`, `show_gids`)와 경로 MTU(`-m`)가 필요합니다."),
+    "ib_check_pingpong_peer": (None, "Start the server side first (the command without a host), then the client with "
+                                     "the server's host name; check that the client reaches that host and TCP port "
+                                     "(`-p`, default 18515: DNS, firewall). This channel only exchanges the RDMA "
+                                     "addresses over TCP: it says nothing of the RDMA link.",
+                               "서버 쪽(호스트 없이 실행)을 먼저 시작한 뒤 서버의 호스트 이름으로 클라이언트를 "
+                               "실행하고, 클라이언트가 그 호스트와 TCP 포트(`-p`, 기본 18515: DNS, 방화벽)에 닿는지 "
+                               "확인하십시오. 이 채널은 TCP로 RDMA 주소만 교환할 뿐 RDMA 링크에 대해서는 알려주지 "
+                               "않습니다."),
+    "ib_check_pingpong_setup": (None, "Check what the test could not set up: the locked-memory limit (`ulimit -l`, "
+                                      "unlimited for RDMA), the HCA's driver (`dmesg` for `mlx5_core`), the libfabric "
+                                      "provider (`fi_info -p <provider>`) and the options given to the test.",
+                                "시험이 준비하지 못한 것을 확인하십시오: 고정 메모리 한도(`ulimit -l`, RDMA에는 "
+                                "무제한), HCA 드라이버(`mlx5_core`에 대한 `dmesg`), libfabric 프로바이더"
+                                "(`fi_info -p <provider>`), 시험에 준 옵션."),
 }
 
 # What the physical layer says is wrong: the cable, transceiver or switch port.
@@ -258,4 +284,40 @@ KINDS = {
         "ib_network", "warning", "none", ("ib_check_link_counters",),
         "a counter on {ib} crossed a threshold set for this run",
         "{ib}의 카운터가 이번 실행에 지정한 임계치를 넘음"),
+    # ---- a link test between two hosts (ibv_*_pingpong, fi_pingpong: infiniband/pingpong.py); it names a path,
+    # not a node, so at most a warning with no rung, like a fabric scan
+    "ib_pingpong_completion_error": kind(
+        "ib_network", "warning", "none", ("ib_check_pingpong_path",),
+        "a pingpong link test between two hosts failed with a work-completion error: the RDMA path between them, "
+        "or the peer",
+        "두 호스트 사이의 pingpong 링크 시험이 work completion 오류로 실패함: 두 호스트 사이의 RDMA 경로 또는 상대 "
+        "호스트 문제",
+        also=("unknown", "application")),
+    "ib_pingpong_port_error": kind(
+        "ib_network", "warning", "none", ("ib_check_pingpong_port",),
+        "a pingpong link test could not use its HCA or port (device missing, port without a LID, queue pair not "
+        "set up for the peer)",
+        "pingpong 링크 시험이 HCA나 포트를 사용하지 못함 (장치 없음, LID 없는 포트, 상대에 맞춘 큐 페어 설정 실패)",
+        also=("unknown",)),
+    "ib_pingpong_no_peer": kind(
+        "unknown", "warning", "none", ("ib_check_pingpong_peer",),
+        "a pingpong link test did not reach its other side over TCP (the channel that exchanges the RDMA "
+        "addresses): the link itself was not tested",
+        "pingpong 링크 시험이 TCP로 상대 쪽에 닿지 못함 (RDMA 주소를 교환하는 채널): 링크 자체는 시험되지 않음"),
+    "ib_pingpong_setup_error": kind(
+        "unknown", "warning", "none", ("ib_check_pingpong_setup",),
+        "a pingpong link test could not set up its RDMA resources (memory registration, queues, provider, "
+        "options): the link itself was not tested",
+        "pingpong 링크 시험이 RDMA 자원을 준비하지 못함 (메모리 등록, 큐, 프로바이더, 옵션): 링크 자체는 시험되지 않음"),
+    "ib_pingpong_data_mismatch": kind(
+        "unknown", "warning", "none", ("ib_check_hca_pcie",),
+        "a pingpong link test received data that differs from what was sent: the two ends ran with different "
+        "options, or the HCA or memory corrupts data",
+        "pingpong 링크 시험이 보낸 것과 다른 데이터를 받음: 양쪽 옵션이 다르거나 HCA 또는 메모리가 데이터를 손상시킴"),
+    "ib_pingpong_incomplete": kind(
+        "unknown", "warning", "none", ("ib_check_pingpong_path",),
+        "a pingpong link test printed no result and no error: it was still waiting (for its peer, or for a "
+        "message lost on the path) or the capture ends early",
+        "pingpong 링크 시험이 결과도 오류도 출력하지 않음: 상대나 경로에서 잃어버린 메시지를 기다리는 중이었거나 "
+        "캡처가 일찍 끝남"),
 }

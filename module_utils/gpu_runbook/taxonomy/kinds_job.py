@@ -197,6 +197,12 @@ KINDS = {
         "ib_network", "critical", "ib_restart", _IB_LINK,
         "an InfiniBand work completion failed between two hosts of the job: the RDMA path is broken",
         "작업의 두 호스트 사이에서 InfiniBand work completion 오류 발생: RDMA 경로가 끊어짐"),
+    # an Open MPI BTL's own error line (opal/mca/btl/base/btl_base_error.h; joblog/ompi_lines.py): what failed is
+    # its words, which do not say whose fault it is
+    "ompi_transport_error": kind(
+        "unknown", "warning", "none", ("read_rank_log", "check_follow_up"),
+        "Open MPI's {name} transport reported an error on rank {rank}",
+        "랭크 {rank}에서 Open MPI의 {name} 전송 계층이 오류를 보고함"),
     "nccl_peer_connection_error": kind(
         "ib_network", "critical", "drain", ("job_exclude_peer", "drain_node"),
         "rank {rank}: NCCL's connection to a peer failed: that node's network is broken or its process is gone",
