@@ -155,6 +155,9 @@ def btl_error(line, fs, st):
     """A BTL's error head (its message may follow on the next line) or the openib BTL's failed
     work completion; True when the line was one of them."""
     text = line.text
+    if ".c:" not in text and "error polling" not in text:  # the head's source file, the message's words
+        fs.ompi_btl = None
+        return False
     mh = BTL_HEAD.search(text)
     head = (mh.group("node") or mh.group("host"), mh.group("peer")) if mh else None
     if head is not None and not text[mh.end():].strip():
