@@ -16,7 +16,7 @@ from .probe_findings import probe_error_findings
 from .sources import (BUG_REPORT, COMPUTE_APPS, FAMILY, IB_COUNTER_SOURCES, IB_LINK_SOURCES, KERNEL_LOG, NAMES,
                       NOTES, NVSMI_SOURCES, SLURM_NODE, PBSNODES, DCGMI, PERFTEST, IBDIAGNET, FI_INFO, NVSMI_TOPO,
                       GPUD, AUTOPILOT, LSPCI, SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE, NCCL_TOPO,
-                      PKGLOG, PINGPONG)
+                      PKGLOG, PINGPONG, NVSMI_DMON)
 from .verdict import host_verdict, sort_findings
 
 SCHEMA = "gpu-runbook/analysis/v1"
@@ -122,6 +122,10 @@ def _parse_all(sources, opts, parsed, shown=None):
         from .dcgm.dmon import parse_dcgmi_dmon
         run("dcgmi_dmon", DCGMI_DMON, parse_dcgmi_dmon, sources[DCGMI_DMON], source=DCGMI_DMON)
         usable[DCGMI_DMON] = bool((facts["dcgmi_dmon"] or {}).get("reading"))
+    if _text(sources, NVSMI_DMON) is not None:  # nvidia-smi dmon: its ECC and temperature columns are a reading
+        from .nvsmi.dmon import parse_nvidia_smi_dmon
+        run("nvsmi_dmon", NVSMI_DMON, parse_nvidia_smi_dmon, sources[NVSMI_DMON], source=NVSMI_DMON)
+        usable[NVSMI_DMON] = bool((facts["nvsmi_dmon"] or {}).get("reading"))
     if _text(sources, K8S_NODE) is not None:  # what Kubernetes says of the node's GPUs
         from .k8s_node import parse_k8s_node
         run("k8s_node", K8S_NODE, parse_k8s_node, sources[K8S_NODE], source=K8S_NODE)
@@ -133,17 +137,7 @@ def _parse_all(sources, opts, parsed, shown=None):
     if _text(sources, AUTOPILOT) is not None:  # IBM Autopilot's health checks of a Kubernetes GPU node
         from .autopilot import parse_autopilot
         run("autopilot", AUTOPILOT, parse_autopilot, sources[AUTOPILOT], source=AUTOPILOT)
-    if _text(sources, LSPCI) is not None:  # the PCIe links of the GPUs and HCAs
-        from .lspci import parse_lspci
-        run("lspci", LSPCI, parse_lspci, sources[LSPCI], source=LSPCI)
-    if _text(sources, SYSTEMCTL) is not None:  # the node's services (Fabric Manager, openibd ...)
-        from .systemd_units import parse_systemctl
-        run("systemctl", SYSTEMCTL, parse_systemctl, sources[SYSTEMCTL], source=SYSTEMCTL)
-        # a unit it knows, running or not, or one that is not installed: a reading of that service
-        usable[SYSTEMCTL] = bool(facts["systemctl"]) or any(f.get("name") == "systemd" for f in findings)
-    if _text(sources, PKGLOG) is not None:  # when the NVIDIA driver's packages changed (apt, dpkg)
-        from .pkglog import parse_pkglog
-        run("pkglog", PKGLOG, parse_pkglog, sources[PKGLOG], source=PKGLOG)
+    _parse_node_state(sources, run, facts, findings, usable)
     ib_kw = {"expected_rate": opts["expected_ib_rate"], "expected_devices": opts["expected_ib_devices"],
              "thresholds": opts["ib_thresholds"]}
     name = next((n for n in IB_LINK_SOURCES if _text(sources, n) is not None), None)
@@ -154,6 +148,22 @@ def _parse_all(sources, opts, parsed, shown=None):
             run(name.split(".")[0], name, _ib_parser(infiniband, name), sources[name], source=name,
                 thresholds=opts["ib_thresholds"])
     return facts, findings, usable
+
+
+def _parse_node_state(sources, run, facts, findings, usable):
+    """The node's own state beside its GPUs and HCAs (_parse_all's ``run``): its PCIe links and
+    drivers bound, its services, when the driver's packages changed."""
+    if _text(sources, LSPCI) is not None:  # the PCIe links of the GPUs and HCAs, the drivers that hold them
+        from .lspci import parse_lspci
+        run("lspci", LSPCI, parse_lspci, sources[LSPCI], source=LSPCI)
+    if _text(sources, SYSTEMCTL) is not None:  # the node's services (Fabric Manager, openibd ...)
+        from .systemd_units import parse_systemctl
+        run("systemctl", SYSTEMCTL, parse_systemctl, sources[SYSTEMCTL], source=SYSTEMCTL)
+        # a unit it knows, running or not, or one that is not installed: a reading of that service
+        usable[SYSTEMCTL] = bool(facts["systemctl"]) or any(f.get("name") == "systemd" for f in findings)
+    if _text(sources, PKGLOG) is not None:  # when the NVIDIA driver's packages changed (apt, dpkg)
+        from .pkglog import parse_pkglog
+        run("pkglog", PKGLOG, parse_pkglog, sources[PKGLOG], source=PKGLOG)
 
 
 def _parse_fabric(sources, run, facts, usable):

@@ -35,7 +35,7 @@ inputs:
   - is standard input. Every file is read by its content, never by its name: a kernel log
   (dmesg, dmesg -T, journalctl -k, syslog, kern.log), a training job's output (job logs: NCCL_DEBUG,
   PyTorch, torchrun, srun/slurmstepd, progress bars), the output of nvidia-smi (-q, -q -x,
-  the table, --query-gpu CSV, topo -m), ibstat, ibstatus, ibv_devinfo, ibdev2netdev, lshca, perfquery,
+  the table, --query-gpu CSV, topo -m, dmon), ibstat, ibstatus, ibv_devinfo, ibdev2netdev, lshca, perfquery,
   iblinkinfo, ibdiagnet, ibportstate, mlxlink, the InfiniBand sysfs dump, libfabric's fi_info, dcgmi dmon,
   ibv_rc_pingpong and fi_pingpong,
   the subnet manager's unhealthy-ports report, sinfo -R, kubectl describe node, NCCL's topology dump,
@@ -191,7 +191,7 @@ def _host_dirs(path, ignore=(), host=None):
 BLOCK_LABEL = {"nvidia-smi-q.xml": "nvidia-smi -q -x", "nvidia-smi-q.txt": "nvidia-smi -q", "nvidia-smi.txt": "nvidia-smi",
                "nvidia-smi-query-gpu.csv": "nvidia-smi --query-gpu", "nvidia-smi-compute-apps.csv": "compute apps",
                "ib-sysfs.txt": "InfiniBand sysfs", "ibstat.txt": "ibstat", "ibv_devinfo.txt": "ibv_devinfo",
-               "perfquery.txt": "perfquery", "iblinkinfo.txt": "iblinkinfo", "ibdev2netdev.txt": "ibdev2netdev", "lshca.txt": "lshca", "rdma-link.txt": "rdma link", "ibportstate.txt": "ibportstate", "mlxlink.txt": "mlxlink", "slurm-node.txt": "scontrol show node", "pbsnodes.txt": "pbsnodes", "dcgmi.txt": "dcgmi", "perftest.txt": "ib_write_bw (perftest)", "ibdiagnet.txt": "ibdiagnet", "fi_info.txt": "fi_info", "sm-unhealthy-ports.txt": "the SM's unhealthy ports", "k8s-node.txt": "kubectl describe node", "nvidia-smi-topo.txt": "nvidia-smi topo -m", "nccl-topo.xml": "NCCL's topology dump", "dcgmi-dmon.txt": "dcgmi dmon", "gpud.txt": "GPUd states", "autopilot.txt": "IBM Autopilot", "lspci.txt": "lspci -vv", "systemctl.txt": "systemctl status", "apt-history.log": "apt's history.log / dpkg.log", "pingpong.txt": "ibv_rc_pingpong / fi_pingpong", "bug-report.txt": "nvidia-bug-report"}
+               "perfquery.txt": "perfquery", "iblinkinfo.txt": "iblinkinfo", "ibdev2netdev.txt": "ibdev2netdev", "lshca.txt": "lshca", "rdma-link.txt": "rdma link", "ibportstate.txt": "ibportstate", "mlxlink.txt": "mlxlink", "slurm-node.txt": "scontrol show node", "pbsnodes.txt": "pbsnodes", "dcgmi.txt": "dcgmi", "perftest.txt": "ib_write_bw (perftest)", "ibdiagnet.txt": "ibdiagnet", "fi_info.txt": "fi_info", "sm-unhealthy-ports.txt": "the SM's unhealthy ports", "k8s-node.txt": "kubectl describe node", "nvidia-smi-topo.txt": "nvidia-smi topo -m", "nccl-topo.xml": "NCCL's topology dump", "dcgmi-dmon.txt": "dcgmi dmon", "gpud.txt": "GPUd states", "autopilot.txt": "IBM Autopilot", "lspci.txt": "lspci -vv", "systemctl.txt": "systemctl status", "apt-history.log": "apt's history.log / dpkg.log", "pingpong.txt": "ibv_rc_pingpong / fi_pingpong", "nvidia-smi-dmon.txt": "nvidia-smi dmon", "bug-report.txt": "nvidia-bug-report"}
 
 
 def analyze_paths(paths, since=None, expected_gpus=None, expected_ib_rate=None, include_facts=False, tz=None,

@@ -32,6 +32,7 @@ GPUD = "gpud.txt"  # GPUd's health states (gpud status, its /v1/states API): a n
 AUTOPILOT = "autopilot.txt"  # IBM Autopilot's health checks: its report, its daemon's log, its node labels
 LSPCI = "lspci.txt"  # lspci -vv: the PCIe link of each GPU and HCA (LnkSta against LnkCap)
 SYSTEMCTL = "systemctl.txt"  # systemctl status: Fabric Manager, IMEX, persistenced, openibd, opensm, DCGM
+NVSMI_DMON = "nvidia-smi-dmon.txt"  # nvidia-smi dmon: per-GPU samples (power, temperature, ECC, utilization)
 PINGPONG = "pingpong.txt"  # ibv_rc_pingpong & co (rdma-core), fi_pingpong (libfabric): a link tested between two hosts
 PKGLOG = "apt-history.log"  # apt's history.log / dpkg.log: when the NVIDIA driver's packages changed
 JOB_LOG = "nccl.log"
@@ -44,7 +45,7 @@ NAMES = "_names"
 HOST_SOURCES = NVSMI_SOURCES + (COMPUTE_APPS, KERNEL_LOG) + IB_SOURCES + (BUG_REPORT, SLURM_NODE, PBSNODES, DCGMI, PERFTEST,
                                                                        IBDIAGNET, FI_INFO, NVSMI_TOPO, GPUD, AUTOPILOT, LSPCI,
                                                                        SYSTEMCTL, DCGMI_DMON, SM_UNHEALTHY, K8S_NODE,
-                                                                       NCCL_TOPO, PKGLOG, PINGPONG)
+                                                                       NCCL_TOPO, PKGLOG, PINGPONG, NVSMI_DMON)
 
 # source -> family: what a failed probe of it means (probe_findings.py)
 FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"), (KERNEL_LOG, "kernel")]
@@ -53,7 +54,7 @@ FAMILY = dict([(n, "gpu") for n in NVSMI_SOURCES] + [(COMPUTE_APPS, "gpu_apps"),
                                                    (FI_INFO, "ib"), (SM_UNHEALTHY, "ib"), (NVSMI_TOPO, "gpu"), (NCCL_TOPO, "gpu"),
                                                    (DCGMI_DMON, "gpu"), (K8S_NODE, "gpu"),
                                                    (GPUD, "gpu"), (AUTOPILOT, "gpu"), (LSPCI, "gpu"),
-                                                   (SYSTEMCTL, "gpu"), (PKGLOG, "packages"), (PINGPONG, "ib")])
+                                                   (SYSTEMCTL, "gpu"), (PKGLOG, "packages"), (PINGPONG, "ib"), (NVSMI_DMON, "gpu")])
 
 # (source, pattern searched in the first 64 KiB), most specific first
 DETECTORS = (

@@ -23,7 +23,7 @@ from gpu_runbook.joblog.lines import parse_file
 from gpu_runbook.joblog.state import JobState
 from gpu_runbook.kernlog import hosts, parse_kernel_log, timestamps
 from gpu_runbook.nvsmi import apps, dispatch, failed_run, holders, parse_nvidia_smi_failure
-from gpu_runbook.nvsmi import q_text, q_xml, query_csv, reset, table, topo
+from gpu_runbook.nvsmi import dmon as nvsmi_dmon, q_text, q_xml, query_csv, reset, table, topo
 from gpu_runbook.plan import envfile
 
 from .mutate import texts
@@ -160,6 +160,7 @@ TARGETS = [
     Target(systemd_units.parse_systemctl, "system", returns=tuple),
     Target(pkglog.parse_pkglog, "system", returns=tuple),
     Target(pingpong.parse_pingpong, "ib", returns=tuple),
+    Target(nvsmi_dmon.parse_nvidia_smi_dmon, "system", returns=tuple),
     Target(slurm_reasons.state_records, "slurm_node", returns=list),
     # the active tier's outputs (nvbandwidth's matrices, perftest's bandwidth table)
     Target(nvbandwidth.parse_nvbandwidth, "system", returns=dict),

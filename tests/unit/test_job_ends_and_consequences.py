@@ -144,3 +144,26 @@ def test_an_early_failure_that_is_an_nccl_result_is_not_inferred_to_be_the_codes
             "there was a network error, NCCL version 2.21.5\n")
     j = job(tmp_path, capsys, text)
     assert j["verdict"] == "unknown"
+
+
+def _bar(n, total, label=""):
+    return "%s%3d%%|%s| %d/%d [00:%02d<00:00,  7.81it/s]\n" % (label, n * 100 // total, "#" * (n * 10 // total),
+                                                           n, total, n % 60)
+
+
+SAVE = "[2024-03-09 10:38:21][INFO][trainer:667] - Saving model to: /runs/shakespeare/model.pth\n"
+
+
+def test_one_bar_at_its_total_then_a_save_ended_the_runs_work_but_a_bar_per_epoch_does_not(tmp_path, capsys):
+    # held-out x41-22 (a 2-node DDP run on Polaris): one bar over the whole run, its end, the model saved
+    steps = "".join(_bar(i, 100) + "step=%d loss=%.4f\n" % (i, 3.0 - i / 100.0) for i in range(5, 101, 5))
+    j = job(tmp_path, capsys, steps + SAVE)
+    assert (j["verdict"], j["confidence"]) == ("healthy", "medium")
+    assert j["success"][0]["who"] == "its one progress bar at its total, then a save of the model"
+    # the same bar cut before its total, or no save after it: not an end
+    assert job(tmp_path, capsys, steps.replace(_bar(100, 100), _bar(99, 100)) + SAVE)["verdict"] == "unknown"
+    assert job(tmp_path, capsys, steps)["verdict"] == "unknown"
+    # a bar per epoch reaches its total at every epoch's end: a save after one says nothing of the run's end
+    epochs = "".join(_bar(i, 50, "Epoch %d: " % e) + "loss %.3f\n" % (3.0 - e / 10.0)
+                     for e in range(3) for i in range(10, 51, 10))
+    assert job(tmp_path, capsys, epochs + SAVE)["verdict"] == "unknown"

@@ -85,6 +85,17 @@ def test_sxid_fatal_and_nonfatal():
     f = kinds("[ 1.0] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 30 sourcetrack timeout error\n")[
         "nvswitch_sxid"]
     assert f["severity"] == "critical" and f["rung"] == "reboot" and f["sxid"] == 24007
+    assert f["category"] == "gpu_hardware"
+
+
+def test_an_sxid_nvidia_says_only_a_partition_set_up_causes_is_the_drivers():
+    # 11004 'ingress invalid ACL': the Fabric Manager User Guide's appendix (vocab/nvrm.py's row) says only
+    # an incorrect FM partition configuration causes it (held-out x41-06: GPUs of two partitions in one VM)
+    f = kinds("[ 8123.617543] nvidia-nvswitch1: SXid (PCI:0000:00:08.0): 11004, Non-fatal, Link 36 ingress invalid "
+              "ACL (First)\n")["nvswitch_sxid"]
+    assert (f["category"], f["severity"], f["rung"], f["steps"]) == ("driver", "warning", "none",
+                                                                    ["sxid_check_fm_partition"])
+    assert "incorrect FM partition configuration" in f["message"]
 
 
 def test_driver_messages_are_driver_not_hardware():

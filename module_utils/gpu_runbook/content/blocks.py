@@ -25,6 +25,7 @@ from ..infiniband.perfquery import ICE_CHECK_RE, ICE_WARN_RE, IQE_NODE_RE, IQE_P
     ibcheckerrors_line
 from ..lspci import FIELD_RE as LSPCI_FIELD_RE, HEADER_RE as LSPCI_HEADER_RE
 from .. import pkglog
+from ..nvsmi import dmon as nvsmi_dmon
 from ..systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
 from ..nvsmi.dispatch import Q_SECTIONS
 from ..nvsmi import topo as nvsmi_topo
@@ -349,6 +350,10 @@ BLOCKS = (
     # systemctl status: a unit's first line over its indented Loaded:/Active: lines, or 'could not be found'
     ("systemctl.txt", SYSTEMCTL_HEADER_RE, _systemctl, _systemctl_opens),
     ("systemctl.txt", SYSTEMCTL_NOT_FOUND_RE, _one_line, None),
+    # nvidia-smi dmon: its '# gpu' header over its '# Idx' unit line and rows (nvsmi/dmon.py); the unit
+    # line is an opening of its own too, so that its '# ' is not read as a root prompt that ends the block
+    ("nvidia-smi-dmon.txt", re.compile(nvsmi_dmon.OPENING.pattern + "|" + nvsmi_dmon.UNITS_RE.pattern),
+     nvsmi_dmon.belongs, None),
     # a pingpong between two hosts (rdma-core's ibv_*_pingpong, libfabric's fi_pingpong): its addresses, results, table
     ("pingpong.txt", pingpong.OPENING, pingpong.belongs, None),
     # the package manager's logs: an apt run's Start-Date, a dpkg.log line

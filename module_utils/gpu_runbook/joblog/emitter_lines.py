@@ -25,6 +25,8 @@ import re
 from ..vocab import continues_a_message, markers, match_line, xid_named
 from ..linefamily import is_node_line
 from ..vocab.reading import error_like
+from .patterns import TQDM
+from .progress import one_bar
 from .text import add
 
 # PyTorch's 'Last error:' head, alone or after a tag a launcher puts before every line ('opt-1_3b.0 [stderr] ',
@@ -147,7 +149,8 @@ def run_end(name, tail, st):
     among a file's last lines (``tail``) says N of N (N > 1), and no error-like line follows it
     (only where a loss line was read: 'Step 3/3' is also a Docker build's); or the last epoch
     count says N of N and the model was saved after it, with no error-like line after that (only
-    in a training run's logs: its progress was read)."""
+    in a training run's logs: its progress was read); or the run's one progress bar (it never
+    restarted: no bar per epoch) reached its total and the model was saved after it."""
     training = st.training_lines or st.progress or st.hf_epoch is not None
     if not training:
         return
@@ -156,6 +159,10 @@ def run_end(name, tail, st):
         line = tail[i]
         m = STEP_OF.search(line) if st.training_lines else None
         e = EPOCH_OF.search(line) if saved is not None and m is None else None
+        if m is None and e is None and saved is not None and _one_bar_done(line, name, st):
+            add(st.success, {"who": "its one progress bar at its total, then a save of the model",
+                             "src": "%s (its end)" % name, "evidence": saved, "end": "step_count"})
+            return
         if m is None and e is None:
             if error_like(line):
                 return
@@ -170,6 +177,15 @@ def run_end(name, tail, st):
             add(st.success, {"who": "its last epoch (%d of %d), then a save of the model" % (done, total),
                              "src": "%s (its end)" % name, "evidence": saved, "end": "step_count"})
         return
+
+
+def _one_bar_done(line, name, st):
+    """A tqdm bar's update at its total (N/N, N > 1), when the run's progress was one bar that never
+    restarted (a bar per epoch reaches its total at every epoch's end)."""
+    mt = TQDM.search(line) if "%|" in line else None
+    if mt is None or mt.group("n") != mt.group("tot") or mt.group("nu") != mt.group("tu") or float(mt.group("n")) <= 1:
+        return False
+    return one_bar(st, name)
 
 
 def emitter_markers():

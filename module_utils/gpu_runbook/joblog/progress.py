@@ -174,6 +174,15 @@ def _add(bar, src, fs, st):
     st.progress.append((fs.name, ep, tot_ep, labelled, fs.tq_resets, n, tot, part, rate, src, evidence, elapsed))
 
 
+def one_bar(st, name):
+    """True when file ``name``'s progress so far is one bar that never restarted and no label calls
+    an epoch's (a bar per epoch reaches its total at every epoch's end)."""
+    i_file, i_reset, i_label = FIELDS.index("file"), FIELDS.index("reset_index"), FIELDS.index("labelled")
+    mine = [o if not isinstance(o, dict) else tuple(o[f] for f in FIELDS) for o in st.progress]
+    mine = [o for o in mine if o[i_file] == name]
+    return bool(mine) and not any(o[i_reset] or o[i_label] for o in mine)
+
+
 def observations(st):
     """The job's progress observations as dicts (FIELDS), once the logs are read."""
     if st.progress and not isinstance(st.progress[0], dict):

@@ -14,6 +14,8 @@
   hardware) or correctable (a trend).
 """
 
+import re
+
 from ..findings import finding, gpu_ref, normalize_pci
 from .nodelog import KeyedTables, seen, seen_text
 from .patterns import (API_MISMATCH_RE, DRIVER_RELEASE_RE, EDAC_COUNT_RE, EDAC_MC_RE, KPROBE_FAIL_RE, NVRM_PCI_RE,
@@ -226,13 +228,36 @@ def _driver_finding(kind, pci, r, ids, xid_codes):
     return None
 
 
+_SXID_CLASS = None
+
+
+def sxid_class(code):
+    """(category, meaning) the NVIDIA driver's table (vocab/nvrm.py) gives SXid ``code`` when all its
+    lines agree, else None: an SXid NVIDIA says only Fabric Manager's set-up causes is the driver's."""
+    global _SXID_CLASS
+    if _SXID_CLASS is None:
+        from ..vocab import nvrm
+        by = {}
+        for row in nvrm.ROWS:
+            m = re.search(r"\): (\d{4,5}), ", row[2]) if row[3] == "nvswitch_sxid" else None
+            if m:
+                by.setdefault(int(m.group(1)), []).append((row[4], row[6]))
+        _SXID_CLASS = dict((c, rows[0]) for c, rows in by.items() if len(set(r[0] for r in rows)) == 1)
+    return _SXID_CLASS.get(code)
+
+
 def _sxid_finding(code, pci, r, sref):
     sw = r["switch"] or "an NVSwitch"
     fatal = r["fatal"]
     what = "fatal" if fatal else ("non-fatal" if fatal is False else "")
     msg = "NVSwitch %s (%s) SXid %d%s %s: %s" % (sw, pci or "PCI address elided", code,
                                                  (" " + what) if what else "", seen_text(r), r["message"][:200])
-    if fatal:
+    cls = sxid_class(code)
+    if cls is not None and cls[0] == "driver":
+        f = finding("nvswitch_sxid", "%s. %s" % (msg, cls[1].split(": ", 1)[-1]), evidence=r["evidence"],
+                    source=sref(r["line"]), severity="critical" if fatal else "warning", category="driver",
+                    rung="none", steps=("sxid_check_fm_partition",), **seen(r))
+    elif fatal:
         f = finding("nvswitch_sxid", msg, evidence=r["evidence"], source=sref(r["line"]), severity="critical",
                     rung="reboot", steps=("drain_node", "sxid_reset_fabric", "reboot_node", "contact_support_if_recurs"),
                     **seen(r))

@@ -100,6 +100,11 @@ STEPS = {
                                 "before NVLink works again; check `nvidia-fabricmanager` after.",
                           "치명적 NVSwitch 오류: NVLink가 다시 동작하려면 노드의 GPU와 NVSwitch를 리셋(재부팅)해야 "
                           "합니다. 이후 `nvidia-fabricmanager`를 확인하십시오."),
+    "sxid_check_fm_partition": (
+        None, "Validate the Fabric Manager partition's routing (`nvswitch-audit`), and that the GPUs given to one VM "
+              "or job are all in one activated partition (`fmpm -l`); then restart the guest VM.",
+        "Fabric Manager 파티션의 라우팅을 확인(`nvswitch-audit`)하고, 한 VM이나 작업에 준 GPU가 모두 활성화된 한 "
+        "파티션에 있는지(`fmpm -l`) 확인한 뒤 게스트 VM을 재시작하십시오."),
     "sxid_watch_links": (None, "Non-fatal: watch the link's error counters (`nvidia-smi nvlink -e`); contact NVIDIA "
                                "support if they keep rising.",
                          "non-fatal: 링크 오류 카운터(`nvidia-smi nvlink -e`)를 지켜보고, 계속 늘면 NVIDIA 지원에 "
@@ -228,7 +233,8 @@ KINDS = {
     "nvswitch_sxid": kind(
         "gpu_hardware", "warning", None, (),
         "NVSwitch error (SXid) on the NVLink fabric",
-        "NVLink 패브릭의 NVSwitch 오류 (SXid)"),
+        "NVLink 패브릭의 NVSwitch 오류 (SXid)",
+        also=("driver",)),  # an SXid NVIDIA says only Fabric Manager's partition set-up causes (vocab/nvrm.py)
     # ---- mlx5 (the HCA driver)
     "ib_hca_health": kind(
         "ib_network", "critical", "ib_restart", ("drain_node", "restart_openibd", "reboot_if_recurs",

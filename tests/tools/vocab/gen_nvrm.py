@@ -926,11 +926,24 @@ SXID_CRITICAL = re.compile(r"^fatal|shutting down|shutdown|halted|halt data|over
 SXID_INFO = re.compile(r"^correctable|disengaged|deactivated|^severity %d engine|^data \{")
 
 
+# SXids NVIDIA's Fabric Manager User Guide (appendix D, "NVSwitch SXid Errors"; gpud's catalog of it,
+# components/accelerator/nvidia/sxid/sxid.go at 4a8de33a) says only a configuration causes: the fabric's
+# set-up by Fabric Manager, not a part that failed
+SXID_CONFIG = {
+    "11004": "NVIDIA's Fabric Manager User Guide: 'This SXid error can happen only because of an incorrect FM "
+             "partition configuration and is expected not to occur in the field'; validate the partition's routing "
+             "with nvswitch-audit",
+}
+
+
 def classify_sxid(msg):
     low = msg["format"].lower()
     sev = INFO if SXID_INFO.search(low) else CRIT if SXID_CRITICAL.search(low) else WARN
     meaning = "SXid %s (%s)." % (msg["number"], msg["sxid_name"]) if msg["sxid_name"] else (
         "A detail line of the NVSwitch error above it.")
+    config = SXID_CONFIG.get(str(msg["number"]))
+    if config:
+        return "nvswitch_sxid", "driver", sev, meaning[:-1] + ": " + config + "."
     return "nvswitch_sxid", "gpu_hardware", sev, meaning
 
 
