@@ -50,14 +50,18 @@ def parse_pkglog(text, source=SOURCE):
 
 def _parse(text, source=SOURCE):
     changes, runs, run, errors = [], 0, None, []
+    dpkg_starts, dpkg_actions = 0, False  # dpkg runs: 'startup archives|packages ...' opens each
     for n, line in iter_lines(text):
         m = START_RE.match(line)
         if m:
             runs += 1
             run = {"when": m.group("when").replace("  ", " "), "by": None}
             continue
+        if DPKG_ANY_RE.match(line) and line[20:28] == "startup ":
+            dpkg_starts += 1
         md = DPKG_RE.match(line)
         if md:
+            dpkg_actions = True
             if DRIVER_PKG_RE.match(md.group("pkg")):
                 changes.append(_change(md.group("when"), _OPS[md.group("action")], md.group("pkg").split(":")[0],
                                        md.group("old"), md.group("new"), None, n, line))
@@ -77,20 +81,13 @@ def _parse(text, source=SOURCE):
                     old, new = (vs[0], vs[-1]) if tag in ("Upgrade", "Downgrade") else \
                         (None, vs[0]) if tag in ("Install", "Reinstall") else (vs[0], None)
                     changes.append(_change(run["when"], _OPS[tag], mp.group("pkg"), old, new, run["by"], n, line))
-    runs += dpkg_sessions(text)
+    runs += dpkg_starts or int(dpkg_actions)  # a dpkg.log cut above its 'startup' lines: one run
     if not runs:
         return {}, []
     facts = {"runs": runs, "driver_changes": [dict((k, c[k]) for k in ("when", "op", "package", "from", "to", "by"))
                                               for c in changes]}
     return facts, ([_finding(changes, errors, source)] if changes else [])
 
-
-def dpkg_sessions(text):
-    """The dpkg runs a dpkg.log holds ('startup archives|packages ...' opens each), or its action
-    lines when it was cut above them."""
-    starts = len(re.findall(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d startup ", text, re.M))
-    return starts or (1 if DPKG_ANY_RE.search(text) and re.search(r"^\S+ \S+ (?:install|upgrade|remove|purge) ", text,
-                                                                 re.M) else 0)
 
 
 def _change(when, op, pkg, old, new, by, n, line):

@@ -46,6 +46,13 @@ def test_a_log_with_no_driver_change_is_a_reading_without_a_finding_and_other_te
     assert parse_pkglog("") == ({}, [])
 
 
+def test_a_grep_of_dpkg_log_under_its_prompt_is_read():
+    # the prompt stands first: the runs are counted line by line, not only from the text's first line
+    facts, (f,) = parse_pkglog("$ grep nvidia /var/log/dpkg.log\n" + DPKG.splitlines()[1] + "\n", source="notes.txt")
+    assert facts["runs"] == 1 and f["source"] == "notes.txt:2" and f["count"] == 1
+    assert parse_pkglog(DPKG)[0]["runs"] == 1  # one 'startup' line: one run
+
+
 def test_apt_error_is_said():
     text = UNATTENDED.replace("End-Date", "Error: Sub-process /usr/bin/dpkg returned an error code (1)\nEnd-Date")
     _, (f,) = parse_pkglog(text)
