@@ -61,9 +61,14 @@ def reason_records(text):
         word = state_word(state) if state else ""
         tail = " [%s@%s]" % (user, when) if user and when else ""
         for node in expand_hostlist(nodes):
-            out.append((node, "NodeName=%s%s\n   Reason=%s%s\n" % (node, " State=%s" % word if word else "", reason,
-                                                                 tail)))
+            out.append((node, _record(node, word, reason, tail)))
     return out
+
+
+def _record(node, word, reason, tail=""):
+    """A node's record in ``scontrol show node``'s words: its name, its state, its reason."""
+    return "NodeName=%s%s\n%s" % (node, " State=%s" % word if word else "",
+                                  "   Reason=%s%s\n" % (reason, tail) if reason else "")
 
 
 def state_word(state):
@@ -95,8 +100,7 @@ def state_records(text):
         for node in expand_hostlist(nodes):
             if node not in seen:
                 seen.add(node)
-                out.append((node, "NodeName=%s State=%s\n%s" % (node, state_word(state), (
-                    "   Reason=%s\n" % reason if reason and reason != "none" else ""))))
+                out.append((node, _record(node, state_word(state), reason if reason != "none" else "")))
     return out
 
 

@@ -303,16 +303,23 @@ def _error(body, line, host, pid, st):
     return False
 
 
+def wc_event(status, said, line, **fields):
+    """An IB work-completion error event (NCCL's, Open MPI's openib BTL's): the status's name and
+    meaning as rdma-core has them (IBV_WC_STATUS), else the words the line said."""
+    name, text = IBV_WC_STATUS.get(status, ("IBV_WC_%d" % status, (said or "unknown status").strip()))
+    ev = {"kind": "ib_completion_error", "peer": None, "status": status, "status_name": name, "status_text": text,
+          "vendor_err": None, "opcode": None, "direction": None, "hca": None, "rank": line.rank, "host": None,
+          "pid": None, "dev": None, "src": line.src, "evidence": line.raw}
+    ev.update(fields)
+    return ev
+
+
 def ib_completion(body, line, host, pid, dev, st):
     m = IB_COMPLETION.search(body)
     if not m:
         return None
-    status = int(m.group("st") or m.group("st2"))
-    ev = {"kind": "ib_completion_error", "peer": m.group("peer"), "status": status,
-          "status_name": IBV_WC_STATUS.get(status, ("IBV_WC_%d" % status, "unknown status"))[0],
-          "status_text": IBV_WC_STATUS.get(status, (None, (m.group("stname") or "unknown status").strip()))[1],
-          "vendor_err": None, "opcode": None, "direction": None, "hca": None,
-          "rank": line.rank, "host": host, "pid": pid, "dev": dev, "src": line.src, "evidence": line.raw}
+    ev = wc_event(int(m.group("st") or m.group("st2")), m.group("stname"), line, peer=m.group("peer"), host=host,
+                  pid=pid, dev=dev)
     rest = body[m.end():]
     mv = IB_VENDOR.search(rest)
     if mv:

@@ -31,7 +31,7 @@ error as NCCL's is: its status number is rdma-core's (vocab/rdma.py), the peer i
 import re
 
 from ..vocab import ROW_FIELDS, match_line, table
-from .patterns import IBV_WC_STATUS
+from .nccl_lines import wc_event
 from .text import add
 
 DASHES = re.compile(r"^\s{0,4}-{74}\s*$")
@@ -182,10 +182,6 @@ def btl_error(line, fs, st):
     node, peer = head or (None, None)
     status = int(m.group("st"))
     mv = WC_VENDOR.search(text, m.end())
-    add(st.events, {"kind": "ib_completion_error", "peer": peer, "status": status,
-                    "status_name": IBV_WC_STATUS.get(status, ("IBV_WC_%d" % status, None))[0],
-                    "status_text": IBV_WC_STATUS.get(status, (None, m.group("name").strip().lower()))[1],
-                    "vendor_err": int(mv.group(1)) if mv else None, "opcode": None, "direction": None, "hca": None,
-                    "rank": line.rank, "host": node or line.host, "pid": None, "dev": None, "src": line.src,
-                    "evidence": line.raw})
+    add(st.events, wc_event(status, m.group("name").lower(), line, peer=peer, host=node or line.host,
+                            vendor_err=int(mv.group(1)) if mv else None))
     return True
