@@ -164,6 +164,7 @@ def _parse_node_state(sources, run, facts, findings, usable):
     if _text(sources, PKGLOG) is not None:  # when the NVIDIA driver's packages changed (apt, dpkg)
         from .pkglog import parse_pkglog
         run("pkglog", PKGLOG, parse_pkglog, sources[PKGLOG], source=PKGLOG)
+        usable[PKGLOG] = False  # which driver is installed or loaded says nothing of how the GPUs are
 
 
 def _parse_fabric(sources, run, facts, usable):

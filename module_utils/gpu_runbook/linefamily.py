@@ -220,6 +220,17 @@ def prompt(line):
     return (name, line[m.end():]) if hostlike(name) else None
 
 
+# a loop's own banner ('for h in ...; do echo "=== $h ==="; ssh $h cmd; done'): the echo pasted with the
+# loop gives the fence; only then is a line '=== gpu-worker-1 ===' a host's heading (a log's own
+# '=== Summary ===' is not, and no banner counts before its echo was seen)
+ECHO_BANNER_RE = re.compile(r"""\becho\s+(?:-e\s+)?["']?([=#*>~+\-]{2,20}) ?\$\{?[A-Za-z_]\w{0,30}\}? ?([=#*<~+\-]{2,20})""")
+
+
+def banner_re(m):
+    """The headings a loop's echo (an ECHO_BANNER_RE match) prints: the host is group 1."""
+    return re.compile(r"\s{0,8}%s ?(%s) ?%s\s*$" % (re.escape(m.group(1)), _NAME, re.escape(m.group(2))))
+
+
 def prompt_host(line):
     """The host a shell prompt at the start of ``line`` names ('[alice@gpu-a-07 ~]$ python train.py'), or
     the target of a one-shot ssh typed after it; None for any other line."""

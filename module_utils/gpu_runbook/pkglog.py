@@ -17,7 +17,13 @@ What an SRE reads in them: the driver's user-space libraries upgraded under a lo
 version mismatch' until the node reboots, and Fabric Manager must match the driver exactly. A run
 that upgraded, downgraded, installed or removed them is a driver warning that names when and
 by what command. The container toolkit (libnvidia-container, nvidia-container-toolkit) is not the
-driver, and other packages are not this runbook's business. RPM's logs are not read."""
+driver, and other packages are not this runbook's business. RPM's logs are not read.
+
+Beside them, the loaded module's own word: ``/proc/driver/nvidia/version`` (open-gpu-kernel-modules
+df1c9a3d, kernel-open/nvidia/nv-procfs.c nv_procfs_read_version: ``NVRM version: %s`` with the
+module's ID, e.g. 'NVIDIA UNIX Open Kernel Module for x86_64  580.126.09  Release Build ...', then
+``GCC version:  %s``). It says which driver runs, not whether it is well: a fact, never a health
+reading. When the packages changed to another version than the one loaded, the finding says so."""
 
 import re
 
@@ -32,6 +38,10 @@ DPKG_RE = re.compile(r"^(?P<when>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<action>inst
                      r"(?P<pkg>[a-z0-9][a-z0-9+.\-]{0,200}(?::[a-z0-9\-]{1,32})?) (?P<old>\S{1,200}) (?P<new>\S{1,200})\s*$")
 DPKG_ANY_RE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?:install|upgrade|remove|purge|configure|trigproc|"
                          r"status|startup|conffile|disappear) \S")
+# /proc/driver/nvidia/version's first line (nv-procfs.c: 'NVRM version: %s', pNVRM_ID)
+NVRM_VERSION_RE = re.compile(r"^NVRM version: NVIDIA UNIX (?P<id>[^\n]{0,120}?Kernel Module[^\n]{0,40}?)\s+"
+                             r"(?P<v>\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)\b")
+GCC_VERSION_RE = re.compile(r"^GCC version:\s")
 # one 'NAME:ARCH (VERSION[, VERSION])' of an apt operation
 _PKG_RE = re.compile(r"(?P<pkg>[a-z0-9][a-z0-9+.\-]{0,200})(?::[a-z0-9\-]{1,32})? \((?P<v>[^()]{1,400})\)")
 # the driver's packages (Debian/Ubuntu and NVIDIA's CUDA repository names), not the container toolkit's
@@ -49,13 +59,18 @@ def parse_pkglog(text, source=SOURCE):
 
 
 def _parse(text, source=SOURCE):
-    changes, runs, run, errors = [], 0, None, []
+    changes, runs, run, errors, loaded = [], 0, None, [], None
     dpkg_starts, dpkg_actions = 0, False  # dpkg runs: 'startup archives|packages ...' opens each
     for n, line in iter_lines(text):
         m = START_RE.match(line)
         if m:
             runs += 1
             run = {"when": m.group("when").replace("  ", " "), "by": None}
+            continue
+        if line.startswith("NVRM version: "):
+            mv = NVRM_VERSION_RE.match(line)
+            if mv:
+                loaded = {"version": mv.group("v"), "open": "Open Kernel Module" in mv.group("id"), "line": (n, line)}
             continue
         if DPKG_ANY_RE.match(line) and line[20:28] == "startup ":
             dpkg_starts += 1
@@ -82,19 +97,27 @@ def _parse(text, source=SOURCE):
                         (None, vs[0]) if tag in ("Install", "Reinstall") else (vs[0], None)
                     changes.append(_change(run["when"], _OPS[tag], mp.group("pkg"), old, new, run["by"], n, line))
     runs += dpkg_starts or int(dpkg_actions)  # a dpkg.log cut above its 'startup' lines: one run
-    if not runs:
+    if not runs and loaded is None:
         return {}, []
     facts = {"runs": runs, "driver_changes": [dict((k, c[k]) for k in ("when", "op", "package", "from", "to", "by"))
                                               for c in changes]}
-    return facts, ([_finding(changes, errors, source)] if changes else [])
+    if loaded is not None:
+        facts["loaded_module"] = {k: loaded[k] for k in ("version", "open")}
+    return facts, ([_finding(changes, errors, source, loaded)] if changes else [])
 
+
+
+def _version(pkg_version):
+    """The driver release of a package version ('580.159-0ubuntu1', '1:580.126.09-1') or None."""
+    m = re.match(r"^(?:\d+:)?(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)", pkg_version or "")
+    return m.group(1) if m else None
 
 
 def _change(when, op, pkg, old, new, by, n, line):
     return {"when": when, "op": op, "package": pkg, "from": old, "to": new, "by": by, "line": (n, line)}
 
 
-def _finding(changes, errors, source):
+def _finding(changes, errors, source, loaded=None):
     last = changes[-1]
     n, line = last["line"]
     same = [c for c in changes if c["when"] == last["when"]]
@@ -105,6 +128,9 @@ def _finding(changes, errors, source):
            "keeps its old version until the node reboots: nvidia-smi and CUDA fail with 'Driver/library version "
            "mismatch' meanwhile, and Fabric Manager must match the driver exactly" % (
                len(changes), last["when"], " by %s" % last["by"] if last["by"] else "", what))
+    now = _version(last["to"])
+    if loaded and now and now != loaded["version"]:
+        msg += "; the loaded kernel module is %s (%s:%d), not %s" % (loaded["version"], source, loaded["line"][0], now)
     if errors:
         msg += "; apt reported an error (%s)" % errors[-1][1].strip()[:160]
     return finding("driver_packages_changed", msg + ".", evidence=line.strip()[:400], source="%s:%d" % (source, n),

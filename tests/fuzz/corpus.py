@@ -48,6 +48,9 @@ SAMPLES = {
         "ecc.errors.uncorrected.volatile.total\n"
         "0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 41, 100 %, 70001 MiB, 0\n"
         "1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, [GPU requires reset], [N/A], [Unknown Error], 3\n",
+        # --query-retired-pages: a row per page (nvsmi/query_csv.py)
+        "gpu_uuid, retired_pages.address, retired_pages.cause\nGPU-1b2c3d4e, 0x00001000, Double Bit ECC\n"
+        "GPU-1b2c3d4e, [N/A], Single Bit ECC\n",
         "pid, process_name, gpu_bus_id, used_gpu_memory [MiB]\n4242, python, 00000000:18:00.0, 70000 MiB\n"
         "4243, [Insufficient Permissions], 00000000:2A:00.0, [N/A]\n",
     ],
@@ -79,6 +82,11 @@ SAMPLES = {
         "2024-01-15 06:25:01 startup archives unpack\n2024-01-15 06:25:02 upgrade libnvidia-compute-535:amd64 "
         "535.129.03-0ubuntu0.22.04.1 535.146.02-0ubuntu0.22.04.1\n2024-01-15 06:25:03 status half-configured "
         "libnvidia-compute-535:amd64 535.146.02-0ubuntu0.22.04.1\n",
+        # /proc/driver/nvidia/version (pkglog.py), a loop's banners (kernlog/hosts.py)
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.126.09  Release Build  (dvs-builder@U22)\n"
+        "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n",
+        '~$ for h in $NODES; do\n    echo "=== $h ==="\n    ssh $h "cat /proc/driver/nvidia/version"\n  done\n'
+        "=== gpu-1 ===\nNVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 2023\n=== gpu-2 ===\n",
         "\u25cf nvidia-fabricmanager.service - NVIDIA fabric manager service\n"
         "     Loaded: loaded (/lib/systemd/system/nvidia-fabricmanager.service; enabled; preset: enabled)\n"
         "     Active: failed (Result: exit-code) since Thu 2024-05-16 23:22:02 UTC; 7s ago\n"

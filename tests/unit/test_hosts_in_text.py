@@ -337,3 +337,39 @@ def test_a_prompt_whose_path_is_padded_before_its_sign_still_names_its_host():
     # an address and a price are no prompt
     assert prompt("bob@example.com:8080 $5") is None
     assert prompt("bob@example.com:8080         $ x") is None  # more blanks than a padded prompt has
+
+
+# ---- a pasted loop's own banners -------------------------------------------------------------
+
+LOOP = ['~$ for h in $GPU_WORKERS; do', '    echo "=== $h ==="',
+        '    ssh $h "nvidia-smi --query-gpu=index,driver_version,name --format=csv,noheader 2>&1 | head -3"', '  done', '']
+
+
+def test_a_loops_echo_makes_its_banners_headings_and_is_no_hosts_line():
+    d, routed = route_all(LOOP + ["=== gpu-worker-1 ===", "Failed to initialize NVML: Driver/library version mismatch",
+                                  "=== gpu-worker-2 ===", "0, 580.126.09, NVIDIA GeForce RTX 5090"])
+    assert routed[1] == ((), None)  # the echo is the loop's command, not output
+    assert routed[6] == (("gpu-worker-1",), "Failed to initialize NVML: Driver/library version mismatch")
+    assert routed[8] == (("gpu-worker-2",), "0, 580.126.09, NVIDIA GeForce RTX 5090")
+
+
+@pytest.mark.parametrize("lines", [
+    ["=== gpu-worker-1 ===", X79],  # no loop pasted: a log's own '=== name ===' heading names nobody
+    ['echo "--- $h ---"', "=== gpu-worker-1 ===", X79],  # another fence than the echo's
+])
+def test_banners_without_their_loops_echo_name_no_host(lines):
+    d, routed = route_all(lines)
+    assert "gpu-worker-1" not in d.hosts
+
+
+def test_a_fleet_sweep_by_loop_gives_one_result_per_host(tmp_path):
+    out = ["=== gpu-worker-1 ===", "Failed to initialize NVML: Driver/library version mismatch",
+           "NVML library version: 580.159", "=== gpu-worker-2 ===", "0, 580.126.09, NVIDIA GeForce RTX 5090, 32607 MiB",
+           "=== gpu-worker-3 ===", "Failed to initialize NVML: Driver/library version mismatch",
+           "NVML library version: 580.159"]
+    (tmp_path / "sweep.txt").write_text("\n".join(LOOP + out) + "\n")
+    hosts = {h["host"]: h for h in analyze_paths([str(tmp_path)])["hosts"]}
+    assert hosts["gpu-worker-1"]["verdict"] == hosts["gpu-worker-3"]["verdict"] == "driver"
+    # its noheader row, far below the command that names its columns, is no reading: never healthy
+    assert "gpu-worker-2" not in hosts or hosts["gpu-worker-2"]["verdict"] == "unknown"
+    assert set(hosts) <= {"gpu-worker-1", "gpu-worker-2", "gpu-worker-3"}

@@ -68,3 +68,17 @@ def test_the_older_ibcheckerrors_is_read_per_port_and_found_by_content(tmp_path)
     (tmp_path / "ibcheckerrors.txt").write_text(ICE)
     out = analyze_paths([str(tmp_path / "ibcheckerrors.txt")])
     assert [h["verdict"] for h in out["hosts"]] == ["ib_network"]
+
+
+def test_ibcheckerrors_wrapped_after_port_by_a_mail_is_read_and_its_own_hash_lines_stay_in_its_block():
+    # users list 2009/12 (held-out x42-03): 'port' ends the check line, 'N:  FAILED' the next
+    text = ("#warn: counter SymbolErrors = 65535     (threshold 10)\n"
+            "Error check on lid 2 (MT47396 Infiniscale-III Mellanox Technologies) port\n7:  FAILED\n"
+            "# Checked Switch: nodeguid 0x000b8cffff00551b with failure\n\n"
+            "## Summary: 25 nodes checked, 0 bad nodes found\n##          48 ports checked, 1 ports have errors "
+            "beyond threshold\n")
+    _facts, findings = parse_perfquery(text, source="ibcheckerrors.txt")
+    assert [(f["kind"], f["ib"]["device"], f["ib"]["port"]) for f in findings if f["severity"] != "info"] == [
+        ("ib_symbol_errors", "lid:2", 7)]
+    p = plan(text)
+    assert p.rest is None and "# Checked Switch" in p.blocks["perfquery.txt"]  # no root prompt, nothing unexplained

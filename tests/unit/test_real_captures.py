@@ -648,12 +648,13 @@ KNOWN_MISSES = {
     "x41-21-nccl-proxy-hang-external-http-probe-wrong-magic": (
         "category", "NCCL's 'wrong magic' on its socket names no cause in NCCL's words; that an HTTP scrape hit the "
                     "port comes from decoding the bytes (the maintainers' PR)"),
-    "x41-24-driver-library-mismatch-unattended-upgrade": (
-        "culprit_hosts", "the hosts are named only by the user's own '=== host ===' echo lines in a loop, no "
-                         "emitter's prefix: the sweep is read as one unnamed capture (its category is right)"),
     "x41-26-mlx4-local-qp-err-old-hca-firmware": (
         "category", "a local QP operation error (IBV_WC_LOC_QP_OP_ERR) is the reporting side's own queue, of no "
                     "category by itself; that old HCA firmware caused it is Mellanox's reply in the thread"),
+    # round x42 (blind 13/16 on this stop's first engine)
+    "x42-02-ompi-retry-exceeded-sriov-unresolved": (
+        "category", "Open MPI's RETRY EXCEEDED help text reads as the fabric's (ib_network); the thread never found "
+                    "the cause (SR-IOV set-up suspected), so its label is unknown"),
     "x39-10-verl-ray-multinode-connect-syserror": (
         "category", "ncclSystemError with a proxy 'Connect' failing (res=3) at the first barrier names no cause "
                     "(unknown): a peer's network or its set-up; the thread never settled which"),

@@ -177,3 +177,25 @@ def test_another_transports_error_is_said_with_its_rank_and_node_and_decides_not
     assert (f["category"], f["severity"], f["rank"]) == ("unknown", "warning", 5)
     assert f["message"] == ("rank 5 on compute-01-00.private.dns.zone: Open MPI's tcp transport (BTL) reported an "
                             "error: connect() to 192.168.108.14 failed: No route to host (113)")
+
+
+# help-mpi-btl-openib.txt [of error event] (btl_openib_async.c: the node whose HCA raised the event, and
+# openib_event_to_str's enum name), users list 2009/09 (held-out x42-03), then a peer's RETRY EXCEEDED
+OF_EVENT = (DASH + "\nThe OpenFabrics stack has reported a network error event.  Open MPI\nwill try to continue, but "
+            "your job may end up failing.\n  Local host:        node-0-2.local\n  MPI process PID:   11840\n"
+            "  Error number:      10 (IBV_EVENT_PORT_ERR)\nThis error may indicate connectivity problems within the "
+            "fabric;\nplease contact your system administrator.\n" + DASH + "\n")
+
+
+def test_an_hcas_async_port_error_names_the_local_host_as_nccls_async_event_does():
+    job_, found = parse_job_logs({"job.err": RUN + OF_EVENT + OPENIB_WC.replace("shc174", "node-0-22.local")
+                                  .replace("shc175", "node-0-2")})
+    (f,) = [f for f in found if f["kind"] == "nccl_ib_async_event"]
+    assert (f["category"], f["severity"]) == ("ib_network", "critical")
+    assert f["message"].startswith("Open MPI's openib BTL got IB async events from the hosts' own HCAs: "
+                                   "'port error' on node-0-2.local x1")
+    assert "node-0-2.local" in (job_.get("culprit_hosts") or [])
+    # a queue pair's event is not the port's: said, no port blamed
+    qp = OF_EVENT.replace("10 (IBV_EVENT_PORT_ERR)", "1 (IBV_EVENT_QP_FATAL)")
+    _job, found = parse_job_logs({"job.err": RUN + qp})
+    assert "port error" not in " ".join(f["message"] for f in found)

@@ -21,6 +21,7 @@ Pure functions of text, stdlib only; every pattern is linear in its input.
 
 import re
 
+from ..linefamily import ECHO_BANNER_RE, banner_re
 from .blocks import (LOG_LINE_RE, PROMPT_RE, PROMPT_OUTPUT_RE, ONE_LINE_OK, ends_block, opening)
 
 
@@ -55,9 +56,19 @@ def _unprefixed(line):
     return line[m.end():] if m else None
 
 
-def _header_start(lines, i):
+def loop_banner(lines):
+    """(index of a pasted loop's 'echo "=== $h ==="', the regex of its headings) or (None, None)."""
+    for k, line in enumerate(lines):
+        if "echo" in line and "$" in line:
+            m = ECHO_BANNER_RE.search(line)
+            if m:
+                return k, banner_re(m)
+    return None, None
+
+
+def _header_start(lines, i, banner=None):
     """The first of the lines just above line ``i`` that name its host (a shell prompt, a
-    clush/dshbak or ansible header, a bare node name), or ``i``."""
+    clush/dshbak or ansible header, a bare node name, a pasted loop's banner), or ``i``."""
     k, start = i - 1, i
     while k >= 0 and i - k <= 4:
         line = lines[k].rstrip("\r")
@@ -66,6 +77,7 @@ def _header_start(lines, i):
             continue
         indent = len(line) - len(line.lstrip(" "))
         prompt = PROMPT_RE.match(line[indent:] if indent <= 8 else line)  # under a code block's indent
+        prompt = prompt or (banner is not None and banner.match(line))
         if prompt or (_HEADER_RE.match(line) and not LOG_LINE_RE.match(line)):
             start = k
             if prompt:
@@ -76,7 +88,7 @@ def _header_start(lines, i):
     return start
 
 
-def find_blocks(lines):
+def find_blocks(lines, banner=None):
     """The structured blocks of a text's lines: [(source, first index, end index, header
     index)], the end exclusive; ``header index`` <= first: the lines above the block that name
     its host. A block of one line only (an opening with nothing after it) is no block, but for
@@ -120,7 +132,7 @@ def find_blocks(lines):
             while j > i + 1 and not lines[j - 1].strip():  # trailing blanks are not the block's
                 j -= 1
         if j > i + 1 or source in ONE_LINE_OK:
-            out.append((source, i, j, _header_start(lines, i)))
+            out.append((source, i, j, _header_start(lines, i, banner)))
         i = max(j, i + 1)
     return out
 
@@ -143,15 +155,21 @@ def plan(text):
     if is_bug_report(text):
         return Plan(bug_report=True)
     lines = text.split("\n")
-    found = find_blocks(lines)
+    echo_at, banner = loop_banner(lines) if "echo" in text else (None, None)
+    found = find_blocks(lines, banner)
     if not found:
         return Plan(rest=text)
     blocks, taken, ends = {}, 0, {}
+    echo = lines[echo_at] if echo_at is not None else None
     for source, i, j, h in found:
         # whole lines (a newline ended the last one when a line follows), with those naming its
         # host; blank lines before it, so a parser's line numbers are the file's (not for XML:
-        # a declaration must open the document)
-        pad = "" if source.endswith(".xml") else "\n" * (h - ends.get(source, 0))
+        # a declaration must open the document). A loop's echo stays in its place: it says
+        # what its banners are (kernlog/hosts.py)
+        before = ends.get(source, 0)
+        pad = "" if source.endswith(".xml") else "\n" * (h - before) if not (
+            echo is not None and before <= echo_at < h) else \
+            "\n" * (echo_at - before) + echo + "\n" * (h - echo_at)
         part = pad + "\n".join(lines[h:j]) + ("\n" if j < len(lines) else "")
         blocks[source] = blocks[source] + part if source in blocks else part
         ends[source] = j

@@ -133,7 +133,7 @@ def _lspci(line):
 def _pkglog(line):
     # apt's history.log runs (Start-Date: over its tags) and dpkg.log's lines (pkglog.py)
     return not line.strip() or bool(pkglog.START_RE.match(line) or pkglog.TAG_RE.match(line)
-                                    or pkglog.DPKG_ANY_RE.match(line))
+                                    or pkglog.DPKG_ANY_RE.match(line) or pkglog.GCC_VERSION_RE.match(line))
 
 
 def _systemctl(line):
@@ -217,7 +217,7 @@ _GPUD_FABRIC_RE = re.compile(r"^[^\n]{0,200}?" + GPUD_FABRIC_REASON_RE.pattern)
 _JSON_LINE_RE = re.compile(r'^\s{0,40}(?:[\[\]{}]|"[^"\n]{1,200}"\s{0,4}:)')
 _PQ_ROW_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{1,60}:\.{0,80}-?\d")
 _CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus_id|gpu_uuid|timestamp|"
-                            r"driver_version)\b[^\n]{0,4000},")
+                            r"driver_version|gpu_name|retired_pages\.(?:address|cause))\b[^\n]{0,4000},")
 # what nvidia-smi prints instead of its report (nvsmi/failures.py reads them): one line is a block
 _SMI_FAILURE_RE = re.compile(r"NVIDIA-SMI has failed because|Failed to initialize NVML|Unable to determine the "
                              r"device handle for|No devices were found|infoROM is corrupted at gpu|"
@@ -359,6 +359,8 @@ BLOCKS = (
     # the package manager's logs: an apt run's Start-Date, a dpkg.log line
     ("apt-history.log", pkglog.START_RE, _pkglog, None),
     ("apt-history.log", pkglog.DPKG_ANY_RE, _pkglog, None),
+    # /proc/driver/nvidia/version: the loaded module's release beside the packages' (pkglog.py)
+    ("apt-history.log", pkglog.NVRM_VERSION_RE, _pkglog, None),
     # dcgmi diag / health (its boxes, its JSON): after nvidia-smi's table, whose box needs its own header
     ("dcgmi.txt", dcgm.OPENING, dcgm.belongs, dcgm.opens),
 )
@@ -377,7 +379,7 @@ def opening(line, after=()):
         if not opening_re.match(line) or (gate is not None and not gate(line, after)):
             continue
         if belongs is None and source == "nvidia-smi-query-gpu.csv":
-            fields = command_fields(line) if "--query-gpu" in line else None
+            fields = command_fields(line) if "--query-" in line else None
             belongs = _csv_rows(len(fields) - 1 if fields else line.count(","))
         return source, belongs
     return None
@@ -386,6 +388,8 @@ def opening(line, after=()):
 def ends_block(line, after, source):
     """A line that cannot belong to the block of ``source`` whatever it looks like: a shell
     prompt, a log line, another kind of block's opening."""
+    if source == "perfquery.txt" and line.startswith(("# Checked ", "## ")):
+        return False  # ibcheckerrors' own '# Checked Switch: ...' and '## Summary: ...', not a root prompt
     other = opening(line, after)
     if other is not None and other[0] == source:
         return False  # the block's own next part ('# Port info: ...' is ibportstate's, not a root prompt)

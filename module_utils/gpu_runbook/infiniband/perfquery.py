@@ -28,8 +28,9 @@ IQE_SUMMARY_RE = re.compile(r"^" + _QUOTE + r"(?:## |\s*$)")
 _IQE_PAIR_RE = re.compile(r"\[(?P<name>\w{1,64}) == (?P<val>\d{1,20})")
 ICE_WARN_RE = re.compile(r"^" + _QUOTE + r"#warn: counter (?P<name>\w{1,64}) = (?P<val>\d{1,20})\s{0,20}\(threshold \d{1,20}\)")
 ICE_CHECK_RE = re.compile(r"^" + _QUOTE + r"Error check on lid (?P<lid>\d{1,5})(?: \([^()\n]{0,200}\))?\s{0,8}"
-                          r"(?:port (?P<port>\d{1,3}|all):\s{0,8}(?:FAILED|OK|PASSED))?\s*$")
-ICE_PORT_RE = re.compile(r"^" + _QUOTE + r"port (?P<port>\d{1,3}|all):\s{0,8}(?:FAILED|OK|PASSED)\s*$")
+                          r"(?:port(?: (?P<port>\d{1,3}|all):\s{0,8}(?:FAILED|OK|PASSED))?)?\s*$")
+# the port's verdict on a line of its own: wrapped before 'port N:' or, in a mail, after 'port'
+ICE_PORT_RE = re.compile(r"^" + _QUOTE + r"(?:port )?(?P<port>\d{1,3}|all):\s{0,8}(?:FAILED|OK|PASSED)\s*$")
 
 
 def parse_perfquery(text, source="perfquery.txt", thresholds=None, device=None,

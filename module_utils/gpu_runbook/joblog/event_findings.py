@@ -77,10 +77,11 @@ def _peer_connection(ev, c, st, phase, trend):
     if peer and LINK_LOCAL_IP.match(peer):
         return finding(
             "nccl_socket_interface",
-            "%s: NCCL's socket to peer %s failed (%s): an IPv6 link-local address, which routes only within one "
+            "%s: NCCL's socket to peer %s failed (%s): an %s link-local address, which routes only within one "
             "link; NCCL's sockets (bootstrap, NET/Socket) use an interface with no routable address: set "
-            "NCCL_SOCKET_IFNAME to an interface that has one, or NCCL_SOCKET_FAMILY=AF_INET" % (
-                c.where, peer, ev["what"]), **c.common)
+            "NCCL_SOCKET_IFNAME to an interface that has one%s" % (
+                c.where, peer, ev["what"], "IPv4" if peer.startswith("169.254.") else "IPv6",
+                "" if peer.startswith("169.254.") else ", or NCCL_SOCKET_FAMILY=AF_INET"), **c.common)
     if ev["what"].lower() == "connection closed by remote peer":
         # the peer ended the connection in order (misc/socket.cc: recv returned 0): its process exited or
         # was killed; a broken link resets or times out instead. Why the peer ended is in its own log.

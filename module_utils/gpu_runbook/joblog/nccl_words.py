@@ -353,17 +353,18 @@ def _async_findings(st):
     first = recs[0]
     seen = "; ".join("'%s'%s on %s x%d" % (e, " (%s)" % d if d else "", h or "an unnamed host", len(r))
                      for (h, d, e), r in items[:8])
+    who = first.get("emitter") or "NCCL"  # Open MPI's openib BTL reports them too (ompi_lines.py)
     row, severity = rows[event], sev(event)
     if row is not None and row["category"] not in ("ib_network", "healthy"):
         # not the port's: a queue pair's error (the peer's request or memory key), per rdma-core
-        return [finding(row["kind"], "NCCL got IB async events: %s%s. %s" % (
-            seen, " ..." if len(items) > 8 else "", row["meaning"]), category=row["category"],
+        return [finding(row["kind"], "%s got IB async events: %s%s. %s" % (
+            who, seen, " ..." if len(items) > 8 else "", row["meaning"]), category=row["category"],
             severity=severity, name="libibverbs", ib=ib_ref(hca, first.get("port")) if hca else None,
             **_common(first))]
     return [finding(
         "nccl_ib_async_event",
-        "NCCL got IB async events from the hosts' own HCAs: %s%s. %s" % (
-            seen, " ..." if len(items) > 8 else "",
+        "%s got IB async events from the hosts' own HCAs: %s%s. %s" % (
+            who, seen, " ..." if len(items) > 8 else "",
             "The HCA port of %s is failing (link down or flapping)." % (host or "that host")
             if severity == "critical" else "The port changed state."),
         severity=severity if severity != "ok" else "info", ib=ib_ref(hca, first.get("port")) if hca else None,

@@ -51,6 +51,17 @@ BTL_HEAD = re.compile(r"(?:\[(?P<host>[A-Za-z][\w.\-]{0,252})\])?(?:\[\[\d{1,10}
 WC_ERROR = re.compile(r"\berror polling [\w ]{1,40}? with status (?P<name>[A-Z][A-Z ]{0,60}?) status number "
                       r"(?P<st>\d{1,3})\b")
 WC_VENDOR = re.compile(r"\bvendor error (\d{1,10})\b")
+# help-mpi-btl-openib.txt [of error event] (btl_openib_async.c: an HCA's async error event, its
+# 'Local host:' the node whose HCA raised it, its 'Error number: %d (%s)' openib_event_to_str's enum name)
+OF_ERROR_EVENT = "The OpenFabrics stack has reported a network error event."
+OF_FIELD = re.compile(r"^\s{0,8}(Local host|Error number):\s+(\S[^\n]{0,300}?)\s*$")
+OF_EVENT = re.compile(r"^\d{1,3} \((IBV_EVENT_[A-Z_]{2,40})\)")
+# enum ibv_event_type's names -> rdma-core's ibv_event_type_str texts (libibverbs/enum_strs.c), as NCCL prints them
+IBV_EVENTS = {"IBV_EVENT_CQ_ERR": "CQ error", "IBV_EVENT_QP_FATAL": "local work queue catastrophic error",
+              "IBV_EVENT_QP_REQ_ERR": "invalid request local work queue error",
+              "IBV_EVENT_QP_ACCESS_ERR": "local access violation work queue error",
+              "IBV_EVENT_PATH_MIG_ERR": "path migration request error", "IBV_EVENT_DEVICE_FATAL": "local catastrophic error",
+              "IBV_EVENT_PORT_ERR": "port error", "IBV_EVENT_SRQ_ERR": "SRQ catastrophic error"}
 # the other job tables: a line one of them explains is no part of an unclosed help text
 _OTHERS = None
 
@@ -86,6 +97,8 @@ def help_text(line, fs, st):
         st.seen.message(tbl, row, line.src, line.raw, rank=line.rank)
         _death(text, frame, line, st)
         return True
+    if frame["row"]["format"].startswith(OF_ERROR_EVENT) and _of_error_event(text, frame, line, st):
+        return True
     if frame["rank"] is not None:
         mn = NODE_NEXT.match(text)
         if mn:
@@ -101,6 +114,24 @@ def help_text(line, fs, st):
     if _explained_elsewhere(text) or text.lstrip().startswith("Traceback (most recent call last)"):
         fs.ompi_frame = None  # another program's line: the help text's frame was cut
         return False
+    return True
+
+
+def _of_error_event(text, frame, line, st):
+    """A field of the openib BTL's async error event: the node, then the event, which is recorded as
+    NCCL's 'Got async event' is (the host's own HCA raised it)."""
+    m = OF_FIELD.match(text)
+    if m is None:
+        return False
+    if m.group(1) == "Local host":
+        frame["local_host"] = m.group(2)
+        return True
+    me = OF_EVENT.match(m.group(2))
+    event = IBV_EVENTS.get(me.group(1)) if me else None
+    if event is not None:
+        add(st.nccl_words, {"kind": "nccl_ib_async_event", "rank": line.rank, "event": event, "hca": None,
+                            "port": None, "host": frame.get("local_host") or line.host, "pid": None,
+                            "src": line.src, "evidence": line.raw, "emitter": "Open MPI's openib BTL"})
     return True
 
 

@@ -59,7 +59,8 @@ BOOTSTRAP = re.compile(r"\bBootstrap ?: Using (?:\[\d+\])?([\w.\-]+):([0-9A-Fa-f
 LOOPBACK_IP = re.compile(r"^(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3})$")
 # an IPv6 link-local address (fe80::/10): it routes only within one link, so it names no peer's host, and
 # NCCL's sockets on an interface that has no other address reach no peer on another node (event_findings.py)
-LINK_LOCAL_IP = re.compile(r"^\[?fe[89ab][0-9a-f]:", re.I)
+# link-local peers: IPv6 fe80::/10 (RFC 4291) and IPv4 169.254.0.0/16 (RFC 3927): they route within one link only
+LINK_LOCAL_IP = re.compile(r"^(?:\[?fe[89ab][0-9a-f]:|169\.254\.\d{1,3}\.\d{1,3}$)", re.I)
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
 SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 # ... with its index ('via NET/Socket/1' names it) and an IPv6 scope ('fe80::1%veth25f2e72')

@@ -28,6 +28,7 @@ import re
 
 from ..findings import has_escape, strip_ansi, unpaste
 from ..linefamily import _MONTH, SYSLOG_HOST, embedded_syslog  # noqa: F401 (SYSLOG_HOST: hostscan's)
+from ..linefamily import ECHO_BANNER_RE, banner_re
 from ..linefamily import NOT_HOSTS as _NOT_HOSTS, hostlike as _hostlike, prompt  # noqa: F401 (_NOT_HOSTS: hostscan's)
 
 MAX_HOSTS = 4096
@@ -162,6 +163,7 @@ class HostDemux(object):
         self._pending = ()
         self._after_blank = True  # the previous line was blank (or there was none)
         self._output = None       # what a prompt line holds after the prompt that is no command
+        self._banner = None       # the fence of a pasted loop's 'echo "=== $h ==="' (its headings)
 
     # -- names ---------------------------------------------------------------------
     def _canon(self, name):
@@ -213,7 +215,7 @@ class HostDemux(object):
         if self._structure(line):
             # a pasted --query-gpu command names its output's columns (nvsmi/query_csv): kept; a
             # background job's output printed after a prompt is that host's line
-            return self._block, (line if "--query-gpu" in line else self._output)
+            return self._block, (line if "--query-gpu" in line or "--query-retired-pages" in line else self._output)
         if not line.strip():
             return self._block, line
         text, own = line, None
@@ -261,6 +263,16 @@ class HostDemux(object):
     def _structure(self, line):
         """True for a line that opens a block (prompt, clush/dshbak/ansible header)."""
         after_blank, self._after_blank = self._after_blank, not line.strip()
+        if "echo" in line and "$" in line and self._banner is None:
+            m = ECHO_BANNER_RE.search(line)
+            if m:
+                self._banner = banner_re(m)
+                return True  # the loop's command: no host's output
+        if self._banner is not None and line[:1] in "=#*>~+- ":
+            m = self._banner.match(line)
+            if m and _hostlike(m.group(1)):
+                self._block = self._admit((m.group(1),)) or ()
+                return True
         if after_blank and self._dash == 0 and line[:1].isalpha():
             m = _BARE_RE.match(line)
             if m and _hostlike(m.group(1)):

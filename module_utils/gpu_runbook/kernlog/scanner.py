@@ -249,7 +249,10 @@ class KernelLogScanner:
             # '      is not supported by the NVIDIA 580.126.09 driver release.'): its message's
             self._known = True
         elif "mlx5" in line:
+            # an event made is the reader's; a line it passed over is the vocabulary's to explain, or
+            # unexplained when it is an error: never read as healthy in silence
             self._mlx5(ctx)
+            taken = False
         elif " carrier" in line and "systemd-networkd" in line:
             taken = self._carrier(ctx)
         elif "probe" in line:

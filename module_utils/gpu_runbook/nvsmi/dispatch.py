@@ -102,7 +102,7 @@ def parse_compute_apps_csv_findings(text, source="nvidia-smi-compute-apps.csv", 
 
 
 def _detect_csv(t):
-    if "--query-gpu" in t[:4000]:
+    if "--query-gpu" in t[:4000] or "--query-retired-pages" in t[:4000]:
         from .query_csv import command_fields
         if any(command_fields(l) for l in t[:4000].splitlines()):
             return "csv"  # the pasted command names the columns (query_csv reads them from it)

@@ -6,7 +6,7 @@ import re
 
 from ..findings import finding, iter_lines
 from .failures import scan_failures, unparseable
-from .model import as_text, assign, clean, empty_facts, field_name, looks_like_header, new_gpu, note, split_csv, \
+from .model import as_text, assign, clean, empty_facts, field_name, is_na, looks_like_header, new_gpu, note, split_csv, \
     src, throttle_key, to_int, to_str
 from .rules import wrap_up
 
@@ -30,12 +30,12 @@ _IDENTITY = (None, "index", "pci", "uuid", "serial", "name")
 
 # the command line pasted above its output: its --query-gpu list names the columns of a
 # --format=csv,noheader output (a header that follows it wins: it is what nvidia-smi printed)
-QUERY_COMMAND_RE = re.compile(r"\bnvidia-smi\b[^\n]{0,800}?--query-gpu[= ]([A-Za-z_][\w.]{0,120}"
+QUERY_COMMAND_RE = re.compile(r"\bnvidia-smi\b[^\n]{0,800}?--query-(?:gpu|retired-pages)[= ]([A-Za-z_][\w.]{0,120}"
                               r"(?:,[A-Za-z_][\w.]{0,120}){0,80})")
 
 
 def command_fields(line):
-    """The --query-gpu field names of a pasted nvidia-smi command line, or None."""
+    """The --query-gpu (or --query-retired-pages) field names of a pasted nvidia-smi command line, or None."""
     m = QUERY_COMMAND_RE.search(line)
     return m.group(1).split(",") if m else None
 
@@ -98,6 +98,53 @@ def _row_gpu(facts, names, cols, index, ln, s):
     return g
 
 
+# --query-retired-pages prints a row per retired page (gpu_uuid, gpu_bus_id, ..., retired_pages.address,
+# retired_pages.cause, retired_pages.timestamp: `nvidia-smi --help-query-retired-pages`), not a row per GPU
+_PAGE_FIELDS = ("retired_pages.address", "retired_pages.cause")
+_CAUSES = {"single bit ecc": "single_bit", "double bit ecc": "double_bit"}
+
+
+def _is_page_query(names):
+    return any(field_name(n) in _PAGE_FIELDS for n in names)
+
+
+def _page_gpus(names, rows, source, parse_findings):
+    """A GPU record per GPU the rows name (one unnamed GPU when no column names it) with its
+    retired pages counted by cause; a row whose address is [N/A] names no page."""
+    keys = [field_name(n) for n in names]
+    ident = [i for i, k in enumerate(keys) if csv_key(k) in ("uuid", "pci", "serial")]
+    addr = keys.index("retired_pages.address") if "retired_pages.address" in keys else None
+    cause = keys.index("retired_pages.cause") if "retired_pages.cause" in keys else None
+    gpus, not_available = {}, []
+    for ln, s, cols in rows:
+        if addr is not None and is_na(cols[addr]):
+            not_available.append((ln, s))
+            continue
+        who = tuple(cols[i].strip() for i in ident)
+        g = gpus.get(who)
+        if g is None:
+            g = gpus[who] = new_gpu(None, len(gpus))
+            for i in ident:
+                assign(g, csv_key(keys[i]), cols[i], ln, s, keys[i])
+            g["retired_pages"].update(single_bit=0, double_bit=0)
+            note(g, "header", ln, s)
+        sub = _CAUSES.get((cols[cause] if cause is not None else "").strip().lower())
+        if sub is None:
+            parse_findings.append(finding("nvsmi_csv_bad_row", "a retired page of no known cause (%r): not counted, "
+                                          "so its GPU's page count is not established" % cols[cause if cause else 0],
+                                          evidence=s, source=src(source, ln), severity="warning"))
+            continue
+        g["retired_pages"][sub] += 1
+        note(g, "retired." + sub, ln, s, strong=True)
+    if not gpus and rows:
+        ln, s = not_available[0]
+        parse_findings.append(finding(
+            "nvsmi_no_health_fields", "Every retired page's address is [N/A]: this GPU does not report page "
+            "retirement (Ampere and later remap rows instead), so the list tells nothing of its memory",
+            evidence=s, source=src(source, ln)))
+    return list(gpus.values())
+
+
 # what starts a note a person typed after a pasted row: an arrow or a comment mark after blanks
 _NOTE_RE = re.compile(r"(?<=\S)(?:\s{2,}(?:<=+|<-+|#|//)|\s(?:<=+|<-{1,2})\s)")
 
@@ -109,10 +156,11 @@ def parse_csv(text, source, expected_gpus, fields, thresholds):
     gpus = []
     names = list(fields) if fields else None
     parse_findings = []
+    page_rows = []
     commanded = False
     for ln, line in lines:
         s = line.strip()
-        fields_named = command_fields(s) if names is None and "--query-gpu" in s else None
+        fields_named = command_fields(s) if names is None and "--query-" in s else None
         if fields_named:
             names, commanded = fields_named, True
             continue
@@ -143,7 +191,12 @@ def parse_csv(text, source, expected_gpus, fields, thresholds):
                                           % (len(cols), len(names)), evidence=s, source=src(source, ln),
                                           severity="warning"))
             continue
+        if _is_page_query(names):
+            page_rows.append((ln, s, cols))
+            continue
         gpus.append(_row_gpu(facts, names, cols, len(gpus), ln, s))
+    if names and _is_page_query(names):
+        gpus = _page_gpus(names, page_rows, source, parse_findings)
     if gpus and not any(csv_key(n) not in _IDENTITY for n in names):
         # name, bus id, VBIOS ...: an inventory, no health reading
         parse_findings.append(finding(
