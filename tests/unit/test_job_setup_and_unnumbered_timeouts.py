@@ -83,3 +83,30 @@ def test_a_peer_at_an_ipv4_link_local_address_is_the_socket_interfaces():
     assert f["category"] == "nccl_config" and "an IPv4 link-local address" in f["message"]
     _job, found = parse_job_logs({"decode.log": text.replace("169.254.20.10", "10.1.20.10")})
     assert "nccl_socket_interface" not in [f["kind"] for f in found]
+
+
+# misc/ibvwrap.cc's WARN, before 2.24 ('with error %s[ errno %d]') and since ('with %d %s, on dev ...')
+QP_EINVAL = ("node-a:1:2 [0] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Invalid argument "
+             "errno 22\nnode-a:1:2 [0] NCCL INFO transport/net_ib.cc:1000 -> 2\n")
+QP_TIMEOUT = ("node-a:1:2 [0] misc/ibvwrap.cc:376 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed "
+              "out, on dev mlx5_bond_1:1, curr state INIT, next state RTR, local GID index 3\n")
+
+
+def test_a_queue_pair_the_hca_rejects_before_the_run_trained_is_the_rdma_set_up():
+    _job, found = parse_job_logs({"run.log": QP_EINVAL})
+    (f,) = [f for f in found if f["kind"] == "nccl_ib_qp_setup_failed"]
+    assert f["category"] == "nccl_config" and "NCCL_IB_GID_INDEX" in f["message"] and f["inferred"] == "early"
+    _job, found = parse_job_logs({"run.log": QP_EINVAL.replace("Invalid argument errno 22", "No such device errno 19")})
+    assert [f["kind"] for f in found if f["kind"] == "nccl_ib_qp_setup_failed"] == ["nccl_ib_qp_setup_failed"]
+
+
+def test_a_queue_pair_whose_peer_never_answered_or_one_failing_after_training_is_the_fabrics():
+    # ETIMEDOUT: the peer's address did not answer (a rail not cross-connected, a route missing)
+    _job, found = parse_job_logs({"run.log": QP_TIMEOUT})
+    assert "nccl_ib_qp_setup_failed" not in [f["kind"] for f in found]
+    assert any(f["category"] == "ib_network" for f in found)
+    # after the run trained, a GID that changed under it (a NIC reset) is no set-up error
+    steps = "".join("step %d loss %.3f\n" % (i, 3.0 - i / 100.0) for i in range(1, 41))
+    trained = "".join("Epoch 1: %d%%|###| %d/100 [00:%02d<00:10, 9.1it/s]\n" % (i, i, i) for i in range(1, 60))
+    _job, found = parse_job_logs({"run.log": steps + trained + QP_EINVAL})
+    assert "nccl_ib_qp_setup_failed" not in [f["kind"] for f in found]

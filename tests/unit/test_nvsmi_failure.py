@@ -156,3 +156,17 @@ def test_exit_codes_follow_the_man_page():
     assert EXIT_CODES[9] == "NVIDIA driver is not loaded"
     assert EXIT_CODES[12] == "NVML Shared Library couldn't be found or loaded"
     assert EXIT_CODES[14] == "infoROM is corrupted"
+
+
+def test_nvmls_handle_call_failing_in_another_nvidia_tool_is_the_same_lost_gpu(tmp_path):
+    # nvidia-debugdump --list on a K80 whose GPUs fell off the bus (held-out x42-15, gperdrizet/PUBSUM)
+    text = ("$ nvidia-debugdump --list\nFound 4 NVIDIA devices\nError: nvmlDeviceGetHandleByIndex(): Unknown Error\n"
+            "FAILED to get details on GPU (0x0): Unknown Error\n")
+    (tmp_path / "debugdump.txt").write_text(text)
+    from gpu_runbook.cli import analyze_paths
+    (h,) = analyze_paths([str(tmp_path)])["hosts"]
+    (f,) = [f for f in h["findings"] if f["kind"] == "gpu_handle_error"]
+    assert f["message"].startswith("NVML cannot open GPU ? (Unknown Error)") and f["severity"] == "critical"
+    # nvidia-smi's own words still say nvidia-smi
+    _facts, (g,) = parse_nvidia_smi(HANDLE_UNKNOWN)
+    assert g["message"].startswith("nvidia-smi cannot open GPU 0000:0b:00.0")

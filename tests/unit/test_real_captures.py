@@ -633,9 +633,6 @@ KNOWN_MISSES = {
     "x41-11-a100-pcie-gpu1-ecc-remapped-rows-falls-off-under-load": (
         "category", "14 uncorrectable errors row-remapped, none pending, no remap failure: by NVIDIA's row-remapping "
                     "rules the memory is handled; the fault the author saw (Xid 79 under load) is not in the captures"),
-    "x41-13-vllm-2node-rocE-gid0-ibv-modify-qp": (
-        "category", "NCCL's ibv_modify_qp failure reads as the RDMA path's (ib_network); that GID index 0 on RoCE was "
-                    "the cause is the thread's later word, not the log's"),
     "x41-14-megatron-pp2-stage-skips-train-allreduce-timeout": (
         "category", "the watchdog's all-reduce timeout early in the run reads as the code's (application); that one "
                     "pipeline stage skipped the collective (a hang, nccl_deadlock) is the thread's analysis"),
@@ -651,6 +648,19 @@ KNOWN_MISSES = {
     "x41-26-mlx4-local-qp-err-old-hca-firmware": (
         "category", "a local QP operation error (IBV_WC_LOC_QP_OP_ERR) is the reporting side's own queue, of no "
                     "category by itself; that old HCA firmware caused it is Mellanox's reply in the thread"),
+    # round x43 (blind 6/13 on 8360089; the captures alone do not establish these labels)
+    "x43-05-lightning-ib-disabled-working-init": (
+        "category", "NCCL_IB_DISABLE set with IB present is read as a socket fallback (nccl_config); that the run "
+                    "worked is the user's word, and the capture stops inside the communicator's set-up"),
+    "x43-06-openrlhf-ray-allgather-watchdog": (
+        "category", "one rank's watchdog timeout on an all-gather names no cause (unknown); that the ranks' "
+                    "collectives diverged is the examiner's reading (low confidence)"),
+    "x43-08-nccl-tests-socket-wrong-type": (
+        "category", "NCCL's 'socketFinalizeAccept: wrong type' names no cause in NCCL's words (unknown); a set-up "
+                    "mismatch is the examiner's reading (low confidence)"),
+    "x43-13-bf3-ib-active-after-dpu-opensm-healthy": (
+        "category", "a port Down with its physical link up and no subnet manager (LID 65535, SM lid 0) is a fabric "
+                    "fault by its own state; that the port is unused is the author's word"),
     # round x42 (blind 13/16 on this stop's first engine)
     "x42-02-ompi-retry-exceeded-sriov-unresolved": (
         "category", "Open MPI's RETRY EXCEEDED help text reads as the fabric's (ib_network); the thread never found "

@@ -222,7 +222,7 @@ _CSV_HEADER_RE = re.compile(r"^(?:index|name|pci\.bus_id|uuid|serial|pid|gpu_bus
 _SMI_FAILURE_RE = re.compile(r"NVIDIA-SMI has failed because|Failed to initialize NVML|Unable to determine the "
                              r"device handle for|No devices were found|infoROM is corrupted at gpu|"
                              r"couldn'?t find libnvidia-ml\.so|GPU access blocked by the operating system|"
-                             r"^NVML library version:")
+                             r"^NVML library version:|^Error: nvmlDeviceGetHandleBy\w{0,20}\(\): ")
 
 _SMI_QUOTED_RE = re.compile(r"^[^\n]{1,600}?(?:Unable to determine the device handle for (?:GPU|gpu) ?[0-9A-Fa-f]{4,8}:|"
                             r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver|"

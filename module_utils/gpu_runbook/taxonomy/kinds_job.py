@@ -140,6 +140,16 @@ STEPS = {
                                  "remove stale `/dev/shm/nccl-*` files; `NCCL_SHM_DISABLE=1` works around it.",
                      "컨테이너에 더 큰 `/dev/shm`(`--shm-size`, 메모리 기반 볼륨)을 주고 남은 `/dev/shm/nccl-*` "
                      "파일을 지우십시오; `NCCL_SHM_DISABLE=1`로 우회할 수 있습니다."),
+    "job_check_qp_setup": ("nccl_env", "Check the RDMA set-up NCCL's queue pairs need, as NCCL's own hints say: on "
+                                       "RoCE the GID index (`show_gids`: `NCCL_IB_GID_INDEX` unset or a RoCE v2 GID "
+                                       "with an address, the same on every node), the devices a container was given "
+                                       "and their netdevs, `NCCL_IB_HCA`; on several rails whether the NICs are "
+                                       "cross-rail connected (`NCCL_CROSS_NIC=0`). `NCCL_IB_DISABLE=1` confirms it "
+                                       "is the RDMA set-up.",
+                           "NCCL의 힌트대로 큐 페어에 필요한 RDMA 설정을 확인하십시오: RoCE에서는 GID 인덱스(`show_gids`: "
+                           "`NCCL_IB_GID_INDEX`를 비우거나 주소가 있는 RoCE v2 GID로, 모든 노드에서 같게), 컨테이너에 "
+                           "준 장치와 그 netdev, `NCCL_IB_HCA`; 여러 rail이면 NIC가 rail 간에 연결되어 있는지"
+                           "(`NCCL_CROSS_NIC=0`). `NCCL_IB_DISABLE=1`로 RDMA 설정 문제인지 확인할 수 있습니다."),
     "job_check_memlock_peermem": (None, "Check the locked-memory limit inside the job (`ulimit -l` must be "
                                         "unlimited, also under srun/mpirun) and that `nvidia_peermem` is loaded "
                                         "(`lsmod`).",
@@ -278,6 +288,12 @@ KINDS = {
         "nccl_config", "critical", "drain", ("job_check_memlock_peermem", "drain_node"),
         "rank {rank}: InfiniBand memory registration failed: locked-memory limit or GPUDirect peer-memory module",
         "랭크 {rank}: InfiniBand 메모리 등록 실패: locked-memory 한도 또는 GPUDirect peer-memory 모듈 문제"),
+    "nccl_ib_qp_setup_failed": kind(
+        "nccl_config", "critical", "nccl_env", ("job_check_qp_setup",),
+        "rank {rank}: NCCL could not bring a queue pair to its peer up (ibv_modify_qp) before the run trained: the "
+        "RDMA set-up (RoCE GID index, the devices given), not a failing link",
+        "랭크 {rank}: 학습 전에 NCCL이 상대와의 큐 페어를 올리지 못함(ibv_modify_qp): 고장 난 링크가 아니라 RDMA "
+        "설정 문제(RoCE GID 인덱스, 주어진 장치)"),
     "nccl_fabric_manager": kind(
         "driver", "critical", "drain", ("job_check_fabric_manager", "drain_node"),
         "rank {rank}: NVLink SHARP / CUDA failed because the NVLink fabric (Fabric Manager) is not ready on its host",
