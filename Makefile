@@ -14,7 +14,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SYSTEM_PACKAGES := openssh-server slurmctld slurmd slurm-client munge iproute2 util-linux procps chromium
 SYSTEM_BINARIES := /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/sbin/munged /usr/bin/unshare /usr/bin/chromium
 
-.PHONY: demo test unit lint cluster-test system-deps venv clean bench score fuzz molecule prefilter-check bench-joblog bench-scale
+.PHONY: demo test test-full unit lint cluster-test system-deps venv clean bench score fuzz molecule prefilter-check bench-joblog bench-scale
 
 venv: $(BASE_STAMP)
 
@@ -54,16 +54,23 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not cluster"
 
 # Two pytest processes side by side: the emulated-cluster tests (one cluster per machine: they
-# run in order in their own process, output kept until the end) and everything else. Both mostly
-# wait (on ssh, Slurm, deadlines): serially they took 1,415 s and 957 s; side by side about the first.
+# run in order in their own process, output kept until the end) and everything else.
+# `make test` is the fast tier (CI's, .ci/run): every test but those marked `slow` (Molecule, the rest
+# of the fault catalogue, second scenarios of a behaviour the fast tier tests); `make test-full` runs
+# them all (BENCHMARKS.md has both tiers' times).
+TIER ?= not slow
+TIER_ARGS = $(if $(TIER),-m "$(TIER)")
 test: $(STAMP) system-deps lint
 	@log=$$(mktemp); \
-	$(BIN)/python -m pytest tests/cluster --durations=20 > $$log 2>&1 & cluster=$$!; \
-	$(BIN)/python -m pytest --ignore=tests/cluster --durations=20; rest=$$?; \
+	$(BIN)/python -m pytest tests/cluster $(TIER_ARGS) --durations=20 > $$log 2>&1 & cluster=$$!; \
+	$(BIN)/python -m pytest --ignore=tests/cluster $(TIER_ARGS) --durations=20; rest=$$?; \
 	wait $$cluster; cluster_rc=$$?; \
 	echo "=== the emulated-cluster tests (tests/cluster), run beside the others ==="; cat $$log; rm -f $$log; \
 	echo "tests/cluster: exit $$cluster_rc; the others: exit $$rest"; \
 	[ $$rest = 0 ] && [ $$cluster_rc = 0 ]
+
+test-full:
+	$(MAKE) test TIER=
 
 # Each role's Molecule scenario on the emulated cluster (root, as the cluster tests; one testbed at
 # a time): `make molecule ROLE=rung_drain` runs one. The shared part is .config/molecule/config.yml;

@@ -77,6 +77,7 @@ def _ran(tb, host):
     return [c["cmd"] for c in tb.commands(host) if c.get("cmd") in ACTIVE_TOOLS]
 
 
+@pytest.mark.slow  # the full tier: the active tier's other checks run in the fast tier
 def test_active_dcgm_memory_failure_keeps_the_node_drained_and_a_passing_node_is_resumed(cluster_factory, tmp_path):
     tb = cluster_factory("healthy", hosts=2, slurm=True)
     d = tmp_path / "gpurb"
@@ -159,6 +160,7 @@ def test_active_half_bandwidth_is_found_by_diagnose_and_a_busy_node_is_left_alon
     assert not any(_ran(tb, h) for h in tb.hosts)
 
 
+@pytest.mark.slow  # the full tier: the active tier's other checks run in the fast tier
 def test_active_topology_finds_a_missing_gpu_and_an_inactive_nvlink(cluster_factory, tmp_path):
     tb = cluster_factory("healthy", hosts=2, slurm=True)
     d = tmp_path / "gpurb"

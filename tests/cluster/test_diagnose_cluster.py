@@ -154,7 +154,13 @@ def _scenario_names():
                                                       "act-waves.yml"))
 
 
-@pytest.mark.parametrize("scenario", _scenario_names())
+# one scenario per family in the fast tier (a healthy node, a GPU off the bus, a DBE with a remap pending, an
+# IB port down, a job-side leak); the rest of the catalogue in the full tier (make test-full)
+CORE_SCENARIOS = ("healthy", "xid79-fallen-off-bus", "dbe-remap-pending", "ib-port-down", "memory-leak")
+
+
+@pytest.mark.parametrize("scenario", [s if s in CORE_SCENARIOS else pytest.param(s, marks=pytest.mark.slow)
+                                      for s in _scenario_names()])
 def test_fault_catalogue_scenario(cluster_factory, tmp_path, scenario):
     tb = cluster_factory(scenario, hosts=8)
     rep, by, _ = _diagnose(tb, tmp_path, "-e", "job_log_dir=%s" % tb.job_log_dir)

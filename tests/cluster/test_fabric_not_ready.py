@@ -35,6 +35,10 @@ def remediate(tb, work, tag, *extra):
     return text, plan
 
 
+# the full tier (make test-full): the catalogue's fabric-not-ready scenario planned and drained
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
     with own_testbed("fabric-not-ready", 4) as tb:

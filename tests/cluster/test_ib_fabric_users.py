@@ -21,6 +21,7 @@ def _audit(work, host):
     return [a for a in lines if a.get("host") == host and a["rung"] == "ib_restart"]
 
 
+@pytest.mark.slow  # the full tier: reading the fabric's users and refusing the restart for them are unit-tested in the fast tier
 def test_ipoib_nfs_mount_and_ssh_over_ipoib_refuse_the_ib_restart_and_the_nodes_stay_drained(
         cluster_factory, tmp_path):
     tb = cluster_factory(SCN, hosts=5, slurm=True)   # 2 sick of 5: under the correlated-failure share

@@ -241,6 +241,7 @@ def test_the_audit_log_says_who_did_what_where(story):
     assert not any(a.get("host") == N[6] for a in lines if a["rung"] != "plan")
 
 
+@pytest.mark.slow  # the full tier: test_rung_verify's reboots run in the fast tier
 def test_xid79_host_with_allow_reboot_is_rebooted_verified_and_resumed(story):
     # the same incident again, the reboot now allowed: Slurm reboots the node (the testbed's
     # RebootProgram), the drain survives the boot, the GPU is back on the bus, the ladder
@@ -277,6 +278,7 @@ def _fresh_faults(story, tag):
     return tb, work
 
 
+@pytest.mark.slow  # the full tier: the cap's arithmetic is the unit tests'; this is its run on the cluster
 def test_the_drain_cap_stops_a_run_that_would_drain_too_much(story):
     tb, work = _fresh_faults(story, "cap")
     before = slurm_view(tb)
@@ -295,6 +297,7 @@ def test_the_drain_cap_stops_a_run_that_would_drain_too_much(story):
     assert all("cap: 2 of max 2 nodes already drained (max_drain)" in run.host_plan(h)["reason"] for h in blocked)
 
 
+@pytest.mark.slow  # the full tier: a second run of the story's cluster with most of it sick
 def test_most_of_a_rack_sick_at_once_is_an_incident_not_drains(story):
     tb, work = _fresh_faults(story, "correlated")
     before = slurm_view(tb)

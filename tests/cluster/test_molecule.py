@@ -11,6 +11,10 @@ import pytest
 from tests.cluster.conftest import _SESSION, require_testbed
 from tests.conftest import BIN, REPO
 
+# the full tier (make test-full, make molecule): each role's converge/idempotence/verify on a testbed of its
+# own; the cluster tests run the same roles through the playbooks in the fast tier
+pytestmark = pytest.mark.slow
+
 SCENARIOS = sorted(glob.glob(os.path.join(REPO, "roles", "*", "molecule", "*", "molecule.yml")))
 
 

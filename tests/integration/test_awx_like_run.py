@@ -204,6 +204,7 @@ def test_diagnose_runs_as_an_awx_job(tmp_path, monkeypatch, project, inventory_j
     assert result.config.artifact_dir.startswith(pdd + os.sep)
 
 
+@pytest.mark.slow  # the full tier: the AWX-like diagnose run stays in the fast tier
 def test_remediate_plan_only_publishes_the_plan_for_the_approval(tmp_path, monkeypatch, project, inventory_json):
     """The workflow's plan node: the remediate template, confirm left at the survey's no; a
     multi-select (a list of !unsafe strings) and an integer answer reach the plan's policy."""

@@ -297,6 +297,7 @@ def test_max_drain_1_shows_the_cap_blocker():
     assert any(ln.startswith(N06 + ": BLOCKED") and "(max_drain)" in ln for ln in lines)
 
 
+@pytest.mark.slow  # the full tier: the domains' rules are unit-tested; this runs them through the playbook
 def test_failure_domains_come_from_named_groups_or_the_hosts_variable_never_a_prefix():
     # max_per_domain stays 1
     proc, out = remediate("-e", "max_drain=8", "-e", "max_drain_percent=100",
@@ -552,6 +553,7 @@ _STEP_PLAY = """\
 """
 
 
+@pytest.mark.slow  # the full tier: the three paths' agreement: the plan's own tests run in the fast tier
 def test_the_plan_step_as_plugin_from_hostvars_as_plugin_from_a_map_and_as_module_agree(tmp_path):
     """The action plugin reading the hosts' variables, the action plugin given the map the role
     used to template, and the module alone in its own process (no action plugin; it refuses
