@@ -166,7 +166,9 @@ def test_patterns_are_linear_on_hostile_lines(line):
     split_text(line)
     hostscan._marked(line)
     hostscan._SYSLOG_HOST_RE.findall(line)
-    assert time.time() - start < 2.0
+    # linear work on these 1 MiB lines is ~0.2 s; a quadratic pattern takes minutes. The bound is loose: a
+    # loaded 2-core runner once took 2.2 s here (stop 47's make test, beside the cluster's slow tier)
+    assert time.time() - start < 10.0
 
 
 # ---- capture loading and the CLI ------------------------------------------------------------
