@@ -106,7 +106,6 @@ def _parse(text, source=SOURCE):
     return facts, ([_finding(changes, errors, source, loaded)] if changes else [])
 
 
-
 def _version(pkg_version):
     """The driver release of a package version ('580.159-0ubuntu1', '1:580.126.09-1') or None."""
     m = re.match(r"^(?:\d+:)?(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)", pkg_version or "")

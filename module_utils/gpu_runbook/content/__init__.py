@@ -167,9 +167,12 @@ def plan(text):
         # a declaration must open the document). A loop's echo stays in its place: it says
         # what its banners are (kernlog/hosts.py)
         before = ends.get(source, 0)
-        pad = "" if source.endswith(".xml") else "\n" * (h - before) if not (
-            echo is not None and before <= echo_at < h) else \
-            "\n" * (echo_at - before) + echo + "\n" * (h - echo_at)
+        if source.endswith(".xml"):
+            pad = ""
+        elif echo is not None and before <= echo_at < h:
+            pad = "\n" * (echo_at - before) + echo + "\n" * (h - echo_at)
+        else:
+            pad = "\n" * (h - before)
         part = pad + "\n".join(lines[h:j]) + ("\n" if j < len(lines) else "")
         blocks[source] = blocks[source] + part if source in blocks else part
         ends[source] = j

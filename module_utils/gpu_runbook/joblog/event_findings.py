@@ -75,13 +75,14 @@ def _peer_connection(ev, c, st, phase, trend):
             "NCCL_SOCKET_IFNAME to the interface with a routable address" % (
                 c.where, " to peer %s" % peer if peer else "", ev["what"], local[0][0], local[0][1]), **c.common)
     if peer and LINK_LOCAL_IP.match(peer):
+        v4 = peer.startswith("169.254.")
         return finding(
             "nccl_socket_interface",
             "%s: NCCL's socket to peer %s failed (%s): an %s link-local address, which routes only within one "
             "link; NCCL's sockets (bootstrap, NET/Socket) use an interface with no routable address: set "
             "NCCL_SOCKET_IFNAME to an interface that has one%s" % (
-                c.where, peer, ev["what"], "IPv4" if peer.startswith("169.254.") else "IPv6",
-                "" if peer.startswith("169.254.") else ", or NCCL_SOCKET_FAMILY=AF_INET"), **c.common)
+                c.where, peer, ev["what"], "IPv4" if v4 else "IPv6", "" if v4 else ", or NCCL_SOCKET_FAMILY=AF_INET"),
+            **c.common)
     if ev["what"].lower() == "connection closed by remote peer":
         # the peer ended the connection in order (misc/socket.cc: recv returned 0): its process exited or
         # was killed; a broken link resets or times out instead. Why the peer ended is in its own log.

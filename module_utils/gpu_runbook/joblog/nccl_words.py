@@ -223,7 +223,6 @@ def _where(rec):
         (" on %s" % rec["host"] if rec.get("host") else "")
 
 
-
 def _socket_interface(rec, st):
     env = getattr(st, "socket_ifname", None)
     if rec.get("loopback"):
@@ -441,5 +440,3 @@ def host_side_hosts(st):
         if r["kind"] in HOST_SIDE_KINDS and r.get("host") and r["host"] not in out:
             out.append(r["host"])
     return out
-
-
