@@ -264,7 +264,7 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
     for name, ok in usable.items():
         probes.setdefault(name, {"ok": True})["usable"] = ok
     if not any(usable.values()):
-        findings.append(_no_evidence(sources, probes))
+        findings.append(_no_evidence(sources, probes, _shown_names(shown, facts)))
     if host is None:
         host = (facts.get("kernel_log") or {}).get("hostname")
     findings = sort_findings(findings)
@@ -282,8 +282,20 @@ def analyze_host(sources, host=None, since=None, expected_gpus=None, expected_ib
     return out
 
 
-def _no_evidence(sources, probes):
-    tried = sorted(n for n in probes if not n.startswith("_")) or sorted(sources)
+def _shown_names(shown, facts):
+    """{source name: the user's file name(s)}: the blocks' (NAMES), and the kernel-log reader's
+    files (read by path: their names are in its facts)."""
+    out = dict(shown or {})
+    files = [f.get("source") for f in ((facts.get("kernel_log") or {}).get("files") or ()) if f.get("source")]
+    if files:
+        out[KERNEL_LOG] = ", ".join(sorted(set(files))[:8])
+    return out
+
+
+def _no_evidence(sources, probes, shown=None):
+    """``shown``: {source name: the user's file name} (the finding cites the user's own files)."""
+    shown = shown or {}
+    tried = sorted(shown.get(n, n) for n in probes if not n.startswith("_")) or sorted(shown.get(n, n) for n in sources)
     return finding("no_evidence", "no source gave usable evidence (%s): this host's health is unknown"
                    % (", ".join(tried) or "no sources at all"), source=", ".join(tried))
 

@@ -286,7 +286,8 @@ def _kernel_read(facts, inputs):
     for f in files:
         # per file (filescan), or the host's totals (hostscan: one host's lines of several files)
         n = f.get("kernel_lines", (facts or {}).get("kernel_lines")) or f.get("node_lines", (facts or {}).get("node_lines"))
-        label = "kernel log" if n else "Slurm daemon log" if f.get("slurm_lines") else None
+        label = "kernel log" if n else "Slurm daemon log" if f.get("slurm_lines", (facts or {}).get("slurm_lines")) \
+            else None
         if label and f.get("path") in inputs and label not in inputs[f["path"]]["read_as"]:
             inputs[f["path"]]["read_as"].append(label)
 
@@ -327,7 +328,11 @@ def main(argv=None):
     unusable = _unusable(analysis)
     for host, why in unusable:
         print(printable("gpu-runbook: %s: no usable evidence: %s" % (host, why)), file=sys.stderr)
-    if len(unusable) == len(analysis["hosts"]) and not analysis.get("job"):
+    # a host no source gave usable evidence of may still carry a finding that says something (Slurm's
+    # log: a step whose processes could not be killed): it is shown, never dropped with the exit
+    if len(unusable) == len(analysis["hosts"]) and not analysis.get("job") and not any(
+            f["severity"] in ("warning", "critical") and f["kind"] != "no_evidence"
+            for h in analysis["hosts"] for f in h["findings"]):
         if not analysis["hosts"] and any(f.get("read_as") for f in analysis.get("files") or ()):
             read = ["%s (%s)" % (f["file"], ", ".join(f["read_as"])) for f in analysis["files"] if f.get("read_as")]
             print(printable("gpu-runbook: no host and no job to analyse: nothing read names a host's fault or a job: "

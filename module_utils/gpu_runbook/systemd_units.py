@@ -6,7 +6,9 @@ a unit's first line ``● NAME.service - DESCRIPTION`` (the dot ●/○/×/* by 
 piped), then ``Loaded: loaded (PATH; enabled; preset: enabled)`` and ``Active: ACTIVE_STATE
 (SUB_STATE) since ...`` (active (running), activating (auto-restart), inactive (dead), failed
 (Result: exit-code) ...); for a unit that does not exist, systemctl says ``Unit NAME.service could
-not be found.`` (src/systemctl/systemctl-util.c).
+not be found.`` (src/systemctl/systemctl-util.c); ``systemctl start|restart`` whose job failed says
+``Job for NAME.service failed because <the service's Result explained>.`` (bus-wait-for-jobs.c):
+the service could not be started (a warning, the service's category).
 
 The units read (UNITS): NVIDIA Fabric Manager (the NVLink fabric of NVSwitch systems: without it
 CUDA fails with 'system not yet initialized'), nvidia-persistenced, NVIDIA IMEX (multi-node NVLink),
@@ -33,6 +35,10 @@ UNITS = (
 _NEEDED_WHERE = ("fabric_not_ready",)  # not installed matters where the platform needs it
 HEADER_RE = re.compile(r"^\s{0,4}(?:[\u25cf\u25cb\u00d7*]\s{1,2})?(?P<unit>[\w@.\-]{1,120}\.service)\s{1,4}-\s{1,4}\S")
 NOT_FOUND_RE = re.compile(r"^\s{0,4}Unit (?P<unit>[\w@.\-]{1,120}\.service) could not be found\.")
+# systemctl start/restart whose job failed (src/shared/bus-wait-for-jobs.c log_job_error_with_service_result:
+# "Job for %s failed because %s.", the explanation by the service's Result -- exit-code, timeout,
+# signal, core-dump, protocol, resources, watchdog, start-limit, oom-kill --, or "Job for %s failed.")
+JOB_FAILED_RE = re.compile(r"^\s{0,4}Job for (?P<unit>[\w@.\-]{1,120}\.service) failed(?: because (?P<why>[^\n]{1,160}?))?\.\s*$")
 _ACTIVE_RE = re.compile(r"^\s{1,16}Active:\s{1,8}(?P<state>[a-z\-]{2,20})(?:\s{1,4}\((?P<sub>[^)\n]{1,60})\))?")
 
 
@@ -52,6 +58,13 @@ def _known(unit):
 def _parse(text, source=SOURCE):
     units, cur, findings = [], None, []
     for n, line in iter_lines(text):
+        m = JOB_FAILED_RE.match(line)
+        if m:
+            known = _known(m.group("unit"))
+            if known:
+                units.append({"unit": m.group("unit"), "service": known[0], "active": "failed", "sub": "job failed"})
+                findings.append(_job_failed(known, m, line, "%s:%d" % (source, n)))
+            continue
         m = NOT_FOUND_RE.match(line)
         if m:
             known = _known(m.group("unit"))
@@ -93,3 +106,10 @@ def _not_found(known, unit, line, src):
         what, unit, ": on an NVSwitch (HGX 8-GPU) or multi-node NVLink system the GPUs are unusable without "
         "it; elsewhere it is not needed" if needed else ""), category=category,
         severity="warning" if needed else "info", name="systemd", evidence=line.strip(), source=src)
+
+
+def _job_failed(known, m, line, src):
+    what, category, kind = known
+    return finding(kind, "%s (%s) failed to start: systemctl's job failed%s" % (
+        what, m.group("unit"), " because %s" % m.group("why") if m.group("why") else ""), category=category,
+        severity="warning", name="systemd", evidence=line.strip(), source=src)

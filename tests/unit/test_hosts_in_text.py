@@ -149,7 +149,9 @@ def test_split_text_gives_unhosted_lines_to_the_one_host_named():
     _, parts = split_text("Tue Jul 29 13:49:59 2014\nnode3: | NVIDIA-SMI 331.62     Driver Version: 331.62 |\n")
     assert list(parts) == ["node3"]
     _, parts = split_text("header\nnode3: [1.0] %s\nnode4: [1.0] %s\n" % (X79, LOAD))
-    assert parts[None] == "header\n" and parts["node3"] == "[1.0] %s\n" % X79
+    # each part keeps the file's line numbers: another host's lines are blank in it
+    assert parts[None] == "header\n" and parts["node3"] == "\n[1.0] %s\n" % X79
+    assert parts["node4"] == "\n\n[1.0] %s\n" % LOAD
 
 
 @pytest.mark.parametrize("line", [

@@ -3,6 +3,8 @@ socket channels over an interface whose only address is IPv6 link-local, a colle
 shorter than any collective takes, and watchdog timeouts of a PyTorch that printed no SeqNum whose
 operations differ across the ranks."""
 
+import pytest
+
 from gpu_runbook.joblog import parse_job_logs
 
 USING = ("worker:101542:101542 [0] NCCL INFO NET/Socket : Using [0]eno1:172.18.40.41<0> "
@@ -83,6 +85,30 @@ def test_a_peer_at_an_ipv4_link_local_address_is_the_socket_interfaces():
     assert f["category"] == "nccl_config" and "an IPv4 link-local address" in f["message"]
     _job, found = parse_job_logs({"decode.log": text.replace("169.254.20.10", "10.1.20.10")})
     assert "nccl_socket_interface" not in [f["kind"] for f in found]
+
+
+def test_a_peer_at_dockers_default_bridge_address_is_the_socket_interfaces():
+    # 172.17.0.1 is docker0's address on every host: NCCL's sockets chose docker0
+    text = ("n1:10:20 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 172.17.0.1<54321> failed : "
+            "Connection refused\nn1:10:20 [0] NCCL INFO misc/socket.cc:565 -> 6\n")
+    job, found = parse_job_logs({"train.log": text})
+    (f,) = [f for f in found if f["kind"] == "nccl_socket_interface"]
+    assert f["category"] == "nccl_config" and "docker0" in f["message"] and not job["culprit_hosts"]
+    _job, found = parse_job_logs({"train.log": text.replace("172.17.0.1", "172.17.0.9")})
+    assert "nccl_socket_interface" not in [f["kind"] for f in found]
+
+
+@pytest.mark.parametrize("addr, what", [("172.17.0.1", "docker0"), ("127.0.1.1", "loopback"),
+                                        ("169.254.3.4", "link-local")])
+def test_another_transports_failed_connection_to_an_address_no_node_shares_is_the_set_up(addr, what):
+    # x44: UCX (under Open MPI) connected to docker0's address; a routable peer stays the network's
+    line = ("[1695332443.361791] [histamine0:1224050:0]            sock.c:323  UCX  ERROR   connect(fd=42, "
+            "dest_addr=%s:54351) failed: Connection refused\n")
+    _job, found = parse_job_logs({"slurm-1484.out": line % addr})
+    cats = {f["category"] for f in found if f["severity"] in ("warning", "critical")}
+    assert cats == {"nccl_config"} and any(what in f["message"] for f in found)
+    _job, found = parse_job_logs({"slurm-1484.out": line % "10.0.0.7"})
+    assert {f["category"] for f in found if f["severity"] in ("warning", "critical")} == {"ib_network"}
 
 
 # misc/ibvwrap.cc's WARN, before 2.24 ('with error %s[ errno %d]') and since ('with %d %s, on dev ...')

@@ -254,6 +254,36 @@ def test_an_rdma_device_that_cannot_be_opened_makes_sockets_a_fallback():
     assert fb["severity"] != "info" and "mlx5_bond_0" in fb["message"]
 
 
+_IB_OFF = ("n1:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+           "n1:1:1 [0] NCCL INFO NET/Socket : Using [0]ib0:172.19.146.21<0>\n"
+           "n1:1:1 [0] NCCL INFO Using network Socket\n")
+
+
+def test_ib_disabled_on_one_node_is_no_fallback_when_every_ring_hop_stays_inside_it():
+    # x43-05: the ring's two ranks are joined by P2P both ways; NET carries nothing
+    text = _IB_OFF + ("n1:1:2 [0] NCCL INFO Channel 00/04 :    0   1\n"
+                      "n1:1:2 [0] NCCL INFO Channel 00 : 0[18000] -> 1[af000] via P2P/direct pointer\n")
+    _job, f = kinds(text)
+    assert f["nccl_socket_fallback"]["severity"] == "info"
+    assert "inside one node" in f["nccl_socket_fallback"]["message"]
+
+
+@pytest.mark.parametrize("channels", [
+    # two nodes, the log cut before the hops between them (1 -> 2, 3 -> 0) were printed
+    "Channel 00/02 :    0   1   2   3\nChannel 00 : 0[1000] -> 1[2000] via P2P/IPC\n"
+    "Channel 00 : 2[1000] -> 3[2000] via P2P/IPC\n",
+    # a hop over the network
+    "Channel 00/02 :    0   1\nChannel 00 : 0[1000] -> 1[2000] via P2P/IPC\n"
+    "Channel 00 : 1[2000] -> 0[1000] [send] via NET/Socket/0\n",
+    # no ring line: nothing says how many ranks there are
+    "Channel 00 : 0[1000] -> 1[2000] via P2P/IPC\n",
+])
+def test_ib_disabled_stays_a_fallback_unless_the_whole_ring_is_inside_one_node(channels):
+    text = _IB_OFF + "".join("n1:1:2 [0] NCCL INFO %s\n" % c for c in channels.splitlines())
+    _job, f = kinds(text)
+    assert f["nccl_socket_fallback"]["severity"] != "info"
+
+
 def test_records_joined_on_one_line_are_each_read_and_a_warn_gets_its_process_rank():
     rec = "n1:%d:9 [%d] NCCL INFO comm 0x1 rank %d nranks 16 cudaDev %d nvmlDev %d busId %s commId 0x2 - Init COMPLETE"
     joined = "     ".join(rec % (100 + r, r, r, r, r, bus) for r, bus in ((0, "3000"), (1, "4000"), (5, "9c000")))
@@ -414,3 +444,13 @@ def test_a_log_that_stops_inside_nccls_init_is_unknown_never_healthy(tmp_path):
     _job, f = kinds(INIT_START + "VM-160-69:561:600 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
                                 "status=12 opcode=0 len=0 vendor err 129 (Recv)\n")
     assert "nccl_init_incomplete" not in f
+
+
+def test_a_warn_that_names_its_function_after_the_file_keeps_its_hosts_prefix():
+    # x45: '[time] host:pid:tid [dev] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN ...' names its host
+    line = ("[2026-06-23 15:45:07] gpu-stress-dgc86-xfpt6:420:437 [5] transport/nvls.cc:379 (nvlsAllocateMem) NCCL "
+            "WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation "
+            "cannot be performed in the present state'.\n")
+    job, f = kinds(line)
+    assert f["nccl_fabric_manager"]["category"] == "driver"
+    assert job["culprit_hosts"] == ["gpu-stress-dgc86-xfpt6"]

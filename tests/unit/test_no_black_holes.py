@@ -97,13 +97,34 @@ def test_nvlink_inactive_on_an_sxm_board_is_critical_and_the_node_is_drained():
     assert_drained_for_a_reboot(entry)
 
 
-def test_nvlink_inactive_on_a_pcie_card_without_a_bridge_is_a_warning_not_a_drain():
+def test_nvlink_short_on_a_pcie_card_against_its_peers_is_a_warning_not_a_drain():
+    # GPUs 3-6 have fewer links up than the other cards of their model: a bridge missing or loose
     text, _ = load("019-azure-smi-nvlink-inactive-links")
     text = text.replace("Tesla V100-SXM2-32GB", "NVIDIA A100-PCIE-40GB")
     h, entry, _ = plan_for({"nvidia-smi.txt": text})
     inactive = [f for f in h["findings"] if f["kind"] == "nvlink_inactive"]
-    assert inactive and all(f["severity"] == "warning" and "bridge is optional" in f["message"] for f in inactive)
+    assert sorted(f["gpu"]["index"] for f in inactive) == [3, 4, 5, 6]
+    assert all(f["severity"] == "warning" and "bridge is missing or loose" in f["message"] for f in inactive)
     assert entry["decision"] == "report_only" and not entry["rungs"]
+
+
+NVL_PAIR = "".join(
+    "GPU %d: NVIDIA H100 NVL (UUID: GPU-%d)\n" % (i, i) + "".join(
+        "         Link %d: %s\n" % (n, "<inactive>" if n in (4, 5, 10, 11, 16, 17) else "26.562 GB/s")
+        for n in range(18)) for i in (0, 1))
+
+
+def test_nvlink_inactive_on_bridged_pcie_cards_that_all_have_their_links_is_a_note():
+    # x44: an H100 NVL pair joined by its bridges uses 12 of 18 links; the other six read inactive
+    h, entry, _ = plan_for({"nvidia-smi.txt": NVL_PAIR})
+    inactive = [f for f in h["findings"] if f["kind"] == "nvlink_inactive"]
+    assert len(inactive) == 2 and all(f["severity"] == "info" for f in inactive)
+    assert h["verdict"] == "healthy" and entry["decision"] == "skip" and not entry["rungs"]
+
+
+def test_nvlink_inactive_on_an_sxm_board_stays_critical_whatever_its_peers_show():
+    h, _entry, _ = plan_for({"nvidia-smi.txt": NVL_PAIR.replace("H100 NVL", "H100 80GB HBM3")})
+    assert [f["severity"] for f in h["findings"] if f["kind"] == "nvlink_inactive"] == ["critical"] * 2
 
 
 def test_gpu_missing_from_the_expected_count_is_high_confidence_and_the_node_is_drained():

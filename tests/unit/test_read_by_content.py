@@ -509,6 +509,8 @@ def test_infiniband_diags_own_complaints_are_tool_errors_not_unexplained(tmp_pat
         "ibwarn: [298726] mad_rpc_open_port: client_register for mgmt 1 failed\n"
         "/var/tmp/OFED_topdir/BUILD/rdma-core-2307mlnx47/libibnetdisc/ibnetdisc.c:802; can't open MAD port ((null):0)\n"
         "ibnetdiscover: iberror: failed: discover failed\n"
+        # argv[0] as the shell gave it: a path (x43-13)
+        "/usr/sbin/ibnetdiscover: iberror: failed: discover failed\n"
         "[root@node32 1]# perfquery\n"
         "ibwarn: [299010] mad_rpc_open_port: client_register for mgmt 1 failed\n"
         "perfquery: iberror: failed: Failed to open '(null)' port '0'\n")
@@ -794,10 +796,11 @@ def test_ncclS_complaints_after_the_run_said_it_ended_are_its_teardown(tmp_path,
     assert doc["job"]["verdict"] != "healthy", doc["job"]
 
 
-@pytest.mark.parametrize("name,severity", [("NVIDIA A100-SXM4-80GB", "critical"), ("NVIDIA H100 PCIe", "warning")])
+@pytest.mark.parametrize("name,severity", [("NVIDIA A100-SXM4-80GB", "critical"), ("NVIDIA H100 PCIe", "info")])
 def test_nvlink_status_of_a_gpu_whose_links_are_all_inactive(tmp_path, capsys, name, severity):
-    # nvidia-smi nvlink --status prints this instead of the links when none is up: never healthy; on a
-    # baseboard (SXM) GPU a fault, on a PCIe card (the bridge is optional) a warning
+    # nvidia-smi nvlink --status prints this instead of the links when none is up: on a baseboard
+    # (SXM) GPU a fault; on a PCIe card a note: its bridge is optional and no other card of its
+    # model here has a link up (one that has makes it a warning: test_no_black_holes.py)
     (tmp_path / "nvlink-status.txt").write_text(
         "GPU 6: %s (UUID: GPU-9667d95e-6d22-0c22-1f57-c481f13e7c44)\n"
         "NVML: Unable to retrieve NVLink information as all links are inactive\n" % name)
@@ -805,7 +808,7 @@ def test_nvlink_status_of_a_gpu_whose_links_are_all_inactive(tmp_path, capsys, n
     (h,) = doc["hosts"]
     (f,) = [f for f in h["findings"] if f["kind"] == "nvlink_inactive"]
     assert f["severity"] == severity and "GPU 6 has all its NVLink links inactive" in f["message"]
-    assert h["verdict"] != "healthy"
+    assert (h["verdict"] != "healthy") == (severity == "critical")
 
 
 @pytest.mark.parametrize("name", ["live.log", "job.err", "dmesg.txt"])
@@ -1253,3 +1256,32 @@ def test_a_gpu_box_pasted_without_header_or_borders_is_read(tmp_path, capsys):
     (tmp_path / "other.txt").write_text(box.splitlines()[0] + "\n| a | b | c |\n")
     rc, doc, err = analyze_json(capsys, tmp_path / "other.txt")
     assert rc == 3 and doc is None  # nothing in it recognised
+
+
+SLURMD_UNKILLABLE = (
+    "[2020-12-14T08:59:01.890] launch task 63532.0 request from UID:1000  GID:1000 HOST:10.0.0.5 PORT:63195\n"
+    "[2020-12-14T09:43:55.500] [63532.0] error: *** STEP 63532.0 ON cn106 CANCELLED AT 2020-12-14T09:43:55 ***\n"
+    "[2020-12-14T09:44:56.002] [63532.0] error: *** STEP 63532.0 STEPD TERMINATED ON cn106 AT 2020-12-14T09:44:56 "
+    "DUE TO JOB NOT ENDING WITH SIGNALS ***\n")
+
+
+def test_a_slurmd_log_alone_is_read_shown_and_its_node_named_never_dropped_with_exit_3(tmp_path, capsys):
+    # x45: Slurm's log is no account of the node's health (no usable evidence), but what it says
+    # of the node (a step it could not kill: 'Kill task failed') is shown, not dropped
+    (tmp_path / "slurmd.log").write_text(SLURMD_UNKILLABLE)
+    rc, doc, err = analyze_json(capsys, tmp_path / "slurmd.log")
+    assert rc != 3 and doc is not None, err
+    (h,) = doc["hosts"]
+    assert h["host"] == "cn106" and h["verdict"] == "unknown"
+    kinds = {f["kind"]: f for f in h["findings"]}
+    assert kinds["logged_node_failure"]["severity"] == "critical"
+    assert "slurmd.log" in kinds["no_evidence"]["message"] and "kern.log" not in kinds["no_evidence"]["message"]
+    assert [f["read_as"] for f in doc["files"]] == [["Slurm daemon log"]]
+    assert "nothing in it was recognised" not in err
+
+
+def test_a_slurmd_log_that_says_nothing_of_a_node_above_info_is_read_but_names_no_fault(tmp_path, capsys):
+    (tmp_path / "slurmd.log").write_text(SLURMD_UNKILLABLE.splitlines(True)[1])
+    rc, _doc, err = analyze_json(capsys, tmp_path / "slurmd.log")
+    # read (as Slurm's log), and said to name no host's fault: not refused as unrecognised
+    assert rc == 3 and "slurmd.log (Slurm daemon log)" in err and "nothing in it was recognised" not in err

@@ -648,10 +648,20 @@ KNOWN_MISSES = {
     "x41-26-mlx4-local-qp-err-old-hca-firmware": (
         "category", "a local QP operation error (IBV_WC_LOC_QP_OP_ERR) is the reporting side's own queue, of no "
                     "category by itself; that old HCA firmware caused it is Mellanox's reply in the thread"),
+    # round x44 (blind 10/17 on c1d8348)
+    "x44-07-openib-no-active-ports-singlenode-healthy": (
+        "category", "a single process's start-up (Open MPI's and UCX's harmless warnings, LAMMPS's set-up) with no "
+                    "line that says the run ended: unknown; that it ran well is the README's word"),
+    "x44-12-ray-tune-slurm-cgroup-oomkill": (
+        "category", "a cgroup OOM kill with no memory series, phase or run time in the log is application by "
+                    "default (low confidence); that memory grew over a night is the thread's account"),
+    "x44-14-llmc-slurm-pmix-error-startup": (
+        "category", "a start-up cut before any step (PMIx's harmless ds12 lock errors, the parameter table): "
+                    "no line says the run trained or ended, so unknown"),
+    "x44-15-nccl226-nvls-invalid-arg-driver535": (
+        "category", "NVLS failing with CUDA 'invalid argument' reads as the NVLink fabric's set-up (driver: Fabric "
+                    "Manager); that NCCL 2.26.2 needed a newer driver is the thread's conclusion"),
     # round x43 (blind 6/13 on 8360089; the captures alone do not establish these labels)
-    "x43-05-lightning-ib-disabled-working-init": (
-        "category", "NCCL_IB_DISABLE set with IB present is read as a socket fallback (nccl_config); that the run "
-                    "worked is the user's word, and the capture stops inside the communicator's set-up"),
     "x43-06-openrlhf-ray-allgather-watchdog": (
         "category", "one rank's watchdog timeout on an all-gather names no cause (unknown); that the ranks' "
                     "collectives diverged is the examiner's reading (low confidence)"),

@@ -43,3 +43,25 @@ def test_units_this_runbook_does_not_depend_on_are_not_read():
     facts, findings = parse_systemctl(status("openibd.service", "inactive (dead)", desc="openibd"))
     assert [(f["category"], f["severity"]) for f in findings] == [("ib_network", "warning")]
     assert facts["units"][0]["active"] == "inactive"
+
+
+@pytest.mark.parametrize("why", ["the control process exited with error code", "a timeout was exceeded", None])
+def test_a_restart_whose_job_failed_is_the_service_not_started_on_the_prompts_host(tmp_path, why):
+    # x45: systemctl's own words when a start/restart job fails (bus-wait-for-jobs.c), under the
+    # prompt of the node it ran on; the journal after it shows an earlier, good start
+    failed = "Job for nvidia-fabricmanager.service failed%s.\n" % (" because %s" % why if why else "")
+    (tmp_path / "fm.txt").write_text(
+        "[root@TENCENT64 ~]# systemctl restart nvidia-fabricmanager.service\n" + failed +
+        "See \"systemctl status nvidia-fabricmanager.service\" and \"journalctl -xeu nvidia-fabricmanager.service\" "
+        "for details.\n")
+    (h,) = analyze_paths([str(tmp_path / "fm.txt")])["hosts"]
+    assert (h["host"], h["verdict"], h["severity"]) == ("TENCENT64", "driver", "warning")
+    (f,) = [f for f in h["findings"] if f["kind"] == "fabric_not_ready"]
+    assert "failed to start" in f["message"] and (why is None or why in f["message"])
+    assert f["source"] == "fm.txt:2"  # the file's own line: the prompt above it is not dropped from the count
+    assert not [f for f in h["findings"] if f["kind"] == "unexplained_errors"]
+
+
+def test_a_failed_job_of_a_unit_the_runbook_does_not_read_says_nothing():
+    _facts, found = parse_systemctl("Job for nginx.service failed because a timeout was exceeded.\n")
+    assert found == []

@@ -108,3 +108,21 @@ def test_an_unlisted_fabric_manager_failure_after_a_listed_one_says_nothing_more
         '/usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1\n')
     (h,) = analyze_paths([str(tmp_path)])["hosts"]
     assert [f["severity"] for f in h["findings"] if f["kind"] == "fabric_not_ready"] == ["warning"]
+
+
+@pytest.mark.parametrize("line", [
+    # 525.60.11 (open module) and 535.129.03: no ": " after NVRM (NV_PRINTF_PREFIX_SEPARATOR came later)
+    "[    1.924873] NVRM objClInitPcieChipset: *** Chipset Setup Function Error!",
+    "[   43.429059] NVRM objClInitPcieChipset: *** Unable to get PCI port handles",
+    # today's prefix
+    "[    1.924873] NVRM: objClInitPcieChipset: *** Chipset Setup Function Error!",
+])
+def test_an_older_drivers_rm_prefix_is_read_and_the_chipset_set_up_is_a_note(line):
+    m = vocab.match_line(line)
+    assert m is not None and m[0].name == "nvrm"
+    assert (m[1]["category"], m[1]["severity"]) == ("driver", "info")
+
+
+def test_an_older_drivers_rm_prefix_reads_a_fault_as_its_row_says():
+    m = vocab.match_line("NVRM _threadNodeCheckTimeout: API_GPU_ATTACHED_SANITY_CHECK failed!")
+    assert m is not None and m[0].name == "nvrm" and m[1]["severity"] != "ok"

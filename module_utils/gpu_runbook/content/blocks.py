@@ -26,7 +26,8 @@ from ..infiniband.perfquery import ICE_CHECK_RE, ICE_WARN_RE, IQE_NODE_RE, IQE_P
 from ..lspci import FIELD_RE as LSPCI_FIELD_RE, HEADER_RE as LSPCI_HEADER_RE
 from .. import pkglog
 from ..nvsmi import dmon as nvsmi_dmon
-from ..systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
+from ..systemd_units import HEADER_RE as SYSTEMCTL_HEADER_RE, JOB_FAILED_RE as SYSTEMCTL_JOB_FAILED_RE, \
+    NOT_FOUND_RE as SYSTEMCTL_NOT_FOUND_RE
 from ..nvsmi.dispatch import Q_SECTIONS
 from ..nvsmi import topo as nvsmi_topo
 from ..nvsmi.query_csv import QUERY_COMMAND_RE, command_fields
@@ -178,10 +179,11 @@ _RDMA_LINK_RE = re.compile(r"^\s{0,8}(?:\d{1,4}/\d{1,3}:\s{1,4})?link\s{1,4}[\w.
                            r"\b(?:physical_)?state\s+[A-Z_]{2,32}")
 # infiniband-diags' own complaints, whatever tool printed them (libibmad mad.h IBWARN / IBPANIC
 # 'ibwarn: [pid] func: msg', 'ibpanic: [pid] func: msg: errno text'; ibdiag_common.c ibexit()
-# '<prog>: iberror: [pid N] func: failed: msg' / '<prog>: iberror: failed: msg'): read as the IB
-# tool errors they are (infiniband/ibstat.py), which say nothing of a link -- on a RoCE port no
+# '<prog>: iberror: [pid N] func: failed: msg' / '<prog>: iberror: failed: msg', prog as argv[0] gave
+# it, a path too): read as the IB tool errors they are (infiniband/ibstat.py), which say nothing of
+# a link -- on a RoCE port no
 # MAD tool works at all ('mad_rpc_open_port: client_register for mgmt 1 failed')
-IBTOOL_MESSAGE_RE = re.compile(r"^(?:[\w.\-]{1,64}: )?(?:ibwarn|ibpanic): \[\d{1,9}\] |^[\w.\-]{0,64}: iberror: "
+IBTOOL_MESSAGE_RE = re.compile(r"^(?:[\w.\-]{1,64}: )?(?:ibwarn|ibpanic): \[\d{1,9}\] |^[\w./\-]{0,160}: iberror: "
                                r"(?:\[pid \d{1,9}\] [^\n]{0,200}?)?failed: ")
 # libibnetdisc's IBND_ERROR ('<file>.c:<line>; msg'), printed among them
 _IBND_ERROR_RE = re.compile(r"^\S{1,300}\.c:\d{1,6}; ")
@@ -350,6 +352,7 @@ BLOCKS = (
     # systemctl status: a unit's first line over its indented Loaded:/Active: lines, or 'could not be found'
     ("systemctl.txt", SYSTEMCTL_HEADER_RE, _systemctl, _systemctl_opens),
     ("systemctl.txt", SYSTEMCTL_NOT_FOUND_RE, _one_line, None),
+    ("systemctl.txt", SYSTEMCTL_JOB_FAILED_RE, _one_line, None),
     # nvidia-smi dmon: its '# gpu' header over its '# Idx' unit line and rows (nvsmi/dmon.py); the unit
     # line is an opening of its own too, so that its '# ' is not read as a root prompt that ends the block
     ("nvidia-smi-dmon.txt", re.compile(nvsmi_dmon.OPENING.pattern + "|" + nvsmi_dmon.UNITS_RE.pattern),

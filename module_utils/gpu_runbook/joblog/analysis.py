@@ -236,6 +236,11 @@ def analyse(st):
     return job, job_findings(st, job, last_prog)
 
 
+# the node's own stack, whose failure a command pasted from that node's shell shows ('systemctl restart
+# nvidia-fabricmanager' failing; nvidia-container-cli; NVML): the vocabularies of the node's daemons
+NODE_STACK_TABLES = ("fabricmanager", "nvml", "container", "dcgm", "dcgmlog", "nhc", "k8sdp", "opensm")
+
+
 def _more_hosts(st, hosts):
     """Hosts named without a rank: RAS's dead/missing processes, the one host of an nccl-tests
     run that returned wrong data."""
@@ -262,7 +267,9 @@ def _more_hosts(st, hosts):
     # a paste from one shell ('[alice@gpu-a-07 ~]$ python train.py' and its output): a process that died there,
     # or the node's own stack failing under it (Fabric Manager, CUDA's init), happened on that host
     if not hosts and not extra and len(st.prompt_hosts) == 1 and (
-            any(e["kind"] in DEATH_KINDS for e in st.events) or any(r["kind"] in HOST_SIDE_KINDS for r in st.nccl_words)):
+            any(e["kind"] in DEATH_KINDS for e in st.events) or any(r["kind"] in HOST_SIDE_KINDS for r in st.nccl_words)
+            or any(r["table"] in NODE_STACK_TABLES and r["row"]["severity"] in ("warning", "critical")
+                   for r in st.seen.messages.values())):
         extra.append(st.prompt_hosts[0])
     return list(hosts) + [h for i, h in enumerate(extra) if h not in hosts and h not in extra[:i]]
 

@@ -10,7 +10,7 @@ DataLoader error first. An IB peer named by several reporters is the suspect hos
 from collections import Counter
 
 from .launch_lines import ras_culprits
-from .patterns import LINK_LOCAL_IP, LOOPBACK_IP
+from .patterns import DOCKER_BRIDGE_IP, LINK_LOCAL_IP, LOOPBACK_IP
 from .nccl_words import (DEATH_KINDS, SETUP_KINDS, async_port_hosts, died_of_own_error, host_side_hosts,
                          mismatch_ranks, setup_failed)
 
@@ -311,7 +311,7 @@ def network_suspects(st, rank_map, ranks, how, culprit_hosts, reporters):
     if net_events and not culprit_hosts:
         for e in net_events:
             peer = e.get("peer")
-            if peer and e["kind"] == "nccl_peer_connection" and (LINK_LOCAL_IP.match(peer)
+            if peer and e["kind"] == "nccl_peer_connection" and (LINK_LOCAL_IP.match(peer) or DOCKER_BRIDGE_IP.match(peer)
                                                                  or unroutable_at_bootstrap(st, e)):
                 continue  # the sockets' interface is the cause (event_findings.py), not the peer's host
             peer_name = peer_host(st, peer) if peer else None

@@ -38,7 +38,7 @@ LAST_ERROR_HEAD = re.compile(r"^((?:[\w.\-]{1,80}(?: \[\w{1,20}\])?:? )?)Last er
 # the tables of the programs whose lines a job's output carries (the kernel's and the node
 # daemons' are read by the kernel-log reader)
 JOB_TABLES = ("nccl", "ofi", "torch", "gloo", "cuda", "rdma", "ucx", "slurm", "dcgm", "nhc", "fabricmanager", "nvml", "container", "deepspeed",
-              "ompi", "libfabric", "dcgmlog", "ray", "megatron")
+              "ompi", "libfabric", "dcgmlog", "ray", "megatron", "pmix", "opensm")
 
 # src/srun/srun_job.c / step_launch.c: 'srun: error: Node failure on %s'
 NODE_FAILURE = re.compile(r"\bsrun: error: Node failure on ([A-Za-z0-9][\w.\-]{0,252})")
@@ -385,6 +385,29 @@ _GLOO_LOOPBACK_MEANS = ("Gloo could not connect to a peer at a loopback address:
                         "fix the name's address")
 
 
+# A connection that failed to an address no other node can be reached at: the transport chose the
+# wrong interface, not a broken network. Loopback (127/8, ::1), link-local (169.254/16 RFC 3927,
+# fe80::/10 RFC 4291) and 172.17.0.1, the address Docker gives its default bridge docker0 on every
+# host alike (Docker's bridge network documentation): a peer "there" is this host itself
+_UNREACHABLE_PEER = re.compile(r"(?<![\w.:])(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|169\.254\.\d{1,3}\.\d{1,3}|172\.17\.0\.1"
+                               r"|::1|fe[89ab][0-9a-f]:[0-9a-f:]{0,40})(?![\w.])", re.I)
+_UNREACHABLE_MEANS = ("A connection to %s failed: %s, an address no other node is reached at (it is the same on "
+                      "every host), so the transport chose the wrong interface: set UCX_NET_DEVICES / "
+                      "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (or Open MPI's btl_tcp_if_include) to the interface "
+                      "the nodes share")
+
+
+def _unreachable_peer(text):
+    """(address, what it is) of a loopback, link-local or docker0 address ``text`` names, or None."""
+    m = _UNREACHABLE_PEER.search(text)
+    if m is None:
+        return None
+    a = m.group(0).lower()
+    what = ("a loopback address" if a.startswith("127.") or a == "::1" else
+            "Docker's default bridge (docker0)" if a == "172.17.0.1" else "a link-local address")
+    return a, what
+
+
 def _gloo_connect_row():
     """(gloo table, its pair's connect row) or None."""
     from ..vocab import ROW_FIELDS, table
@@ -407,6 +430,11 @@ def read_vocabulary(line, st, quote=True):
         row = m[1]
         if loopback and m[0].name == "gloo":
             row = dict(row, kind="logged_nccl_config_error", category="nccl_config", meaning=_GLOO_LOOPBACK_MEANS)
+        elif row["category"] == "ib_network" and row["severity"] in ("warning", "critical"):
+            peer = _unreachable_peer(line.text)
+            if peer is not None:
+                row = dict(row, kind="logged_nccl_config_error", category="nccl_config",
+                           meaning=_UNREACHABLE_MEANS % peer)
         st.seen.message(m[0], row, line.src, line.raw, rank=line.rank)
         if line.host and m[1]["severity"] in ("warning", "critical") and line.host not in st.prefix_hosts and \
                 len(st.prefix_hosts) < 64:

@@ -5,7 +5,7 @@ error, OOM, DataLoader, NCCL error, Python exception). Kinds: taxonomy/kinds_job
 from ..findings import finding, gpu_ref, ib_ref
 from . import memtrend
 from .culprits import HW_CUDA_WORDS, unroutable_at_bootstrap
-from .patterns import LINK_LOCAL_IP
+from .patterns import DOCKER_BRIDGE_IP, LINK_LOCAL_IP
 from .text import evidence
 from ..vocab import code
 
@@ -82,6 +82,13 @@ def _peer_connection(ev, c, st, phase, trend):
             "link; NCCL's sockets (bootstrap, NET/Socket) use an interface with no routable address: set "
             "NCCL_SOCKET_IFNAME to an interface that has one%s" % (
                 c.where, peer, ev["what"], "IPv4" if v4 else "IPv6", "" if v4 else ", or NCCL_SOCKET_FAMILY=AF_INET"),
+            **c.common)
+    if peer and DOCKER_BRIDGE_IP.match(peer):
+        return finding(
+            "nccl_socket_interface",
+            "%s: NCCL's socket to peer %s failed (%s): the address of Docker's default bridge (docker0), the same on "
+            "every host, which no other node is reached at: NCCL's sockets use docker0; set NCCL_SOCKET_IFNAME to "
+            "the interface the nodes share (or exclude it: NCCL_SOCKET_IFNAME=^docker0,lo)" % (c.where, peer, ev["what"]),
             **c.common)
     if ev["what"].lower() == "connection closed by remote peer":
         # the peer ended the connection in order (misc/socket.cc: recv returned 0): its process exited or

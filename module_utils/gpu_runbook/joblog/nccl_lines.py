@@ -11,7 +11,7 @@ from .patterns import (BOOTSTRAP, CAP, BUSID, COMM, CUDA_ERR, CUDADEV, IB_COMPLE
                        IB_HCA, IB_NODEV, IB_OPCODE, IB_UNOPENED, IB_VENDOR, IBV_WC_STATUS, LINK_LOCAL_IP, NCCL_BARE,
                        NCCL_PREFIX, NCCL_TRACE, NCCL_VERSION,
                        NET_DEV, NET_IB_USING, NET_PLUGIN_EXTERNAL, NET_PLUGIN_INTERNAL, NET_SOCKET_USING, OOB, PEER_ADDR,
-                       SOCK_DEV, SOCK_DEV_AT, USING_NETWORK, VIA, VIA_SOCKET)
+                       RING_RANKS, SOCK_DEV, SOCK_DEV_AT, USING_NETWORK, VIA, VIA_PAIR, VIA_SOCKET)
 from .nccl_words import peer_gone, read_bare, read_warn
 from .emitter_lines import LAST_ERROR_HEAD, read_vocabulary
 from .text import add, busid_to_pci, evidence
@@ -246,7 +246,14 @@ def _network_choice(body, line, host, pid, dev, st):
             if ms and len(st.socket_via) < 256:
                 st.socket_via.add((host, int(ms.group(1))))
             st.via[m.group(1).split("/")[0] + ("/" + m.group(1).split("/")[1] if "/" in m.group(1) else "")] += 1
+            mp = VIA_PAIR.search(body)
+            if mp and not m.group(1).startswith(("NET", "COLLNET")) and len(st.local_pairs) < 4096:
+                st.local_pairs.add(frozenset((int(mp.group(1)), int(mp.group(2)))))
             return True
+    mr = RING_RANKS.search(body)
+    if mr and not st.ring_ranks:
+        st.ring_ranks = [int(r) for r in mr.group(1).split()]
+        return True
     if IB_DISABLE.search(body):
         if st.ib_disabled is None:
             st.ib_disabled = (line.src, line.raw)

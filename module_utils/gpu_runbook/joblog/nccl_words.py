@@ -381,6 +381,14 @@ def _socket_without_ib(st, findings):
                 f["message"] += " (The network plugin failed to start before it: '%s'; the fabric it serves was " \
                                 "meant, so sockets are a fallback.)" % st.net_plugin_failed[1].strip()[-120:]
         return
+    if _one_node(st):
+        for f in findings:
+            if f["kind"] == "nccl_socket_fallback" and f["severity"] != "info":
+                f["severity"] = "info"
+                f["message"] += " (Every rank of the job's ring (%d) is joined inside one node (P2P/SHM): the " \
+                                "collectives never cross the network, so its transport does not matter here.)" \
+                                % len(st.ring_ranks)
+        return
     if st.ib_devices or st.roce_devices or st.ib_disabled or st.ipoib_seen or st.ib_unopened:
         return
     for f in findings:
@@ -388,6 +396,16 @@ def _socket_without_ib(st, findings):
             f["severity"] = "info"
             f["message"] += " (No IB device and no IPoIB interface in the log: sockets may be this cluster's only " \
                             "network.)"
+
+
+def _one_node(st):
+    """The job runs on one node by NCCL's own lines: no channel goes over NET, and every hop of the
+    ring (its last rank back to its first too) is a channel inside the node. A log cut before the
+    network channels leaves a hop between nodes unjoined."""
+    ring = st.ring_ranks
+    if len(ring) < 2 or any(k.startswith(("NET", "COLLNET")) for k in st.via):
+        return False
+    return all(frozenset((a, b)) in st.local_pairs for a, b in zip(ring, ring[1:] + ring[:1]))
 
 
 def setup_failed(st):

@@ -35,9 +35,11 @@ ISO_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})")
 
 # ---------------------------------------------------------------- NCCL_DEBUG lines
 
+# (newer releases' WARN names its function after the file and line -- ncclDebugLog's filefunc --:
+# 'transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN')
 NCCL_PREFIX = re.compile(
     r"(?:^|[\s\]:])(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
-    r"(?:[\w./\-]+:\d+ )?NCCL (?P<lvl>INFO|WARN|ERROR|ABORT|TRACE)\b ?")
+    r"(?:[\w./\-]+:\d+ (?:\(\w{1,80}\) )?)?NCCL (?P<lvl>INFO|WARN|ERROR|ABORT|TRACE)\b ?")
 # NCCL's error trail (src/include/checks.h NCCLCHECK and its kin: INFO_LOC(NCCL_ALL, "-> %d", res),
 # "-> %d (%s)" with strerror(errno)): each function a failure returns through prints its file:line and
 # the ncclResult_t, innermost first
@@ -61,6 +63,8 @@ LOOPBACK_IP = re.compile(r"^(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d
 # NCCL's sockets on an interface that has no other address reach no peer on another node (event_findings.py)
 # link-local peers: IPv6 fe80::/10 (RFC 4291) and IPv4 169.254.0.0/16 (RFC 3927): they route within one link only
 LINK_LOCAL_IP = re.compile(r"^(?:\[?fe[89ab][0-9a-f]:|169\.254\.\d{1,3}\.\d{1,3}$)", re.I)
+# the address Docker gives its default bridge (docker0) on every host alike: a peer there is this host
+DOCKER_BRIDGE_IP = re.compile(r"^172\.17\.0\.1$")
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
 SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 # ... with its index ('via NET/Socket/1' names it) and an IPv6 scope ('fe80::1%veth25f2e72')
@@ -76,6 +80,10 @@ NET_PLUGIN_INTERNAL = re.compile(r"NET/Plugin ?: (?:Could not find: [^\n]{0,300}
 NET_PLUGIN_EXTERNAL = re.compile(r"\bPlugin Path : (\S{1,300}libnccl-net\S{0,100})|NET/Plugin ?: Loaded net(?:work)? plugin "
                                  r"([^\n(]{1,100}?) ?\(v\d{1,3}\)")
 VIA = re.compile(r"\bvia (NET/\w+|P2P/\w+|P2P\b|SHM\b|COLLNET\w*)")
+# the ring and tree lines (src/graph/connect.cc, transport.cc): 'Channel 00/04 :    0   1' lists a
+# ring's ranks in order; 'Channel 00 : 0[18000] -> 1[af000] via P2P/direct pointer' joins two of them
+RING_RANKS = re.compile(r"\bChannel \d{1,3}/\d{1,3} :((?: {1,8}\d{1,6}){1,512})\s*$")
+VIA_PAIR = re.compile(r"\bChannel \d{1,3}(?:/\d{1,3})? : (\d{1,6})\[[0-9a-fA-F]{1,16}\] -> (\d{1,6})\[")
 IB_DISABLE = re.compile(r"\bNCCL_IB_DISABLE set by environment to ([1-9])")
 IB_UNOPENED = re.compile(r"\bNET/IB\w*\s*: Unable to open device ([\w.\-]{1,64})")
 IB_NODEV = re.compile(r"\bNET/IB\w*\s*: No device found")

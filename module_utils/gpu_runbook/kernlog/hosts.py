@@ -346,14 +346,26 @@ def split_text(text, max_hosts=MAX_HOSTS):
     if not isinstance(text, str) or not text:
         return demux, {}
     routed = []
-    for line in text[:-1].split("\n") if text.endswith("\n") else text.split("\n"):
+    for n, line in enumerate(text[:-1].split("\n") if text.endswith("\n") else text.split("\n")):
         hosts, rest = demux.route(line)
         if hosts is not None and rest is not None:
-            routed.append((hosts, rest))
+            routed.append((n, hosts, rest))
     named = [h for h, n in demux.hosts.items() if n]
     default = named[0] if len(named) == 1 else None
     parts = {}
-    for hosts, rest in routed:
+    for n, hosts, rest in routed:
         for h in hosts or (default,):
-            parts.setdefault(h, []).append(rest)
-    return demux, {h: "\n".join(lines) + "\n" for h, lines in parts.items()}
+            parts.setdefault(h, []).append((n, rest))
+    # each host's text keeps the file's line numbers: the lines it does not hold (another host's,
+    # a prompt or heading read as its name) are blank in it, so its findings cite the file's lines
+    return demux, {h: _numbered(lines) for h, lines in parts.items()}
+
+
+def _numbered(lines):
+    out, at = [], 0
+    for n, rest in lines:
+        if n > at:
+            out.append("\n" * (n - at))
+        out.append(rest + "\n")
+        at = n + 1
+    return "".join(out)

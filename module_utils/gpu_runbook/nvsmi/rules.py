@@ -154,8 +154,9 @@ def _odd_reading(g, err_gpus):
 _ERR_SENSOR = ("Fan", "Perf", "Disp.A", "Persistence-M", "Compute M.")
 
 
-def _error_findings(g, add, label, err_gpus=1):
-    """Fields nvidia-smi could not read, and inactive NVLinks."""
+def _error_findings(g, add, label, err_gpus=1, most_up=0):
+    """Fields nvidia-smi could not read, and inactive NVLinks (``most_up``: the most NVLinks up on a
+    GPU of this one's model in the same output)."""
     errs = g.get("errors") or []
     if errs and _odd_reading(g, err_gpus):
         # ERR! only in the fan/perf/display columns, or one reading of one GPU (capture 008)
@@ -182,10 +183,25 @@ def _error_findings(g, add, label, err_gpus=1):
         bridged = bool(_BRIDGED.search(g.get("name") or ""))
         links = "all its NVLink links" if g.get("nvlink_all_inactive") else "inactive NVLink link(s) %s" % ", ".join(
             str(i) for i in inactive)
+        up = g.get("_nvlink_up", 0)
+        fewer = bridged and up < most_up
         add("nvlink", "nvlink_inactive",
             "%s has %s%s" % (label, links, " inactive" if g.get("nvlink_all_inactive") else "")
-            + (" (a PCIe card: its NVLink bridge is optional)" if bridged else ""),
-            severity="warning" if bridged else None)
+            + (" (a PCIe card: %d link(s) up where another %s here has %d: a bridge is missing or loose)"
+               % (up, g.get("name") or "GPU of its model", most_up) if fewer else
+               " (a PCIe card: its NVLink bridge is optional, and no GPU of its model here has more links up)"
+               if bridged else ""),
+            severity=("warning" if fewer else "info") if bridged else None)
+
+
+def nvlinks_up_by_model(gpus):
+    """{model name: the most NVLinks up on one GPU of it}: on PCIe cards bridges join some links by
+    design, so a card is short of links only against another of its model."""
+    out = {}
+    for g in gpus:
+        name = g.get("name") or ""
+        out[name] = max(out.get(name, 0), g.get("_nvlink_up", 0))
+    return out
 
 
 def err_reading_gpus(gpus):
@@ -193,9 +209,9 @@ def err_reading_gpus(gpus):
     return sum(1 for g in gpus if g.get("_table") and any(f in _ERR_HW_FIELDS for f in g.get("errors") or []))
 
 
-def gpu_findings(g, source, th, err_gpus=1):
+def gpu_findings(g, source, th, err_gpus=1, most_up=0):
     """Every finding about one GPU record (``err_gpus``: how many GPUs of the host show an
-    ERR! reading, err_reading_gpus)."""
+    ERR! reading, err_reading_gpus; ``most_up``: nvlinks_up_by_model's figure for its model)."""
     out = []
     gref = ref(g)
 
@@ -207,7 +223,7 @@ def gpu_findings(g, source, th, err_gpus=1):
     label = gpu_label(g)
     _memory_findings(g, th, add, label)
     _state_findings(g, th, add, label)
-    _error_findings(g, add, label, err_gpus)
+    _error_findings(g, add, label, err_gpus, most_up)
     return out
 
 
@@ -318,8 +334,9 @@ def wrap_up(facts, gpus, lines, source, expected_gpus, thresholds, parse_finding
     findings.extend(fail)
     findings.extend(_platform_fields(gpus, source))
     err_gpus = err_reading_gpus(gpus)
+    most_up = nvlinks_up_by_model(gpus)
     for g in gpus:
-        findings.extend(gpu_findings(g, source, th, err_gpus))
+        findings.extend(gpu_findings(g, source, th, err_gpus, most_up.get(g.get("name") or "", 0)))
     findings.extend(host_findings(gpus, source))
     facts["gpus"] = [public(g) for g in gpus]
     facts["count"] = len(gpus)

@@ -235,6 +235,8 @@ class _Reader(object):
             if "inactive" in v or v in ("down", "not active", "disabled"):
                 self.nv["nvlink_inactive"].append(int(m.group(1)))
                 note(self.nv, "nvlink", ln, s)
+            else:
+                self.nv["_nvlink_up"] = self.nv.get("_nvlink_up", 0) + 1
             return
         if s and not s.startswith(("|", "+")):
             self.nv = None

@@ -52,7 +52,7 @@ from .formats import (CUT_ENDS, CUT_VALUE, MIN_FRAGMENT, MIN_LITERAL, _CONV, _WO
 # whose MARKERS it holds)
 EMITTERS = ("nccl", "ofi", "torch", "gloo", "cuda", "nvrm", "xid", "linux", "slurm", "dcgm", "fabricmanager", "rdma", "ucx",
             "nhc", "nvml", "container", "deepspeed", "opensm", "ompi", "libfabric", "dcgmlog", "ray",
-            "k8sdp", "megatron")
+            "k8sdp", "megatron", "pmix")
 ROW_FIELDS = ("file", "line", "format", "kind", "category", "severity", "meaning")
 CODE_FIELDS = ("number", "name", "text", "kind", "category", "severity", "meaning", "file", "line")
 BENIGN = "benign"
@@ -220,6 +220,19 @@ def _marked(line, names):
     return out
 
 
+# The RM's debug prefix (nvlog_printf.c RmMsgPrefix) had no separator before the function until a
+# 535 release added NV_PRINTF_PREFIX_SEPARATOR (": "; 525.60.11 and 535.129.03 print "NVRM
+# objClInitPcieChipset: ..."): the tables hold today's "NVRM: <function>: ", so a line of an older
+# driver is read in that form
+_NVRM_UNSEPARATED = re.compile(r"\bNVRM (?=[A-Za-z_]\w{0,80}: )")
+
+
+def _line_form(name, line):
+    if name == "nvrm" and "NVRM " in line and "NVRM:" not in line:  # today's prefix: as it is
+        return _NVRM_UNSEPARATED.sub("NVRM: ", line, 1)
+    return line
+
+
 def match_line(line, names=EMITTERS):
     """The best (table, row) for one line among the tables whose markers it holds, or None.
     A table is loaded the first time a line holds one of its markers."""
@@ -228,7 +241,7 @@ def match_line(line, names=EMITTERS):
         t = table(name)
         if t is None:
             continue
-        m = t.match(line)
+        m = t.match(_line_form(name, line))
         if m is not None and (best is None or m[1] > best[2]):
             best = (t, m[0], m[1])
     if best is None and "nvml" in names:

@@ -2,6 +2,12 @@
 
 Source: OpenSM (linux-rdma/opensm) 3.3.24 (844ab3b7edaad983449b5d3a4a773088b8daa299), https://github.com/linux-rdma/opensm; licence GPL-2.0 or BSD-2-Clause (OpenSM's COPYING: dual licence); the message texts are quoted.
 
+Also read: what opensm/main.c prints on its console (``printf`` / ``fprintf(stderr, ...)``, stdout
+being where a foreground or systemd-run OpenSM's start-up shows): its banner, the options it
+echoes, and why it stopped ('Error from osm_opensm_bind (0x2A)', 'Perhaps another instance of
+OpenSM is already running'); its usage text (show_usage) left out, and lines with no marker of
+OpenSM's own (MAIN_MARKERS).
+
 Classification: an ERROR is the subnet manager failing at its work (discovery, a MAD to a port that
 does not answer, routing, a port it cannot configure, its configuration files): the fabric's
 (ib_network), a warning: OpenSM goes on, and its error names a port or a switch rather than a
@@ -9,7 +15,7 @@ node's fault. A SYS message reports the subnet's state: benign ('SUBNET UP', 'En
 state'), but for those that say the SM's port or the subnet went wrong (SYS_RULES).
 
 
-Rows: 1069 (benign 3, logged_ib_error 1066).
+Rows: 1083 (benign 8, logged_ib_error 1075).
 Row layout: vocab/__init__.py.
 """
 
@@ -21,7 +27,7 @@ COMMIT = '844ab3b7edaad983449b5d3a4a773088b8daa299'
 LICENCE = "GPL-2.0 or BSD-2-Clause (OpenSM's COPYING: dual licence); the message texts are quoted"
 ORIGIN = 'https://github.com/linux-rdma/opensm'
 GENERATOR = 'tests/tools/vocab/gen_opensm.py'
-MARKERS = ('0x01 -> ', '0x80 -> ', '0x81 -> ', '0x83 -> ', 'OpenSM')
+MARKERS = ('0x01 -> ', '0x80 -> ', '0x81 -> ', '0x83 -> ', 'OpenSM', 'osm_', 'complib', 'Config file is', 'Command Line Arguments')
 TEMPLATES = (
     ('', 'Mar 10 21:28:55 669836 [850BE700] 0x01 -> {message}'),
 )
@@ -323,6 +329,20 @@ ROWS = (
     ('libvendor/osm_vendor_ts.c', 812, 'osm_vendor_send: ERR 5024: Unable to allocate MAD wrapper.', 'logged_ib_error', 'ib_network', 'warning', "OpenSM, the subnet manager, failed at its work (discovery, a MAD to a port that did not answer, routing, a port or switch it could not configure, its configuration): the InfiniBand fabric's management"),
     ('libvendor/osm_vendor_ts.c', 826, 'osm_vendor_send: ERR 5025: Error inserting request madw by TID (%d).', 'logged_ib_error', 'ib_network', 'warning', "OpenSM, the subnet manager, failed at its work (discovery, a MAD to a port that did not answer, routing, a port or switch it could not configure, its configuration): the InfiniBand fabric's management"),
     ('libvendor/osm_vendor_ts.c', 885, "osm_vendor_set_sm: ERR 5027: Unable set 'IS_SM' bit to:%u in port attributes (%d).", 'logged_ib_error', 'ib_network', 'warning', "OpenSM, the subnet manager, failed at its work (discovery, a MAD to a port that did not answer, routing, a port or switch it could not configure, its configuration): the InfiniBand fabric's management"),
+    ('opensm/main.c', 80, 'OpenSM: Got signal %d - exiting...', 'benign', 'healthy', 'ok', "OpenSM's console: its banner, the options it was given, its stop when told to"),
+    ('opensm/main.c', 459, 'Error from osm_vendor_get_all_port_attr (%x)', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 721, 'ERROR: OpenSM and Complib were compiled using different modes', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 723, 'ERROR: OpenSM debug:%d Complib debug:%d', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 737, 'Config file is `%s`:', 'benign', 'healthy', 'ok', "OpenSM's console: its banner, the options it was given, its stop when told to"),
+    ('opensm/main.c', 754, 'Command Line Arguments:', 'benign', 'healthy', 'ok', "OpenSM's console: its banner, the options it was given, its stop when told to"),
+    ('opensm/main.c', 902, 'OpenSM: Unknown debug option %d ignored', 'benign', 'healthy', 'ok', "OpenSM's console: its banner, the options it was given, its stop when told to"),
+    ('opensm/main.c', 1201, 'osm_subn_write_conf_file failed!', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 1222, 'complib_init_v2 error', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 1231, 'Error from osm_opensm_init: %s.', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 1253, 'Error from osm_opensm_init_finish: %s.', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 1259, 'Error from osm_opensm_bind (0x%X)', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 1260, 'Perhaps another instance of OpenSM is already running', 'logged_ib_error', 'ib_network', 'warning', 'OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port missing -- or its configuration): no subnet manager runs from this node'),
+    ('opensm/main.c', 1287, 'There are still %u MADs out. Forcing the exit of the OpenSM application...', 'benign', 'healthy', 'ok', "OpenSM's console: its banner, the options it was given, its stop when told to"),
     ('opensm/osm_congestion_control.c', 242, 'ERR C101: failed to allocate mad', 'logged_ib_error', 'ib_network', 'warning', "OpenSM, the subnet manager, failed at its work (discovery, a MAD to a port that did not answer, routing, a port or switch it could not configure, its configuration): the InfiniBand fabric's management"),
     ('opensm/osm_congestion_control.c', 286, 'ERR C102: failed to allocate mad', 'logged_ib_error', 'ib_network', 'warning', "OpenSM, the subnet manager, failed at its work (discovery, a MAD to a port that did not answer, routing, a port or switch it could not configure, its configuration): the InfiniBand fabric's management"),
     ('opensm/osm_congestion_control.c', 332, 'ERR C103: failed to allocate mad', 'logged_ib_error', 'ib_network', 'warning', "OpenSM, the subnet manager, failed at its work (discovery, a MAD to a port that did not answer, routing, a port or switch it could not configure, its configuration): the InfiniBand fabric's management"),

@@ -832,6 +832,13 @@ NV_PRINTF_RULES = (
      "logged_driver_error", "driver", INFO,
      "The driver refused a call of one of its callers (a CUDA process, a monitoring agent, a profiler) and said "
      "so: the caller's request, not a fault of the GPU."),
+    # chipset_pcie.c objClInitPcieChipset, at load: a host bridge / root port quirk the driver's table
+    # knows could not be set up, or the PCIe config space was not as expected; it prints and goes on
+    # with its defaults (the GPU initialises; real captures show it on working hosts). A note for a
+    # PCIe problem (P2P, bandwidth), no fault by itself
+    (r"objclinitpciechipset: ", "logged_driver_error", "driver", INFO,
+     "The driver could not apply its set-up for this host's chipset or root port at load and went on with "
+     "its defaults: a note unless PCIe (P2P, bandwidth) misbehaves."),
     # the GPU (or a bridge before it) stopped answering on PCIe: as the nv_printf line says it
     (r"fallen off the bus", "gpu_fallen_off_bus", "gpu_hardware", CRIT,
      "The GPU stopped answering on PCIe (Xid 79): reboot the node; replace the GPU if it recurs."),

@@ -11,8 +11,9 @@ Usage (from the repository root)::
     .venv/bin/python tests/tools/vocab/write_index.py
 
 Pins: Open MPI v4.1.8 (the 4.1 series: ORTE, the openib BTL; what HPC-X and most GPU clusters'
-MPI stacks shipped in 2021-2025), Open MPI v5.0.10 (its ompi/ and opal/ help files) and PRRTE at
-the commit v5.0.10's 3rd-party/prrte submodule pins (v3.0.13). Deterministic: the same sources
+MPI stacks shipped in 2021-2025), Open MPI v5.0.10 (its ompi/ and opal/ help files), PRRTE at
+the commit v5.0.10's 3rd-party/prrte submodule pins (v3.0.13), and Open MPI v4.0.7 for the older
+wordings of the 4.0 and 3.1 series. Deterministic: the same sources
 give the same module.
 
 How Open MPI prints them (opal/util/show_help.c, ``opal_show_help`` / ``orte_show_help``): the
@@ -29,7 +30,7 @@ Rows: one per topic, its format the topic's first line with enough literal text 
 (vocab.matchable) that no topic of another class shares; a message of several lines is read by
 its first such line (the reader takes the frame's other lines as that message's). The same text
 in several releases is one row, at the first pin that has it (v4.1.8, then v5.0.10 as
-"path@v5.0.10", then PRRTE as "prrte:path@v3.0.13").
+"path@v5.0.10", then v4.0.7 as "path@v4.0.7", then PRRTE as "prrte:path@v3.0.13").
 
 Left out: command-line help and option documentation (usage/version topics, PRRTE's option
 topics: a topic name without a colon in its prterun/prun/prte files), the info tools (ompi_info,
@@ -57,6 +58,9 @@ from gpu_runbook.vocab.reading import error_like  # noqa: E402
 
 GENERATOR = "tests/tools/vocab/gen_ompi.py"
 PIN, PIN5 = "v4.1.8", "v5.0.10"
+# the 4.0 series (and 3.1 before it) word some help texts otherwise ('There is at least non-excluded
+# one OpenFabrics device found,'): its wordings are rows too, after the pins above
+PIN40 = "v4.0.7"
 PRRTE_PIN, PRRTE_TAG = "643db1bd3d53bb44bd5afc1dc40e3786f7da9009", "v3.0.13"
 ORIGIN = "https://github.com/open-mpi/ompi"
 LICENCE = "BSD-3-Clause-Open-MPI (LICENSE); PRRTE BSD-3-Clause (LICENSE)"
@@ -208,7 +212,7 @@ def classify(path, topic, body):
 def sources(src, prrte_src):
     """[(row file, path, rev, text)] of every help file read, newest pin last."""
     out = []
-    for rev, tag in ((PIN, None), (PIN5, PIN5)):
+    for rev, tag in ((PIN, None), (PIN5, PIN5), (PIN40, PIN40)):
         for path in common.ls_files(src, rev):
             if not re.search(r"(?:^|/)help-[^/]*\.txt$", path) or SKIP_PATH.match(path) or SKIP_FILE.search(path):
                 continue
@@ -264,14 +268,14 @@ def main(argv=None):
     a = p.parse_args(argv)
     rows, dropped = build(a.src, a.prrte_src)
     meta = {"EMITTER": "Open MPI", "PROJECT": "Open MPI (help texts; with PRRTE %s for v5's run-time)" % PRRTE_TAG,
-            "VERSION": "%s + %s" % (PIN, PIN5), "COMMIT": common.resolve(a.src, PIN), "LICENCE": LICENCE,
+            "VERSION": "%s + %s + %s" % (PIN, PIN5, PIN40), "COMMIT": common.resolve(a.src, PIN), "LICENCE": LICENCE,
             "ORIGIN": ORIGIN, "GENERATOR": GENERATOR}
     path = common.write_table("ompi", meta, MARKERS, TEMPLATES, rows, doc=DOC)
     print("%s: %d rows (%d topics left out: every matchable line shared with a topic of another class)" % (
         path, len(rows), dropped))
 
 
-DOC = """Read: every help-*.txt of Open MPI v4.1.8 and v5.0.10 (ompi/, opal/, orte/) and of PRRTE at
+DOC = """Read: every help-*.txt of Open MPI v4.1.8, v5.0.10 and v4.0.7 (ompi/, opal/, orte/) and of PRRTE at
 v5.0.10's submodule pin (v3.0.13; its run-time files and its topics named with a colon); a topic's
 row is its first line with enough literal text that no topic of another class shares (a format
 once, at the first pin that has it; later pins' files are "path@tag", PRRTE's "prrte:path@tag").

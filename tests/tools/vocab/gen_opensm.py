@@ -16,6 +16,12 @@ Left out: INFO, VERBOSE, DEBUG, FUNCS, FRAMES and ROUTING output, osmtest and th
 the parse errors of its configuration files ('<file>:<line>: missing GUID': too little text of
 their own to be told from another line).
 
+Also read: what opensm/main.c prints on its console (``printf`` / ``fprintf(stderr, ...)``, stdout
+being where a foreground or systemd-run OpenSM's start-up shows): its banner, the options it
+echoes, and why it stopped ('Error from osm_opensm_bind (0x2A)', 'Perhaps another instance of
+OpenSM is already running'); its usage text (show_usage) left out, and lines with no marker of
+OpenSM's own (MAIN_MARKERS).
+
 Classification: an ERROR is the subnet manager failing at its work (discovery, a MAD to a port that
 does not answer, routing, a port it cannot configure, its configuration files): the fabric's
 (ib_network), a warning: OpenSM goes on, and its error names a port or a switch rather than a
@@ -53,7 +59,17 @@ SYS_RULES = (
       "error it could not recover from)")),
 )
 SYS_BENIGN = "OpenSM reports the subnet's state (a sweep done, SUBNET UP, MASTER or STANDBY): no fault"
-MARKERS = ("0x01 -> ", "0x80 -> ", "0x81 -> ", "0x83 -> ", "OpenSM")
+# opensm/main.c's console: lines that say OpenSM could not start (init, bind, its config) or a bad option
+MAIN_FILE = "opensm/main.c"
+# (a signal's 'Got signal %d - exiting...' is OpenSM being stopped, no failure)
+MAIN_FAIL = re.compile(r"(?i)\b(?:error|fail|failed|cannot|can't|not understood|invalid|lame)\b|"
+                       r"another instance")
+MAIN_ERR = ("logged_ib_error", "ib_network", "warning",
+            "OpenSM could not start (its initialisation, binding to its port -- another OpenSM on it, or the port "
+            "missing -- or its configuration): no subnet manager runs from this node")
+MAIN_BENIGN = "OpenSM's console: its banner, the options it was given, its stop when told to"
+MAIN_MARKERS = ("OpenSM", "osm_", "complib", "Config file is", "Command Line Arguments")
+MARKERS = ("0x01 -> ", "0x80 -> ", "0x81 -> ", "0x83 -> ") + MAIN_MARKERS
 TEMPLATES = (("", "Mar 10 21:28:55 669836 [850BE700] 0x01 -> {message}"),)
 
 
@@ -74,6 +90,41 @@ def sites(path, text):
             continue
         out.append((common.line_of(text, m.start()), "error" if "OSM_LOG_ERROR" in level else "sys", fmt))
     return out
+
+
+_PRINT_RE = re.compile(r"\b(printf|fprintf)\s*\(")
+_USAGE_RE = re.compile(r"\bstatic void show_usage\s*\(")
+
+
+def console_sites(text):
+    """(line, format) of each printf / fprintf(stderr|stdout, ...) of main.c outside show_usage."""
+    text = common.blank_comments(text)
+    usage = _USAGE_RE.search(text)
+    usage_end = text.find("\n}\n", usage.end()) if usage else -1
+    out = []
+    for m in _PRINT_RE.finditer(text):
+        if usage and usage.start() <= m.start() <= usage_end:
+            continue
+        args, _end = common.call_args(text, m.end() - 1)
+        k = 0 if m.group(1) == "printf" else 1
+        if len(args) <= k or (k and args[0].strip() not in ("stderr", "stdout")):
+            continue
+        fmt = common.join_literals(args[k])
+        if fmt is not None:
+            out.append((common.line_of(text, m.start()), fmt))
+    return out
+
+
+def console_rows(src, commit):
+    rows = []
+    for line, fmt in console_sites(common.show(src, commit, MAIN_FILE)):
+        for part in fmt.strip("\n").split("\n"):
+            part = part.strip()
+            if not vocab.matchable(part) or not any(mk in part for mk in MAIN_MARKERS):
+                continue
+            fail = bool(MAIN_FAIL.search(part))
+            rows.append((MAIN_FILE, line, part) + (MAIN_ERR if fail else ("benign", "healthy", "ok", MAIN_BENIGN)))
+    return rows
 
 
 def classify(site, fmt):
@@ -101,12 +152,14 @@ def main(argv=None):
             seen.add((first, site))
             kind, cat, sev, meaning = classify(site, first)
             rows.append((path, line, first, kind, cat, sev, meaning))
+    osm_log_rows = len(rows)
+    rows += [r for r in console_rows(args.src, commit) if (r[2], "console") not in seen]
     for r in rows:  # every row, printed as OpenSM prints it, holds a marker
         line = TEMPLATES[0][1].replace("{message}", vocab.instantiate(r[2]))
         if not any(m in line for m in MARKERS):
             raise SystemExit("no marker in %r" % line)
-    if len(rows) < 500:
-        raise SystemExit("only %d OSM_LOG errors found at %s" % (len(rows), commit))
+    if osm_log_rows < 500:
+        raise SystemExit("only %d OSM_LOG errors found at %s" % (osm_log_rows, commit))
     counts = {}
     for r in rows:
         counts[r[3]] = counts.get(r[3], 0) + 1
