@@ -53,21 +53,26 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not cluster"
 
-# Two pytest processes side by side: the emulated-cluster tests (one cluster per machine: they
-# run in order in their own process, output kept until the end) and everything else.
-# `make test` is the fast tier (CI's, .ci/run): every test but those marked `slow` (Molecule, the rest
-# of the fault catalogue, second scenarios of a behaviour the fast tier tests); `make test-full` runs
-# them all (BENCHMARKS.md has both tiers' times).
+# Three pytest processes side by side: the emulated-cluster tests (one cluster per machine: they run
+# in order in their own process), the playbook tests (tests/integration: ansible-playbook runs, much
+# of it waiting on processes and timeouts) and everything else (unit, fuzz); the first two keep
+# their output until the end. `make test` is the fast tier (CI's, .ci/run): every test but those
+# marked `slow` (Molecule, the rest of the fault catalogue, second scenarios of a behaviour the fast
+# tier tests); `make test-full` runs them all (BENCHMARKS.md has both tiers' times).
 TIER ?= not slow
 TIER_ARGS = $(if $(TIER),-m "$(TIER)")
 test: $(STAMP) system-deps lint
-	@log=$$(mktemp); \
-	$(BIN)/python -m pytest tests/cluster $(TIER_ARGS) --durations=20 > $$log 2>&1 & cluster=$$!; \
-	$(BIN)/python -m pytest --ignore=tests/cluster $(TIER_ARGS) --durations=20; rest=$$?; \
+	@clog=$$(mktemp); ilog=$$(mktemp); \
+	$(BIN)/python -m pytest tests/cluster $(TIER_ARGS) --durations=20 > $$clog 2>&1 & cluster=$$!; \
+	$(BIN)/python -m pytest tests/integration $(TIER_ARGS) --durations=20 > $$ilog 2>&1 & integration=$$!; \
+	$(BIN)/python -m pytest --ignore=tests/cluster --ignore=tests/integration $(TIER_ARGS) --durations=20; rest=$$?; \
+	wait $$integration; integration_rc=$$?; \
+	echo "=== the playbook tests (tests/integration), run beside the others ==="; cat $$ilog; \
 	wait $$cluster; cluster_rc=$$?; \
-	echo "=== the emulated-cluster tests (tests/cluster), run beside the others ==="; cat $$log; rm -f $$log; \
-	echo "tests/cluster: exit $$cluster_rc; the others: exit $$rest"; \
-	[ $$rest = 0 ] && [ $$cluster_rc = 0 ]
+	echo "=== the emulated-cluster tests (tests/cluster), run beside the others ==="; cat $$clog; \
+	rm -f $$clog $$ilog; \
+	echo "tests/cluster: exit $$cluster_rc; tests/integration: exit $$integration_rc; the others: exit $$rest"; \
+	[ $$rest = 0 ] && [ $$integration_rc = 0 ] && [ $$cluster_rc = 0 ]
 
 test-full:
 	$(MAKE) test TIER=

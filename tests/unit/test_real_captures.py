@@ -648,6 +648,28 @@ KNOWN_MISSES = {
     "x41-26-mlx4-local-qp-err-old-hca-firmware": (
         "category", "a local QP operation error (IBV_WC_LOC_QP_OP_ERR) is the reporting side's own queue, of no "
                     "category by itself; that old HCA firmware caused it is Mellanox's reply in the thread"),
+    # round x45 (blind 9/17 on the x44 engine: 60945ce without what x45 showed)
+    "x45-04-deepops-nhc-clean": (
+        "category", "a prompt, 'nhc -v' printing nothing and 'echo $?' giving 0: no line of NHC's own says it "
+                    "passed, so unknown"),
+    "x45-06-tb3-egpu-hotplug-falloff": (
+        "category", "'GPU has fallen off the bus' is Xid 79's failure by its own words; that the enclosures were "
+                    "unplugged on purpose is the mail's context"),
+    "x45-11-jax-nccl-lib-missing": (
+        "category", "XLA's NCCL wrapper ('NCCL operation ncclGetUniqueId(&id) failed: Unable to load NCCL "
+                    "library'): XLA has no vocabulary here yet (its repository is too big to fetch)"),
+    "x45-12-torchtitan-pp-loss-minus1-healthy": (
+        "category", "steps 1 to 4 of 10 and no line that says the run ended: unknown; that it finished is the "
+                    "thread's word"),
+    "x45-13-litdata-multinode-desync-timeout": (
+        "category", "a watchdog timeout on an ALLREDUCE names no cause (unknown); that the data library put the "
+                    "ranks out of step is the thread's reading"),
+    "x45-15-vllm-ray-gloo-loopback": (
+        "category", "PyTorch's ProcessGroupGloo.cpp warnings (hostname to loopback, connectFullMesh) are not in the "
+                    "PyTorch table (its C++ sources are read from copies; this file is not among them)"),
+    "x45-17-jax-multihost-init-healthy": (
+        "category", "XLA's distributed runtime lines (pjrt/distributed service.cc, client.cc): XLA has no "
+                    "vocabulary here yet, so no line says the run ended well"),
     # round x44 (blind 10/17 on c1d8348)
     "x44-07-openib-no-active-ports-singlenode-healthy": (
         "category", "a single process's start-up (Open MPI's and UCX's harmless warnings, LAMMPS's set-up) with no "
