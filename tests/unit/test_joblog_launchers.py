@@ -367,3 +367,20 @@ def test_the_host_a_pdsh_prefix_names_on_the_failing_line_is_the_jobs_culprit_ho
     assert "cuda_oom" in kinds(findings) and job["culprit_hosts"] == ["gpu-q-13"]
     job, findings = parse_job_logs({"train.log": text.replace("gpu-q-13: ", "")})
     assert job["culprit_hosts"] == []
+
+
+@pytest.mark.parametrize("why", ["No route to host", "Connection timed out", "Connection refused"])
+def test_a_node_ssh_could_not_reach_is_named_never_dropped(why):
+    # a pasted loop over nodes ('for h in ...; do echo "=== $h ==="; ssh $h nvidia-smi -L; done'):
+    # OpenSSH's own words for the node that did not answer (sshconnect.c)
+    text = ("=== gpu01 ===\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaaaaaa-1111-2222-3333-444444444444)\n"
+            "=== gpu02 ===\nssh: connect to host gpu02 port 22: %s\n" % why)
+    job, findings = parse_job_logs({"loop.txt": text})
+    (f,) = [f for f in findings if f["kind"] == "host_unreachable"]
+    assert "gpu02" in f["message"] and why in f["message"] and f["severity"] == "critical"
+    assert job["culprit_hosts"] == ["gpu02"]
+
+
+def test_ssh_that_connected_names_no_unreachable_node():
+    job, findings = parse_job_logs({"loop.txt": "ssh: Could not resolve hostname gpu0x: Name or service not known\n"})
+    assert "host_unreachable" not in [f["kind"] for f in findings] and not job["culprit_hosts"]

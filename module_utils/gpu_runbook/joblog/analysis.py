@@ -248,6 +248,8 @@ def _more_hosts(st, hosts):
     # a node Slurm says failed under the job ('srun: error: Node failure on NODE'; sacct's NODE_FAIL
     # names the job's nodes, not which one failed)
     extra += [r["node"] for r in st.slurm if r["kind"] == "node_failure"]
+    # a node ssh could not reach (a launcher's, or a pasted loop's)
+    extra += [r["node"] for r in st.launch if r["kind"] == "ssh_unreachable"]
     # torchrun's root cause killed by SIGKILL: its host is the one to read (OOM killer); not a rank
     # the others waited for, so not a culprit rank
     for r in st.launch:

@@ -16,6 +16,9 @@
   H managing GPU G``), per-communicator ``#0-0 (hash) INCOMPLETE|ERROR|MISMATCH`` with ``Rank R
   -- GPU G managed by process P on node H`` and ``N ranks have launched up to operation K``.
 
+* OpenSSH's ``ssh: connect to host H port 22: No route to host``: a node a launcher or a pasted
+  loop could not reach (host_unreachable, its node a culprit host).
+
 Records go to ``st.launch`` and ``st.ras``; ``launch_findings`` and ``ras_culprits`` read them."""
 
 import re
@@ -50,6 +53,24 @@ RAS_RANK = re.compile(r"^\s{1,8}Rank (\d{1,7})(?: has (?:status \w{1,20}|launche
 RAS_PROC = re.compile(r"^\s{1,8}Process (\d{1,9}) on node (\S{1,253}) managing GPUs? (\S{1,80})")
 RAS_OPS = re.compile(r"^\s{1,8}(\d{1,7}) ranks? (?:have|has) launched up to operation (\d{1,15})")
 RAS_DEAD_N = re.compile(r"(\d{1,7}) job process(?:es are| is) considered dead")
+
+
+# OpenSSH's client could not connect (sshconnect.c ssh_connect_direct: "ssh: connect to host %s port %s:
+# %s", strerror): a node a launcher, pdsh or a pasted loop could not reach -- down, wedged or off the network
+SSH_CONNECT = re.compile(r"\bssh: connect to host ([A-Za-z0-9][\w.\-]{0,252}) port (\w{1,16}): ([^\n]{1,120})")
+
+
+def remote_shell(line, fs, st):
+    """OpenSSH's connect failure: the node it names did not answer (st.launch, kind ssh_unreachable)."""
+    if "ssh: connect to host" not in line.text:
+        return False
+    m = SSH_CONNECT.search(line.text)
+    if m is None:
+        return False
+    if not any(r["kind"] == "ssh_unreachable" and r["node"] == m.group(1) for r in st.launch):
+        add(st.launch, {"kind": "ssh_unreachable", "node": m.group(1), "port": m.group(2), "why": m.group(3).strip(),
+                        "rank": None, "src": line.src, "evidence": line.raw})
+    return True
 
 
 def shell_prompt(line, fs, st):
@@ -176,7 +197,7 @@ def ras_culprits(st):
 
 def launch_findings(st):
     out = []
-    skew = [r for r in st.launch if r["kind"] not in ("sigkill", "checkpoint_save")]
+    skew = [r for r in st.launch if r["kind"] not in ("sigkill", "checkpoint_save", "ssh_unreachable")]
     if skew:
         r = skew[0]
         joined = " (%s of %s ranks joined)" % (r["joined"], r["world"]) if r.get("world") else ""
@@ -195,6 +216,12 @@ def launch_findings(st):
                 "rank %s" % r["rank"] if r["rank"] is not None else
                 "local rank %s" % r["local_rank"] if r["local_rank"] is not None else "a training process"),
             evidence=evidence(r["evidence"]), source=r["src"], rank=r["rank"]))
+    for r in [x for x in st.launch if x["kind"] == "ssh_unreachable"][:16]:
+        out.append(finding(
+            "host_unreachable",
+            "ssh could not reach %s (port %s: %s): the node is down, wedged or off the network -- or, when it "
+            "refuses, its sshd is not running" % (r["node"], r["port"], r["why"]),
+            evidence=evidence(r["evidence"]), source=r["src"]))
     out.extend(_ras_findings(st))
     ck = checkpoint_stall(st)
     if ck is not None:

@@ -19,6 +19,7 @@ from .text import FileLines, line_time, logical_lines, rank_from_name
 HANDLERS = (
     memtrend.figure,         # a memory figure: recorded, never taken (the line goes on to the others)
     launch_lines.shell_prompt,  # a shell prompt's host: recorded, never taken
+    launch_lines.remote_shell,  # ssh could not connect to a node
     pyspy.pyspy,             # a py-spy dump: its frames are no other handler's lines
     ompi_lines.help_text,    # an Open MPI help text between its dashes: its lines are its message's
     ompi_lines.btl_error,    # an Open MPI transport's error (its head, the openib BTL's failed completion)
