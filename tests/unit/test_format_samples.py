@@ -75,9 +75,8 @@ def test_format_sample_gives_its_truth(case):
 # any line reader knows): the CLI names them on stderr; their error-like lines are still quoted
 UNREAD = {
     # lines of a known program that say nothing the vocabularies hold (NHC's own progress lines, a
-    # validator's wait, slurmd/slurmctld info lines)
+    # validator's wait)
     "gpu_operator/01-gpuop448-toolkit-validation-waiting", "nhc/02-mej-readme-nhc-log-cpuinfo-fail",
-    "slurmctld_log/03-parallelcluster5919-resume-timeout", "slurmd_log/01-trixie45-stepd-terminated-not-ending-with-signals",
 }
 
 

@@ -384,3 +384,16 @@ def test_a_node_ssh_could_not_reach_is_named_never_dropped(why):
 def test_ssh_that_connected_names_no_unreachable_node():
     job, findings = parse_job_logs({"loop.txt": "ssh: Could not resolve hostname gpu0x: Name or service not known\n"})
     assert "host_unreachable" not in [f["kind"] for f in findings] and not job["culprit_hosts"]
+
+
+def test_a_store_the_agents_cannot_reach_after_a_worker_failed_is_teardown_not_a_launch_skew():
+    # x46: the tail of a large NeMo run: torchrun's failure summaries, then every agent failing to
+    # reach the rendezvous store that the failed node's agent served
+    failed = ("E1206 21:41:00.577000 1247 torch/distributed/elastic/multiprocessing/api.py:832] failed (exitcode: 1) "
+              "local_rank: 5 (pid: 1660) of binary: /usr/bin/python\n")
+    store = ("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store "
+             "has failed. See inner exception for details.\n")
+    _job, findings = parse_job_logs({"server.log": failed + store})
+    assert [f["severity"] for f in findings if f["kind"] == "launch_rendezvous_timeout"] in ([], ["info"])
+    _job, findings = parse_job_logs({"server.log": store})  # alone (at start-up): the launch
+    assert [f["severity"] for f in findings if f["kind"] == "launch_rendezvous_timeout"] == ["critical"]

@@ -454,3 +454,17 @@ def test_a_warn_that_names_its_function_after_the_file_keeps_its_hosts_prefix():
     job, f = kinds(line)
     assert f["nccl_fabric_manager"]["category"] == "driver"
     assert job["culprit_hosts"] == ["gpu-stress-dgc86-xfpt6"]
+
+
+def test_a_format_nccl_prints_at_both_levels_is_read_as_the_level_the_line_shows():
+    # mlx5dvsymbols.cc: a required symbol's dlvsym failure is a WARN (NCCL gives up on the HCA), an
+    # optional one's (MLX5_1.25's data-direct path) an INFO it goes on after (x46: a healthy A100 run)
+    info = ("mew0:64904:64921 [1] NCCL INFO dlvsym failed on mlx5dv_get_data_direct_sysfs_path - "
+            "/lib/x86_64-linux-gnu/libmlx5.so: undefined symbol: mlx5dv_get_data_direct_sysfs_path, version "
+            "MLX5_1.25 version MLX5_1.25\n")
+    _job, f = kinds(info)
+    assert not [x for x in f.values() if x["severity"] in ("warning", "critical")]
+    warn = info.replace("NCCL INFO", "misc/mlx5dvsymbols.cc:55 NCCL WARN").replace(
+        "mlx5dv_get_data_direct_sysfs_path", "mlx5dv_is_supported").replace("MLX5_1.25", "MLX5_1.0")
+    _job, f = kinds(warn)
+    assert [x["severity"] for x in f.values() if x["category"] == "nccl_config"] == ["critical"]

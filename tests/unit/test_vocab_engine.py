@@ -126,3 +126,17 @@ def test_an_older_drivers_rm_prefix_is_read_and_the_chipset_set_up_is_a_note(lin
 def test_an_older_drivers_rm_prefix_reads_a_fault_as_its_row_says():
     m = vocab.match_line("NVRM _threadNodeCheckTimeout: API_GPU_ATTACHED_SANITY_CHECK failed!")
     assert m is not None and m[0].name == "nvrm" and m[1]["severity"] != "ok"
+
+
+@pytest.mark.parametrize("line", [
+    # arch/x86/mm/fault.c show_signal_msg (x46: a framework's library crashing under a serving job)
+    "[ 6437.300616] spec_infer[32508]: segfault at 7f49925c6590 ip 00007f59653e0794 sp 00007f4b710a8020 error 4 in "
+    "libflexflow.so.1[7f59650c0000+8fd000]",
+    # arch/x86/kernel/traps.c show_signal (pr_fmt "traps: ")
+    "[ 9121.112233] traps: python[4242] general protection fault ip:7f1c2d3e4f50 sp:7ffd1a2b3c40 error:0 in "
+    "libc.so.6[7f1c2d200000+195000]",
+])
+def test_a_user_process_crash_the_kernel_reports_is_the_programs(line):
+    m = vocab.match_line(line)
+    assert m is not None and m[0].name == "linux"
+    assert (m[1]["category"], m[1]["severity"]) == ("application", "warning")

@@ -430,6 +430,8 @@ def read_vocabulary(line, st, quote=True):
         row = m[1]
         if loopback and m[0].name == "gloo":
             row = dict(row, kind="logged_nccl_config_error", category="nccl_config", meaning=_GLOO_LOOPBACK_MEANS)
+        elif row["kind"] == "launch_rendezvous_timeout" and line.src.rsplit(":", 1)[0] in st.workers_failed:
+            row = dict(row, severity="info", meaning=row["meaning"] + " (After a worker failed: the agents' teardown.)")
         elif row["category"] == "ib_network" and row["severity"] in ("warning", "critical"):
             peer = _unreachable_peer(line.text)
             if peer is not None:

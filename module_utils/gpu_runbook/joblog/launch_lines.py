@@ -88,9 +88,11 @@ def launch_and_exit(line, fs, st):
         if not any(r["kind"] == "checkpoint_save" for r in st.launch[-4:]):
             add(st.launch, {"kind": "checkpoint_save", "rank": line.rank if line.prefixed else None,
                             "before_timeout": not st.timeouts, "src": line.src, "evidence": line.raw})
+    if "exitcode" in text and ("failed (exitcode" in text or "ChildFailedError" in text) and len(st.workers_failed) < 64:
+        st.workers_failed.add(fs.name)
     if "imed out" in text or "socket" in text or "C10d" in text or "Rendezvous" in text or "TCPStore" in text \
             or "key-value store" in text:
-        _launch(text, line, st)
+        _launch(text, line, st, after_failure=fs.name in st.workers_failed)
     if "-9" in text or "SIGKILL" in text:
         m = EXIT_KILLED.search(text)
         if m:
@@ -109,7 +111,9 @@ def launch_and_exit(line, fs, st):
     return False
 
 
-def _launch(text, line, st):
+def _launch(text, line, st, after_failure=False):
+    """A rendezvous or store record; ``after_failure``: torchrun already said a worker failed in this
+    file, so a store the agents cannot reach any more is their teardown, not a launch that never met."""
     m = STORE_BARRIER.search(text)
     if m:
         rec = {"kind": "store_barrier", "rank": int(m.group(1)), "world": int(m.group(2)) if m.group(2) else None,
@@ -121,6 +125,8 @@ def _launch(text, line, st):
         else:
             m = STORE_SOCKET.search(text)
             if not m:
+                return
+            if after_failure:
                 return
             rec = {"kind": "store_connect", "rank": line.rank, "world": None, "joined": None, "what": m.group(1)}
     if any(r["kind"] == rec["kind"] and r.get("rank") == rec["rank"] for r in st.launch[-8:]):

@@ -31,6 +31,7 @@ class JobState(object):
         self.networks = []         # "Using network X" values
         self.net_plugins = {}      # host -> (the network plugin its NCCL runs: 'internal' or its path/name, src, line)
         self.via = Counter()
+        self.workers_failed = set()  # files where torchrun said a worker failed: later store errors are teardown
         self.ring_ranks = []       # a ring's ranks in order ('Channel 00/04 :  0 1'), the first one NCCL printed
         self.local_pairs = set()   # {rank, rank} joined by a channel inside a node (P2P/SHM)
         self.socket_evidence = None

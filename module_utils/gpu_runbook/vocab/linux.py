@@ -2,12 +2,12 @@
 
 Source: Linux (Debian linux-source-6.1) 6.1.192-3 (6.1.192-3), Debian package linux-source-6.1 (its usr/src/linux-source-6.1.tar.xz), the kernel.org tree https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git v6.1.192 with Debian's patches; COMMIT is the Debian package version, not a git commit; licence GPL-2.0 (COPYING); the mlx5, InfiniBand core and IPoIB files are dual GPL-2.0 / Linux-OpenIB BSD (their SPDX headers).
 
-Read: drivers/net/ethernet/mellanox/mlx5/core/, drivers/infiniband/core/, drivers/infiniband/ulp/ipoib/, drivers/infiniband/hw/mlx5/, drivers/edac/edac_mc.c, drivers/edac/ghes_edac.c, arch/x86/kernel/cpu/mce/, mm/oom_kill.c, kernel/hung_task.c, drivers/pci/pcie/aer.c, drivers/pci/pcie/err.c, drivers/iommu/amd/iommu.c, drivers/iommu/intel/, kernel/panic.c, kernel/module/ (187 files), every print call whose format is a literal: error and
+Read: drivers/net/ethernet/mellanox/mlx5/core/, drivers/infiniband/core/, drivers/infiniband/ulp/ipoib/, drivers/infiniband/hw/mlx5/, drivers/edac/edac_mc.c, drivers/edac/ghes_edac.c, arch/x86/kernel/cpu/mce/, mm/oom_kill.c, kernel/hung_task.c, drivers/pci/pcie/aer.c, drivers/pci/pcie/err.c, drivers/iommu/amd/iommu.c, drivers/iommu/intel/, kernel/panic.c, kernel/module/, arch/x86/mm/fault.c, arch/x86/kernel/traps.c (189 files), every print call whose format is a literal: error and
 warning levels all, info/notice only the healthy states and the info lines that read like an
 error (INFO_KEEP). Left out: debug prints; the MCE injector (inject.c) and the iWARP port
-mapper (iwpm_*); info lines that report no fault (133); 137 messages whose line holds
+mapper (iwpm_*); info lines that report no fault (133); 139 messages whose line holds
 no marker at all (bare pr_* lines of the IB core such as "Couldn't init SA": the reader could
-never pick them out of a kernel log); 7 messages that literal-fragment matching cannot
+never pick them out of a kernel log); 0 messages that literal-fragment matching cannot
 read back from their own line (a short first fragment that the line's prefix also holds, e.g.
 "IR%d: ..." after "DMAR-IR: "). TEMPLATES give the prefix most rows of a file print:
 mlx5_core_* add "func:line:(pid N): " after the device, mlx5_core_info/dev_* do not, netdev_*
@@ -36,7 +36,7 @@ COMMIT = '6.1.192-3'
 LICENCE = 'GPL-2.0 (COPYING); the mlx5, InfiniBand core and IPoIB files are dual GPL-2.0 / Linux-OpenIB BSD (their SPDX headers)'
 ORIGIN = "Debian package linux-source-6.1 (its usr/src/linux-source-6.1.tar.xz), the kernel.org tree https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git v6.1.192 with Debian's patches; COMMIT is the Debian package version, not a git commit"
 GENERATOR = 'tests/tools/vocab/gen_linux.py'
-MARKERS = ('mlx5', 'infiniband', 'ib_core', 'user_mad', 'RDMA CMA', '] ib', ': ib', 'EDAC', 'ghes_edac', 'mce:', '[Hardware Error]', 'Machine check', 'Out of memory', 'out of memory', 'oom', 'OOM', 'blocked for more than', 'hung_task', 'AER:', 'AMD-Vi', 'DMAR', 'Kernel panic', 'WARNING: CPU:', '---[ end', 'taints kernel', 'tainting kernel')
+MARKERS = ('mlx5', 'infiniband', 'ib_core', 'user_mad', 'RDMA CMA', '] ib', ': ib', 'EDAC', 'ghes_edac', 'mce:', '[Hardware Error]', 'Machine check', 'Out of memory', 'out of memory', 'oom', 'OOM', 'blocked for more than', 'hung_task', 'AER:', 'AMD-Vi', 'DMAR', 'Kernel panic', 'WARNING: CPU:', '---[ end', 'taints kernel', 'tainting kernel', 'segfault at', 'traps: ')
 TEMPLATES = (
     ('drivers/net/ethernet/mellanox/mlx5/core/eswitch_offloads_termtbl.c', '[ 1234.567890] mlx5_core 0000:3b:00.0: {message}'),
     ('drivers/net/ethernet/mellanox/mlx5/core/en_accel/ipsec_offload.c', '[ 1234.567890] mlx5_core 0000:3b:00.0: handler:{line}:(pid 1234): {message}'),
@@ -92,8 +92,10 @@ TEMPLATES = (
     ('drivers/iommu/intel/', '[ 1234.567890] DMAR: {message}'),
     ('drivers/iommu/amd/', '[ 1234.567890] AMD-Vi: {message}'),
     ('drivers/pci/pcie/', '[ 1234.567890] pcieport 0000:00:03.1: AER: {message}'),
+    ('arch/x86/kernel/', '[ 1234.567890] traps: {message}'),
     ('kernel/module/', '[ 1234.567890] {message}'),
     ('drivers/edac/', '[ 1234.567890] ghes_edac: {message}'),
+    ('arch/x86/mm/', '[ 1234.567890] {message}'),
     ('kernel/', '[ 1234.567890] {message}'),
     ('mm/', '[ 1234.567890] {message}'),
     ('', '[ 1234.567890] {message}'),
@@ -157,6 +159,16 @@ ROWS = (
     ('arch/x86/kernel/cpu/mce/threshold.c', 18, 'Unexpected threshold interrupt at vector %x', 'logged_error', 'unknown', 'info', 'a firmware or setup note of the machine check code, not a hardware error'),
     ('arch/x86/kernel/cpu/mce/winchip.c', 23, 'CPU0: Machine Check Exception.', 'host_mce_uncorrected', 'unknown', 'critical', 'an uncorrected machine check: host CPU or memory hardware'),
     ('arch/x86/kernel/cpu/mce/winchip.c', 40, 'Winchip machine check reporting enabled on CPU#0.', 'benign', 'healthy', 'ok', 'machine check reporting is set up at boot'),
+    ('arch/x86/kernel/traps.c', 151, '%s[%d] %s%s ip:%lx sp:%lx error:%lx', 'logged_application_error', 'application', 'warning', "a user-space process was killed by a CPU exception in its own code (a general protection fault, an invalid opcode, a divide error): the program's fault, not the node's"),
+    ('arch/x86/kernel/traps.c', 237, 'Unexpected #CP', 'logged_error', 'unknown', 'warning', "the kernel's own fault handling (an oops, a CPU exception in kernel code): the node's kernel misbehaved"),
+    ('arch/x86/kernel/traps.c', 249, 'Missing ENDBR: %pS', 'logged_error', 'unknown', 'warning', "the kernel's own fault handling (an oops, a CPU exception in kernel code): the node's kernel misbehaved"),
+    ('arch/x86/kernel/traps.c', 408, 'BUG: %s stack guard page was hit at %p (stack is %p..%p)', 'logged_error', 'unknown', 'warning', "the kernel's own fault handling (an oops, a CPU exception in kernel code): the node's kernel misbehaved"),
+    ('arch/x86/kernel/traps.c', 414, 'Kernel panic - not syncing: %s stack guard hit', 'logged_node_failure', 'unknown', 'critical', 'the kernel panicked: the node is down until it reboots'),
+    ('arch/x86/kernel/traps.c', 551, 'PANIC: double fault, error_code: 0x%lx', 'logged_error', 'unknown', 'warning', "the kernel's own fault handling (an oops, a CPU exception in kernel code): the node's kernel misbehaved"),
+    ('arch/x86/kernel/traps.c', 553, 'Kernel panic - not syncing: Machine halted.', 'logged_node_failure', 'unknown', 'critical', 'the kernel panicked: the node is down until it reboots'),
+    ('arch/x86/kernel/traps.c', 637, "%s[%d] attempts to use CLI/STI, pretending it's a NOP, ip:%lx", 'logged_application_error', 'application', 'warning', "a user-space process was killed by a CPU exception in its own code (a general protection fault, an invalid opcode, a divide error): the program's fault, not the node's"),
+    ('arch/x86/mm/fault.c', 727, 'CR2: %016lx', 'logged_error', 'unknown', 'warning', "the kernel's own fault handling (an oops, a CPU exception in kernel code): the node's kernel misbehaved"),
+    ('arch/x86/mm/fault.c', 771, '%s%s[%d]: segfault at %lx ip %px sp %px error %lx', 'logged_application_error', 'application', 'warning', "a user-space process crashed (SIGSEGV) in the code the line names: the program's or a library's fault, not the node's; the job that ran it died"),
     ('drivers/edac/edac_mc.c', 548, '%s (%s) %s %s already assigned %d', 'logged_error', 'unknown', 'warning', ''),
     ('drivers/edac/edac_mc.c', 554, 'bug in low-level driver: attempt to assign\n    duplicate mc_idx %d in %s()', 'logged_error', 'unknown', 'warning', ''),
     ('drivers/edac/edac_mc.c', 649, 'failed to create sysfs device', 'logged_error', 'unknown', 'warning', ''),
@@ -569,8 +581,12 @@ ROWS = (
     ('drivers/iommu/intel/iommu.c', 4615, 'PASID table allocation failed', 'logged_error', 'unknown', 'warning', ''),
     ('drivers/iommu/intel/iommu.c', 5055, 'Recommended TLB entries for ISOCH unit is 16; your BIOS set %d', 'logged_error', 'unknown', 'info', 'a firmware or setup note of the IOMMU driver, not a fault'),
     ('drivers/iommu/intel/irq_remapping.c', 122, 'Requested mask %x exceeds the max invalidation handle mask value %Lx', 'logged_error', 'unknown', 'warning', ''),
+    ('drivers/iommu/intel/irq_remapping.c', 132, "IR%d: can't allocate an IRTE", 'logged_error', 'unknown', 'warning', ''),
     ('drivers/iommu/intel/irq_remapping.c', 326, 'Failed to set source-id of IOAPIC (%d)', 'logged_error', 'unknown', 'warning', ''),
     ('drivers/iommu/intel/irq_remapping.c', 353, 'Failed to set source-id of HPET block (%d)', 'logged_error', 'unknown', 'warning', ''),
+    ('drivers/iommu/intel/irq_remapping.c', 552, 'IR%d: failed to allocate pages of order %d', 'logged_error', 'unknown', 'warning', ''),
+    ('drivers/iommu/intel/irq_remapping.c', 559, 'IR%d: failed to allocate bitmap', 'logged_error', 'unknown', 'warning', ''),
+    ('drivers/iommu/intel/irq_remapping.c', 573, 'IR%d: failed to allocate irqdomain', 'logged_error', 'unknown', 'warning', ''),
     ('drivers/iommu/intel/irq_remapping.c', 597, 'Failed to enable queued invalidation', 'logged_error', 'unknown', 'warning', ''),
     ('drivers/iommu/intel/irq_remapping.c', 606, 'IRQ remapping was enabled on %s but we are not in kdump mode', 'logged_error', 'unknown', 'info', 'a firmware or setup note of the IOMMU driver, not a fault'),
     ('drivers/iommu/intel/irq_remapping.c', 611, 'Failed to copy IR table for %s from previous kernel', 'logged_error', 'unknown', 'info', 'a firmware or setup note of the IOMMU driver, not a fault'),
@@ -1546,6 +1562,9 @@ ROWS = (
     ('drivers/net/ethernet/mellanox/mlx5/core/main.c', 1920, '%s Device state = %d pci_status: %d. Exit, err = %d, result = %d, %s', 'ib_hca_health', 'ib_network', 'warning', 'PCI error recovery of the HCA (after an AER or a slot reset)'),
     ('drivers/net/ethernet/mellanox/mlx5/core/main.c', 2002, 'Shutdown was called', 'benign', 'healthy', 'ok', 'the driver is shut down with the host'),
     ('drivers/net/ethernet/mellanox/mlx5/core/main.c', 2135, 'mlx5_core: WARNING: Invalid module parameter prof_sel %d, valid range 0-%zu, changing back to default(%d)', 'logged_ib_error', 'ib_network', 'info', 'a configuration the driver refused or adjusted, not a link or HCA fault'),
+    ('drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h', 154, '%s: %s:%d: input values too big: %zu + %zu * %zu', 'logged_ib_error', 'ib_network', 'info', 'a configuration the driver refused or adjusted, not a link or HCA fault'),
+    ('drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h', 160, '%s: %s:%d: multiplication overflow: %zu + %zu * %zu', 'logged_ib_error', 'ib_network', 'warning', ''),
+    ('drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h', 166, '%s: %s:%d: addition overflow: %zu + %zu * %zu', 'logged_ib_error', 'ib_network', 'warning', ''),
     ('drivers/net/ethernet/mellanox/mlx5/core/pagealloc.c', 232, 'alloc 4k bug: fw page = 0x%llx, n = %u, bitmask: %lu, max num of 4K pages: %d', 'logged_ib_error', 'ib_network', 'warning', ''),
     ('drivers/net/ethernet/mellanox/mlx5/core/pagealloc.c', 273, 'page not found', 'logged_ib_error', 'ib_network', 'warning', ''),
     ('drivers/net/ethernet/mellanox/mlx5/core/pagealloc.c', 296, 'failed to allocate page', 'logged_ib_error', 'ib_network', 'warning', ''),

@@ -55,6 +55,7 @@ GENERATOR = 'tests/tools/vocab/gen_nccl.py'
 MARKERS = ('NCCL WARN', 'NCCL INFO', 'NCCL error', 'NCCL Error', 'NCCL failure', 'NCCL_DEBUG=', 'remote process exited or there was a network error', 'internal error - please report this issue to the NCCL developers', 'NCCL operation in progress')
 TEMPLATES = (
     ('contrib/nccl_checkpoint/', 'gpu-a-01:12345:12399 [0] {file}:{line} NCCL WARN NCCL Checkpoint: {message}'),
+    ('info:', 'gpu-a-01:12345:12399 [0] {message}'),
     ('', 'gpu-a-01:12345:12399 [0] {file}:{line} NCCL WARN {message}'),
 )
 ROWS = (
@@ -81,6 +82,8 @@ ROWS = (
     ('contrib/nccl_checkpoint/shim_core.h', 317, 'find(%s): missing handle %p', 'logged_error', 'unknown', 'critical', 'An internal consistency check of NCCL failed: it names no cause outside NCCL (report it with the NCCL version).'),
     ('contrib/nccl_checkpoint/shim_core.h', 321, 'find(%s): handle %p config mismatch: expected %p, found %p', 'logged_error', 'unknown', 'critical', 'An internal consistency check of NCCL failed: it names no cause outside NCCL (report it with the NCCL version).'),
     ('contrib/nccl_checkpoint/shim_core.h', 400, 'communicator %p is not checkpoint-restore safe: %s', 'logged_application_error', 'application', 'warning', ''),
+    ('info:src/misc/mlx5dvsymbols.cc', 67, 'NCCL INFO dlvsym failed on %s - %s version %s', 'benign', 'healthy', 'ok', 'An optional library, symbol or feature NCCL probes for is absent: it goes on without it.'),
+    ('info:src/os/linux.cc', 818, 'NCCL INFO unlink shared memory %s failed, error: %s (%d)', 'logged_error', 'unknown', 'info', 'An NCCL_DEBUG=INFO line about a failure NCCL handled (a WARN reports it if it mattered).'),
     ('plugins/profiler/inspector/inspector_event_pool.cc', 116, 'NCCL Inspector: Failed to grow collective info pool (current chunks: %u, total entries: %u)', 'logged_error', 'unknown', 'warning', 'The NCCL Inspector profiler plugin hit an internal error.'),
     ('plugins/profiler/inspector/inspector_event_pool.cc', 215, 'NCCL Inspector: Failed to grow P2P info pool (current chunks: %u, total entries: %u)', 'logged_error', 'unknown', 'warning', 'The NCCL Inspector profiler plugin hit an internal error.'),
     ('plugins/profiler/inspector/inspector_event_pool.cc', 309, 'NCCL Inspector: Failed to grow comm info pool (current chunks: %u, total entries: %u)', 'logged_error', 'unknown', 'warning', 'The NCCL Inspector profiler plugin hit an internal error.'),
@@ -378,9 +381,11 @@ ROWS = (
     ('src/include/checks.h', 262, 'Allocation failed', 'logged_memory_error', 'memory_leak', 'critical', "A host memory allocation failed: the host (or the job's memory limit) is out of memory."),
     ('src/include/checks.h', 271, 'Allocation failed', 'logged_memory_error', 'memory_leak', 'critical', "A host memory allocation failed: the host (or the job's memory limit) is out of memory."),
     ('src/include/checks.h@v2.22.3-1', 49, 'Call to %s failed : %s', 'logged_error', 'unknown', 'critical', 'A system call failed; its error text says why.'),
+    ('src/include/checks.h@v2.29.7-1', 40, "%s:%d Cuda failure '%s'", 'logged_error', 'unknown', 'info', 'A CUDA call failed and NCCL ignored it (it goes on).'),
     ('src/include/checks.h@v2.29.7-1', 238, 'Allocation failed at %s:%d', 'logged_memory_error', 'memory_leak', 'critical', "A host memory allocation failed: the host (or the job's memory limit) is out of memory."),
     ('src/include/cudawrap.h', 37, "Cuda failure %d '%s'", 'logged_error', 'unknown', 'critical', 'A CUDA driver call inside NCCL failed; the CUresult and its text decide.'),
     ('src/include/cudawrap.h', 53, "Cuda failure %d '%s'", 'logged_error', 'unknown', 'critical', 'A CUDA driver call inside NCCL failed; the CUresult and its text decide.'),
+    ('src/include/cudawrap.h@v2.29.7-1', 62, "%s:%d Cuda failure %d '%s'", 'logged_error', 'unknown', 'info', 'A CUDA call failed and NCCL ignored it (it goes on).'),
     ('src/include/gdrwrap.h', 30, 'GDRCOPY failure %d', 'logged_error', 'unknown', 'critical', 'A GDRCopy call failed (its return code says why).'),
     ('src/include/gdrwrap.h', 76, 'gdr_pin_buffer_v2 not available; GDRCopy >= 2.5 required', 'logged_nccl_config_error', 'nccl_config', 'critical', 'GDRCopy is enabled (NCCL_GDRCOPY_ENABLE) but libgdrapi / the gdrdrv module is missing or too old on this host.'),
     ('src/include/ibvwrap.h', 63, 'Call to ibv_poll_cq() returned %d', 'logged_ib_error', 'ib_network', 'critical', 'An ibverbs call on the HCA failed (the errno text says why): the HCA, its driver (mlx5) or its resources.'),
@@ -546,6 +551,7 @@ ROWS = (
     ('src/misc/cudawrap.cc@v2.20.5-1', 211, 'cuDriverGetVersion failed with %d', 'logged_driver_error', 'driver', 'critical', 'The CUDA driver lacks an entry point NCCL needs: a driver older than the CUDA runtime NCCL was built for.'),
     ('src/misc/cudawrap.cc@v2.20.5-1', 225, 'Failed to load CUDA missing symbol cuGetProcAddress', 'logged_driver_error', 'driver', 'critical', 'The CUDA driver lacks an entry point NCCL needs: a driver older than the CUDA runtime NCCL was built for.'),
     ('src/misc/gdrwrap.cc', 47, 'ncclOsDlsym failed on %s - %s', 'logged_nccl_config_error', 'nccl_config', 'critical', 'GDRCopy is enabled (NCCL_GDRCOPY_ENABLE) but libgdrapi / the gdrdrv module is missing or too old on this host.'),
+    ('src/misc/gdrwrap.cc', 58, 'ncclOsDlsym failed on %s, ignoring', 'benign', 'healthy', 'ok', 'An optional library, symbol or feature NCCL probes for is absent: it goes on without it.'),
     ('src/misc/gdrwrap.cc', 73, 'Failed to open %s - %s', 'logged_nccl_config_error', 'nccl_config', 'critical', 'GDRCopy is enabled (NCCL_GDRCOPY_ENABLE) but libgdrapi / the gdrdrv module is missing or too old on this host.'),
     ('src/misc/gdrwrap.cc', 120, 'GDRCOPY lib wrapper not initialized.', 'logged_error', 'unknown', 'critical', 'An internal consistency check of NCCL failed: it names no cause outside NCCL (report it with the NCCL version).'),
     ('src/misc/gdrwrap.cc', 128, 'GDRCOPY lib wrapper not initialized.', 'logged_error', 'unknown', 'critical', 'An internal consistency check of NCCL failed: it names no cause outside NCCL (report it with the NCCL version).'),
@@ -574,6 +580,7 @@ ROWS = (
     ('src/misc/gdrwrap.cc@v2.21.5-1', 221, 'gdr_copy_to_mapping(handle %lx, map_d_ptr %p, h_ptr %p, size %zi) failed: %d', 'logged_error', 'unknown', 'critical', 'A GDRCopy call failed (its return code says why).'),
     ('src/misc/gdrwrap.cc@v2.21.5-1', 235, 'gdr_copy_from_mapping(handle %lx, h_ptr %p, map_d_ptr %p, size %zi) failed: %d', 'logged_error', 'unknown', 'critical', 'A GDRCopy call failed (its return code says why).'),
     ('src/misc/gdrwrap.cc@v2.29.7-1', 40, 'dlsym failed on %s - %s', 'logged_nccl_config_error', 'nccl_config', 'critical', 'GDRCopy is enabled (NCCL_GDRCOPY_ENABLE) but libgdrapi / the gdrdrv module is missing or too old on this host.'),
+    ('src/misc/gdrwrap.cc@v2.29.7-1', 50, 'dlsym failed on %s, ignoring', 'logged_error', 'unknown', 'info', 'An NCCL_DEBUG=INFO line about a failure NCCL handled (a WARN reports it if it mattered).'),
     ('src/misc/gdrwrap.cc@v2.29.7-1', 65, 'Failed to open %s', 'logged_nccl_config_error', 'nccl_config', 'critical', 'GDRCopy is enabled (NCCL_GDRCOPY_ENABLE) but libgdrapi / the gdrdrv module is missing or too old on this host.'),
     ('src/misc/ibvsymbols.cc', 95, 'dlvsym failed on %s - %s version %s', 'logged_nccl_config_error', 'nccl_config', 'critical', 'libibverbs / libmlx5 on this host lacks a symbol version NCCL needs: rdma-core is too old.'),
     ('src/misc/ibvsymbols.cc@v2.29.7-1', 88, 'Failed to open libibverbs.so[.1]', 'logged_error', 'unknown', 'info', 'An NCCL_DEBUG=INFO line about a failure NCCL handled (a WARN reports it if it mattered).'),
@@ -821,7 +828,6 @@ ROWS = (
     ('src/os/linux.cc', 795, 'Error: failed to extend %s to %ld bytes, error: %s (%d)', 'nccl_shm_failed', 'nccl_config', 'critical', "NCCL could not create or map its shared-memory segment: /dev/shm is too small or missing (a container's default 64 MB), or full."),
     ('src/os/linux.cc', 801, 'Call to open failed: %s', 'nccl_shm_failed', 'nccl_config', 'critical', "NCCL could not create or map its shared-memory segment: /dev/shm is too small or missing (a container's default 64 MB), or full."),
     ('src/os/linux.cc', 806, 'Error: Could not map %s size %zu, error: %s (%d)', 'nccl_shm_failed', 'nccl_config', 'critical', "NCCL could not create or map its shared-memory segment: /dev/shm is too small or missing (a container's default 64 MB), or full."),
-    ('src/os/linux.cc', 818, 'unlink shared memory %s failed, error: %s (%d)', 'logged_error', 'unknown', 'info', 'An NCCL_DEBUG=INFO line about a failure NCCL handled (a WARN reports it if it mattered).'),
     ('src/os/linux.cc', 842, 'Error while %s shared memory segment %s (size %ld), error: %s (%d)', 'nccl_shm_failed', 'nccl_config', 'critical', "NCCL could not create or map its shared-memory segment: /dev/shm is too small or missing (a container's default 64 MB), or full."),
     ('src/os/linux.cc', 861, 'unlink shared memory %s failed, error: %s (%d)', 'logged_error', 'unknown', 'warning', 'Releasing a shared-memory segment failed at clean-up.'),
     ('src/os/linux.cc', 871, 'munmap of shared memory %p size %ld failed, error: %s (%d)', 'logged_error', 'unknown', 'warning', 'Releasing a shared-memory segment failed at clean-up.'),

@@ -7,7 +7,9 @@ v5.0.10's submodule pin (v3.0.13; its run-time files and its topics named with a
 row is its first line with enough literal text that no topic of another class shares (a format
 once, at the first pin that has it; later pins' files are "path@tag", PRRTE's "prrte:path@tag").
 Printed between two lines of 74 dashes (opal/util/show_help.c dash_line): the job-log reader
-(joblog/ompi_lines.py) matches the lines inside such a frame against these rows.
+(joblog/ompi_lines.py) matches the lines inside such a frame against these rows. And mpirun's note
+after it aggregated a help text several processes printed (orte/util/show_help.c: "N more
+processes have sent help message ...", "Set MCA parameter "orte_base_help_aggregate" to 0 ..."): benign.
 Left out: usage/version/option help, the info tools, compiler wrappers, checkpoint/restart,
 OpenSHMEM, contrib/.
 Classification (gen_ompi.py RULES, first match wins): a process that died (rank, node, signal) ->
@@ -27,8 +29,9 @@ COMMIT = 'ea8f4d03089018f08451f42f2cfa2467570f395e'
 LICENCE = 'BSD-3-Clause-Open-MPI (LICENSE); PRRTE BSD-3-Clause (LICENSE)'
 ORIGIN = 'https://github.com/open-mpi/ompi'
 GENERATOR = 'tests/tools/vocab/gen_ompi.py'
-MARKERS = ('--------------------------------------------------------------------------', '*** An error occurred', 'MPI_ERRORS_ARE_FATAL', 'mpirun noticed', 'prterun noticed', 'orterun noticed', 'ORTE_ERROR_LOG', 'PRTE_ERROR_LOG', 'Open MPI', 'OpenFabrics', 'ORTE ', 'PRTE ')
+MARKERS = ('--------------------------------------------------------------------------', '*** An error occurred', 'MPI_ERRORS_ARE_FATAL', 'mpirun noticed', 'prterun noticed', 'orterun noticed', 'ORTE_ERROR_LOG', 'PRTE_ERROR_LOG', 'Open MPI', 'OpenFabrics', 'ORTE ', 'PRTE ', 'sent help message', 'help_aggregate')
 TEMPLATES = (
+    ('orte/util/show_help.c', '[node1:07511] {message}'),
     ('', '--------------------------------------------------------------------------\n{message}\n--------------------------------------------------------------------------'),
 )
 ROWS = (
@@ -610,6 +613,8 @@ ROWS = (
     ('orte/util/hostfile/help-hostfile.txt', 65, 'Some of the requested hosts are not included in the current allocation.', 'logged_nccl_config_error', 'nccl_config', 'critical', "the job's placement could not be done as asked (the allocation, hostfile, mapping or binding policy): the launch set-up"),
     ('orte/util/hostfile/help-hostfile.txt', 123, 'A hostfile was provided that contains at least one node not', 'logged_nccl_config_error', 'nccl_config', 'critical', "the job's placement could not be done as asked (the allocation, hostfile, mapping or binding policy): the launch set-up"),
     ('orte/util/hostfile/help-hostfile.txt', 136, 'A hostfile was provided that contains multiple definitions', 'logged_nccl_config_error', 'nccl_config', 'critical', "the job's placement could not be done as asked (the allocation, hostfile, mapping or binding policy): the launch set-up"),
+    ('orte/util/show_help.c', 361, '%d more process%s sent help message %s / %s', 'benign', 'healthy', 'ok', 'mpirun printed one help text for several processes and says how to see every copy: the help text above it says what happened'),
+    ('orte/util/show_help.c', 373, 'Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages', 'benign', 'healthy', 'ok', 'mpirun printed one help text for several processes and says how to see every copy: the help text above it says what happened'),
     ('prrte:src/docs/show-help-files/help-dash-host.txt@v3.0.13', 31, 'A relative host was specified, but was not found. The requested host', 'logged_nccl_config_error', 'nccl_config', 'critical', "the job's placement could not be done as asked (the allocation, hostfile, mapping or binding policy): the launch set-up"),
     ('prrte:src/docs/show-help-files/help-dash-host.txt@v3.0.13', 41, 'A relative host was specified, but the index given is beyond the', 'logged_nccl_config_error', 'nccl_config', 'critical', "the job's placement could not be done as asked (the allocation, hostfile, mapping or binding policy): the launch set-up"),
     ('prrte:src/docs/show-help-files/help-dash-host.txt@v3.0.13', 54, 'A relative host was improperly specified — the value provided was.', 'logged_nccl_config_error', 'nccl_config', 'critical', "the job's placement could not be done as asked (the allocation, hostfile, mapping or binding policy): the launch set-up"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate module_utils/gpu_runbook/vocab/linux.py: the Linux kernel messages gpu-runbook
 reads in a node's kernel log (mlx5 / InfiniBand / IPoIB, EDAC, machine checks, the OOM killer,
-hung tasks, PCIe AER, IOMMU faults, panics), read from one pinned kernel release.
+hung tasks, PCIe AER, IOMMU faults, panics, a user process's segfault or trap), read from one
+pinned kernel release.
 
 Usage (from the repository root)::
 
@@ -53,11 +54,15 @@ MLX5 = "drivers/net/ethernet/mellanox/mlx5/core/"
 SCOPE = (MLX5, "drivers/infiniband/core/", "drivers/infiniband/ulp/ipoib/", "drivers/infiniband/hw/mlx5/",
          "drivers/edac/edac_mc.c", "drivers/edac/ghes_edac.c", "arch/x86/kernel/cpu/mce/", "mm/oom_kill.c",
          "kernel/hung_task.c", "drivers/pci/pcie/aer.c", "drivers/pci/pcie/err.c", "drivers/iommu/amd/iommu.c",
-         "drivers/iommu/intel/", "kernel/panic.c", "kernel/module/")
-# left out of the scope above: the MCE error injector (a test module) and the iWARP port mapper
-# (iWARP is not used on InfiniBand/RoCE GPU clusters; its messages are all info-level)
+         "drivers/iommu/intel/", "kernel/panic.c", "kernel/module/", "arch/x86/mm/fault.c",
+         "arch/x86/kernel/traps.c")
+# left out of the scope above: the MCE error injector (a test module), the iWARP port mapper
+# (iWARP is not used on InfiniBand/RoCE GPU clusters; its messages are all info-level), and the
+# detail lines of a kernel oops's register dump (fault.c show_ldttss '%s: NULL', dump_pagetable: too
+# little text of their own, and the oops's head line says what happened)
 SKIP_FILES = ("arch/x86/kernel/cpu/mce/inject.c", "drivers/infiniband/core/iwpm_msg.c",
-              "drivers/infiniband/core/iwpm_util.c", "drivers/infiniband/core/device.c:__ibdev_printk")
+              "drivers/infiniband/core/iwpm_util.c", "drivers/infiniband/core/device.c:__ibdev_printk",
+              "arch/x86/mm/fault.c:show_ldttss", "arch/x86/mm/fault.c:dump_pagetable")
 # header files read for the macros the formats use
 EXTRA = ("Makefile", "include/linux/printk.h", "drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.h")
 
@@ -176,6 +181,18 @@ MLX5_CONFIG = (r"^" + re.escape(MLX5) +
                r"en/params|en/monitor_stats|en/ptp|en/trap|en/xdp|en/rss|en/rx_res|en/selq|en/channels|"
                r"en/tir|en/rqt|en/hv_vhca|debugfs|mcg\.c)")
 RULES = (
+    # --- a user-space process's crash, as the kernel reports it ----------------------------------
+    # arch/x86/mm/fault.c show_signal_msg ('python[1234]: segfault at 0 ip ... error 4 in libx.so[...]') and
+    # traps.c show_signal ('traps: python[1234] general protection fault ip:... error:0 in libc.so.6[...]'):
+    # the process died of its own code or a library's (the line names which), the node is not at fault
+    (r"^arch/x86/mm/fault\.c$", r"segfault at", "logged_application_error", "warning",
+     "a user-space process crashed (SIGSEGV) in the code the line names: the program's or a library's fault, not "
+     "the node's; the job that ran it died"),
+    (r"^arch/x86/kernel/traps\.c$", r"ip:%lx sp:%lx error:%lx|attempts to use CLI/STI", "logged_application_error",
+     "warning", "a user-space process was killed by a CPU exception in its own code (a general protection fault, "
+     "an invalid opcode, a divide error): the program's fault, not the node's"),
+    (r"^arch/x86/(?:mm/fault|kernel/traps)\.c$", r"", U, LVL,
+     "the kernel's own fault handling (an oops, a CPU exception in kernel code): the node's kernel misbehaved"),
     # --- mlx5 core ------------------------------------------------------------------------------
     (MLX5 + "en_main.c", r"^Link up$", "benign", "ok", "the Ethernet/RoCE port's link came up"),
     (MLX5 + "en_main.c", r"^Link down$", "ib_link_dropped", "warning",
@@ -360,6 +377,7 @@ CATEGORY = {"logged_ib_error": "ib_network", "logged_error": "unknown", "logged_
             "host_mce_corrected": "unknown", "host_mce_uncorrected": "unknown", "oom_kill": "memory_leak",
             "oom_kill_cgroup": "memory_leak", "hung_task": "unknown", "pcie_aer_corrected": "unknown",
             "pcie_aer_nonfatal": "unknown", "pcie_aer_fatal": "unknown", "iommu_fault": "unknown",
+            "logged_application_error": "application",
             "benign": "healthy"}
 
 # explicit per-message classes (each with its reason), over RULES: (file, format regex) -> class
@@ -377,7 +395,7 @@ OVERRIDES = (
 MARKERS = ("mlx5", "infiniband", "ib_core", "user_mad", "RDMA CMA", "] ib", ": ib", "EDAC", "ghes_edac", "mce:",
            "[Hardware Error]", "Machine check", "Out of memory", "out of memory", "oom", "OOM",
            "blocked for more than", "hung_task", "AER:", "AMD-Vi", "DMAR", "Kernel panic", "WARNING: CPU:",
-           "---[ end", "taints kernel", "tainting kernel")
+           "---[ end", "taints kernel", "tainting kernel", "segfault at", "traps: ")
 
 
 # ---------------------------------------------------------------------------------------------

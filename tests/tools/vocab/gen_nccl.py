@@ -86,8 +86,13 @@ CODE_EXT = re.compile(r"\.(?:cc|cu|cuh|c|cpp|h|hpp|in)$")
 GENERATED_WARNS = ("src/device/symmetric/generate.py",)
 
 HOST = "gpu-a-01:12345:12399 [0]"
+# A format NCCL prints at both levels (a required symbol WARNs, an optional one is INFO: "dlvsym
+# failed on %s - %s version %s"): its INFO site's row is qualified by the level the line shows
+# ("NCCL INFO <format>", file "info:<path>"), so a line is read as the call that printed it
+INFO_QUALIFIED = "info:"
 TEMPLATES = (
     ("contrib/nccl_checkpoint/", HOST + " {file}:{line} NCCL WARN NCCL Checkpoint: {message}"),
+    (INFO_QUALIFIED, HOST + " {message}"),  # an INFO row qualified by its level (site_rows): "NCCL INFO ..."
     ("", HOST + " {file}:{line} NCCL WARN {message}"),
 )
 
@@ -328,12 +333,15 @@ def read_sites(src, rev):
 
 
 def _macro_literal_warn(text, m):
-    """A WARN inside a #define whose format is all literals (CUDACHECK's "Cuda failure '%s'"):
-    read as a row at the macro (True); one with a parameter is read per invocation (False)."""
+    """A WARN (or an INFO) inside a #define whose format is all literals (CUDACHECK's "Cuda failure
+    '%s'", mlx5dvsymbols.cc's LOAD_SYM_VERSION "dlvsym failed on %s - %s version %s" at INFO): read
+    as a row at the macro (True); one with a parameter is read per invocation (False)."""
     args, _end = call_args(text, m.end() - 1)
-    if m.group(1) not in ("WARN", "WARN_INSPECTOR") or not args:
-        return False
-    return join_format(args[0]) is not None
+    if m.group(1) in ("WARN", "WARN_INSPECTOR") and args:
+        return join_format(args[0]) is not None
+    if m.group(1) == "INFO" and len(args) > 1:
+        return join_format(args[1]) is not None
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1000,11 +1008,19 @@ nccl_invalid_usage, InProgress -> benign.
 
 def site_rows(sites, suffix=""):
     rows = []
+    warned = {}
+    for s in sites:
+        if s.level == "warn":
+            warned.setdefault(s.fmt, classify(s)[:3])
     for s in sites:
         if s.level == "info" and not (error_like(s.fmt) or INFO_KEEP.search(s.fmt)):
             continue
         kind, category, severity, meaning = classify(s)
         _check(kind, category, severity)
+        if s.level == "info" and s.fmt in warned and warned[s.fmt] != (kind, category, severity):
+            rows.append((INFO_QUALIFIED + s.path + suffix, s.line, "NCCL INFO " + s.fmt, kind, category, severity,
+                         meaning))
+            continue
         rows.append((s.path + suffix, s.line, s.fmt, kind, category, severity, meaning))
     return rows
 

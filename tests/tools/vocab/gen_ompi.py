@@ -67,8 +67,13 @@ LICENCE = "BSD-3-Clause-Open-MPI (LICENSE); PRRTE BSD-3-Clause (LICENSE)"
 DASH_LINE = "-" * 74  # opal/util/show_help.c dash_line
 # what names Open MPI in a line of its own; the dash line frames every help text
 MARKERS = (DASH_LINE, "*** An error occurred", "MPI_ERRORS_ARE_FATAL", "mpirun noticed", "prterun noticed", "orterun noticed", "ORTE_ERROR_LOG", "PRTE_ERROR_LOG",
-           "Open MPI", "OpenFabrics", "ORTE ", "PRTE ")
-TEMPLATES = (("", DASH_LINE + "\n{message}\n" + DASH_LINE),)
+           "Open MPI", "OpenFabrics", "ORTE ", "PRTE ", "sent help message", "help_aggregate")
+# mpirun's note after it aggregated one help text printed by several processes (orte/util/show_help.c,
+# opal_output(0, ...) with its "[host:pid] " prefix, outside any frame): read from its source, benign
+AGGREGATE_FILE = "orte/util/show_help.c"
+AGGREGATE_WHY = ("mpirun printed one help text for several processes and says how to see every copy: the help text "
+                 "above it says what happened")
+TEMPLATES = ((AGGREGATE_FILE, "[node1:07511] {message}"), ("", DASH_LINE + "\n{message}\n" + DASH_LINE))
 
 SKIP_FILE = re.compile(r"help-(?:ompi_info|orte-info|prte-info|prte_info|pmix-info|opal_info|opal-wrapper|"
                        r"opal-restart|opal-checkpoint|orte-checkpoint|orte-restart|ompi-crcp|opal-crs|orte-snapc|"
@@ -228,6 +233,21 @@ def _prrte_topic_kept(path, topic):
     return bool(PRRTE_RUNTIME_FILES.search(path)) or ":" in topic
 
 
+def aggregate_rows(src):
+    """The opal_output(0, "...") lines of orte/util/show_help.c at the pin: mpirun's aggregation note."""
+    text = common.show(src, PIN, AGGREGATE_FILE)
+    rows = []
+    for m in re.finditer(r"\bopal_output\s*\(\s*0\s*,", text):
+        args, _end = common.call_args(text, m.end() - len(m.group(0)) + m.group(0).index("("))
+        fmt = common.join_literals(args[1]) if len(args) > 1 else None
+        if fmt and matchable(fmt):
+            rows.append((AGGREGATE_FILE, common.line_of(text, m.start()), fmt.strip(), "benign", "healthy", "ok",
+                         AGGREGATE_WHY))
+    if len(rows) < 2:
+        raise SystemExit("%s: mpirun's aggregation lines not found at %s" % (AGGREGATE_FILE, PIN))
+    return rows
+
+
 def build(src, prrte_src):
     topics = []  # (row file, topic, [(line, text)], class)
     for rowfile, path, _rev, text in sources(src, prrte_src):
@@ -267,6 +287,7 @@ def main(argv=None):
     p.add_argument("--prrte-src", required=True, help="a clone (or bare mirror) of openpmix/prrte")
     a = p.parse_args(argv)
     rows, dropped = build(a.src, a.prrte_src)
+    rows += aggregate_rows(a.src)
     meta = {"EMITTER": "Open MPI", "PROJECT": "Open MPI (help texts; with PRRTE %s for v5's run-time)" % PRRTE_TAG,
             "VERSION": "%s + %s + %s" % (PIN, PIN5, PIN40), "COMMIT": common.resolve(a.src, PIN), "LICENCE": LICENCE,
             "ORIGIN": ORIGIN, "GENERATOR": GENERATOR}
@@ -280,7 +301,9 @@ v5.0.10's submodule pin (v3.0.13; its run-time files and its topics named with a
 row is its first line with enough literal text that no topic of another class shares (a format
 once, at the first pin that has it; later pins' files are "path@tag", PRRTE's "prrte:path@tag").
 Printed between two lines of 74 dashes (opal/util/show_help.c dash_line): the job-log reader
-(joblog/ompi_lines.py) matches the lines inside such a frame against these rows.
+(joblog/ompi_lines.py) matches the lines inside such a frame against these rows. And mpirun's note
+after it aggregated a help text several processes printed (orte/util/show_help.c: "N more
+processes have sent help message ...", "Set MCA parameter "orte_base_help_aggregate" to 0 ..."): benign.
 Left out: usage/version/option help, the info tools, compiler wrappers, checkpoint/restart,
 OpenSHMEM, contrib/.
 Classification (gen_ompi.py RULES, first match wins): a process that died (rank, node, signal) ->
