@@ -777,3 +777,21 @@ def test_every_port_down_and_disabled_is_one_warning_not_a_fault_per_port():
     facts, findings = ib.parse_ib_sysfs(sysfs(special={"mlx5_3": off}), source="ib-sysfs.txt")
     (f,) = sev(findings, "warning", "critical")
     assert f["kind"] == "ib_port_down" and "turned off" in f["message"]
+
+
+def test_names_in_typographic_quotes_and_flush_left_ibstatus_fields_are_read(tmp_path):
+    # x46: a vendor manual's example output: ’mlx4_0’ (a word processor's quotes), ibstatus without its indent
+    from gpu_runbook.cli import analyze_paths
+    from gpu_runbook.infiniband.ibstat import parse_ibstat
+    ibstat = ("CA \u2019mlx4_0\u2019\nCA type: MT26428\nNumber of ports: 1\nPort 1:\nState: Active\n"
+              "Physical state: LinkUp\nRate: 40\nBase lid: 7\n")
+    facts, _ = parse_ibstat(ibstat)
+    assert facts["devices"] == ["mlx4_0"]
+    ibstatus = ("# ibstatus\nInfiniband device \u2019mlx4_0\u2019 port 1 status:\n"
+                "default gid: fe80:0000:0000:0000:5080:0200:008e:4d39\nbase lid: 0x7\nsm lid: 0xd\n"
+                "state: 4: ACTIVE\nphys state: 5: LinkUp\nrate: 40 Gb/sec (4X QDR)\n")
+    facts, _ = parse_ibstat(ibstatus)
+    assert [(p["device"], p["state"], p["rate_gbps"]) for p in facts["ports"]] == [("mlx4_0", "Active", 40.0)]
+    (tmp_path / "ibstatus.txt").write_text(ibstatus)
+    doc = analyze_paths([str(tmp_path / "ibstatus.txt")])
+    assert [f["read_as"] for f in doc["files"]] == [["ibstat"]]

@@ -74,12 +74,17 @@ _IBSTAT_KEYS = ("CA type", "Number of ports", "Firmware version", "Hardware vers
 
 def _ibstat(line):
     # ibstat's own complaints ('ibpanic: ... stat of IB device 'mlx5_8' failed', 'ibwarn: ...') are its output too
-    return (not line.strip() or _indented(line) or line.startswith("CA '") or line.startswith(_IBSTAT_KEYS)
+    return (not line.strip() or _indented(line) or line.startswith(("CA '", "CA \u2018", "CA \u2019"))
+            or line.startswith(_IBSTAT_KEYS)
             or line.startswith(("ibpanic:", "ibwarn:", "ibstat:")))
 
 
+# ibstatus's fields (infiniband-diags' ibstatus script), flush left when a manual or a paste lost the indent
+_IBSTATUS_KEYS = ("default gid:", "base lid:", "sm lid:", "state:", "phys state:", "rate:", "link_layer:")
+
+
 def _ibstatus(line):
-    return not line.strip() or _indented(line) or line.startswith("Infiniband device ")
+    return not line.strip() or _indented(line) or line.startswith("Infiniband device ") or line.startswith(_IBSTATUS_KEYS)
 
 
 def _ibv(line):
@@ -298,10 +303,11 @@ BLOCKS = (
     # (grep -H's 'PATH:VALUE', or head/tail's '==> PATH <==' over each file's value)
     ("ib-sysfs.txt", re.compile(r"^(?:==> )?/sys/class/infiniband/[^/\s]{1,64}/ports/\d{1,3}/(?:state|phys_state|rate|"
                                 r"link_layer|counters/\w{1,64}|hw_counters/\w{1,64})(?::| <==\s*$)"), _sysfs, None),
-    ("ibstat.txt", re.compile(r"^CA '[^'\n]{1,64}'"), _ibstat, None),
+    ("ibstat.txt", re.compile(r"^CA ['\u2018\u2019`][^'\u2018\u2019`\n]{1,64}['\u2018\u2019`]"), _ibstat, None),
     # an ibstat excerpt cut above its port block ('Port 1:' over its indented 'State:' lines)
     ("ibstat.txt", re.compile(r"^Port" + _H + r"{1,4}\d{1,3}:" + _H + r"*$"), _ibstat, _ibstat_port_opens),
-    ("ibstat.txt", re.compile(r"^Infiniband device '[^'\n]{1,64}' port \d{1,3} status:"), _ibstatus, None),
+    ("ibstat.txt", re.compile(r"^Infiniband device ['\u2018\u2019`][^'\u2018\u2019`\n]{1,64}['\u2018\u2019`] port \d{1,3} "
+                              r"status:"), _ibstatus, None),
     ("ibv_devinfo.txt", re.compile(r"^hca_id:" + _H + r"*\S"), _ibv, None),
     # ibv_devinfo (rdma-core libibverbs/examples/devinfo.c) when the verbs stack lists no device: its one line
     ("ibv_devinfo.txt", NO_DEVICES_RE, _one_line, None),

@@ -74,7 +74,8 @@ _SNIFF = (
     ("ib-sysfs", re.compile(r"/ports/\d+/(?:state|phys_state|rate|link_layer|counters/\w+|"
                             r"hw_counters/\w+):", re.M)),
     # blanks inside a line only ([ \t]): `^\s*` would run across every blank line after it (quadratic)
-    ("ibstat", re.compile(r"^[ \t]*CA[ \t]+'[^'\n]+'|^[ \t]*Infiniband device[ \t]+'|"
+    ("ibstat", re.compile(r"^[ \t]*CA[ \t]+['\u2018\u2019`][^'\u2018\u2019`\n]+['\u2018\u2019`]|"
+                          r"^[ \t]*Infiniband device[ \t]+['\u2018\u2019`]|"
                           r"^Port[ \t]{1,4}\d{1,3}:[ \t]*\r?\n[ \t]+(?:State|Physical state):", re.M | re.I)),
     ("ibv_devinfo", re.compile(r"^[ \t]*hca_id[ \t]*:", re.M)),
     # before perfquery: its '# Port info: Lid 1 port 6' is shaped like perfquery's headers

@@ -8,15 +8,17 @@ from .model import Host, guarded
 from .names import KV_RE, NO_DEVICES_RE, norm_link_layer, normalize_phys_state, normalize_state, parse_rate
 from .ports import finish
 
-_CA_RE = re.compile(r"^\s*CA\s+'(?P<dev>[^']+)'\s*$")
+# ibstat quotes a name with "'"; a manual, a forum or a word processor turns it into a typographic one
+Q = "'\u2018\u2019`"
+_CA_RE = re.compile(r"^\s*CA\s+[%s](?P<dev>[^%s]+)[%s]\s*$" % (Q, Q, Q))
 _PORT_RE = re.compile(r"^\s*Port\s+(?P<port>\d+)\s*:\s*$")
 # "stat of IB device 'mlx5_8' failed" / "'mlx5_9' IB device can't be found"
 _IBPANIC_DEV_RE = re.compile(r"IB device\s+'(?P<dev>[^']+)'|'(?P<dev2>[^']+)'\s+IB device")
 # a pasted excerpt that starts at a port block ('Port 1:' then its 'State:' lines): the CA's
 # name was cut, the port's state is still a reading
 UNNAMED_CA = "(CA not shown)"
-_IBSTATUS_RE = re.compile(r"^\s*Infiniband device\s+'(?P<dev>[^']+)'\s+port\s+(?P<port>\d+)\s+status\s*:",
-                          re.I)
+_IBSTATUS_RE = re.compile(r"^\s*Infiniband device\s+[%s](?P<dev>[^%s]+)[%s]\s+port\s+(?P<port>\d+)\s+status\s*:"
+                          % (Q, Q, Q), re.I)
 
 
 def parse_ibstat(text, source="ibstat.txt", expected_rate=None, expected_devices=None,
