@@ -25,7 +25,7 @@ import re
 from ..vocab import continues_a_message, markers, match_line, xid_named
 from ..linefamily import is_node_line
 from ..vocab.reading import error_like
-from .patterns import TQDM
+from .patterns import TQDM, unroutable
 from .progress import one_bar
 from .text import add
 
@@ -385,12 +385,10 @@ _GLOO_LOOPBACK_MEANS = ("Gloo could not connect to a peer at a loopback address:
                         "fix the name's address")
 
 
-# A connection that failed to an address no other node can be reached at: the transport chose the
-# wrong interface, not a broken network. Loopback (127/8, ::1), link-local (169.254/16 RFC 3927,
-# fe80::/10 RFC 4291) and 172.17.0.1, the address Docker gives its default bridge docker0 on every
-# host alike (Docker's bridge network documentation): a peer "there" is this host itself
-_UNREACHABLE_PEER = re.compile(r"(?<![\w.:])(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|169\.254\.\d{1,3}\.\d{1,3}|172\.17\.0\.1"
-                               r"|::1|fe[89ab][0-9a-f]:[0-9a-f:]{0,40})(?![\w.])", re.I)
+# A connection that failed to an address no other node can be reached at (patterns.unroutable:
+# loopback, link-local, docker0's 172.17.0.1): the transport chose the wrong interface, not a
+# broken network. The addresses a line names: IPv4, ::1 and fe80::/10 between non-address characters
+_ADDRESS = re.compile(r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}|::1|fe[89ab][0-9a-f]:[0-9a-f:]{0,40})(?![\w.])", re.I)
 _UNREACHABLE_MEANS = ("A connection to %s failed: %s, an address no other node is reached at (it is the same on "
                       "every host), so the transport chose the wrong interface: set UCX_NET_DEVICES / "
                       "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (or Open MPI's btl_tcp_if_include) to the interface "
@@ -398,14 +396,13 @@ _UNREACHABLE_MEANS = ("A connection to %s failed: %s, an address no other node i
 
 
 def _unreachable_peer(text):
-    """(address, what it is) of a loopback, link-local or docker0 address ``text`` names, or None."""
-    m = _UNREACHABLE_PEER.search(text)
-    if m is None:
-        return None
-    a = m.group(0).lower()
-    what = ("a loopback address" if a.startswith("127.") or a == "::1" else
-            "Docker's default bridge (docker0)" if a == "172.17.0.1" else "a link-local address")
-    return a, what
+    """(address, what it is) of the first address ``text`` names that no other node is reached at, or None."""
+    for m in _ADDRESS.finditer(text):
+        a = m.group(0).lower()
+        what = unroutable(a)
+        if what is not None:
+            return a, what
+    return None
 
 
 def _gloo_connect_row():

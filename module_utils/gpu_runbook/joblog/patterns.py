@@ -65,6 +65,20 @@ LOOPBACK_IP = re.compile(r"^(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d
 LINK_LOCAL_IP = re.compile(r"^(?:\[?fe[89ab][0-9a-f]:|169\.254\.\d{1,3}\.\d{1,3}$)", re.I)
 # the address Docker gives its default bridge (docker0) on every host alike: a peer there is this host
 DOCKER_BRIDGE_IP = re.compile(r"^172\.17\.0\.1$")
+
+
+def unroutable(addr):
+    """What ``addr`` is when no other node can be reached at it (a loopback, docker0's or a link-local
+    address: the same on every host, or routed within one link), else None."""
+    if LOOPBACK_IP.match(addr):
+        return "a loopback address"
+    if DOCKER_BRIDGE_IP.match(addr):
+        return "Docker's default bridge (docker0)"
+    if LINK_LOCAL_IP.match(addr):
+        return "a link-local address"
+    return None
+
+
 NET_SOCKET_USING = re.compile(r"\bNET/Socket\s*: Using (.*)$")
 SOCK_DEV = re.compile(r"\[\d+\]([\w.\-]+):([0-9A-Fa-f.:]+?)<\d+>")
 # ... with its index ('via NET/Socket/1' names it) and an IPv6 scope ('fe80::1%veth25f2e72')

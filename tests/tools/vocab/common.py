@@ -149,7 +149,9 @@ def write_table(emitter_module, meta, markers, templates, rows, codes=None, code
     if codes is not None:
         lines.append("CODE_FORMATS = %r" % (tuple(code_formats or ()),))
         lines.append("CODES = (")
-        for c in sorted(set(tuple(c) for c in codes), key=lambda c: (c[0], c[1])):
+        # by number and name, then the rest: a code printed under two texts (PMIx's v3 "ERROR" and v4
+        # "PMIX_ERROR") must not take the set's order, which changes with the string hash every run
+        for c in sorted(set(tuple(c) for c in codes), key=lambda c: (c[0], c[1], repr(c[2:]))):
             if len(c) != len(CODE_FIELDS):
                 raise ValueError("code of %d fields: %r" % (len(c), c))
             lines.append("    %r," % (tuple(c),))

@@ -153,7 +153,8 @@ def main(argv=None):
             kind, cat, sev, meaning = classify(site, first)
             rows.append((path, line, first, kind, cat, sev, meaning))
     osm_log_rows = len(rows)
-    rows += [r for r in console_rows(args.src, commit) if (r[2], "console") not in seen]
+    logged = set(r[2] for r in rows)  # a console line OSM_LOG also prints is read as that row
+    rows += [r for r in console_rows(args.src, commit) if r[2] not in logged]
     for r in rows:  # every row, printed as OpenSM prints it, holds a marker
         line = TEMPLATES[0][1].replace("{message}", vocab.instantiate(r[2]))
         if not any(m in line for m in MARKERS):

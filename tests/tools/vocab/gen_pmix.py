@@ -46,7 +46,8 @@ ORIGIN = "https://github.com/openpmix/openpmix"
 LICENCE = "BSD-3-Clause (openpmix LICENSE)"
 HEADER = "include/pmix_common.h.in"
 ERROR_C = "src/util/error.c"
-ERROR_H = {"v3": "src/util/error.h", "v4": "src/util/pmix_error.h"}
+# where PMIX_ERROR_LOG is defined: (release, header) -- src/util/error.h in v3, pmix_error.h since v4
+ERROR_LOG_AT = ((PIN3, "src/util/error.h"), (PINS_NAMED[0], "src/util/pmix_error.h"))
 FORMAT = "PMIX ERROR: %s in file %s at line %d"
 CODE_FORMATS = ("PMIX ERROR: {text} in file %s at line %d",)
 MARKERS = ("PMIX ERROR: ",)
@@ -94,7 +95,7 @@ def numbers(text):
 
 def _line_of(text, needle):
     at = text.find(needle)
-    return text.count("\n", 0, at) + 1 if at >= 0 else 0
+    return common.line_of(text, at) if at >= 0 else 0
 
 
 def statuses(src, rev, named):
@@ -126,8 +127,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", required=True, help="openpmix/openpmix: a bare mirror or a clone")
     args = ap.parse_args(argv)
-    for tag, path in (("v3", ERROR_H["v3"]), ("v4", ERROR_H["v4"])):
-        rev = PIN3 if tag == "v3" else PINS_NAMED[0]
+    for rev, path in ERROR_LOG_AT:
         if FORMAT not in common.show(args.src, rev, path):
             raise SystemExit("%s at %s no longer prints %r" % (path, rev, FORMAT))
     codes, seen = [], set()
